@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 
 from apm.stack.config import StackSettings
 from apm.stack.jars import ENGINES, fetch
@@ -26,7 +27,8 @@ class ServiceStatus:
 
 
 def _process(service: Service, settings: StackSettings) -> ManagedProcess:
-    return ManagedProcess(service.name, service.home(settings), marker=f"-Dapm.stack={service.name}")
+    return ManagedProcess(service.name, service.home(settings),
+                          marker=f"-Dapm.stack={service.name}")
 
 
 def _say(message: str) -> None:
@@ -67,7 +69,7 @@ def up(settings: StackSettings | None = None) -> list[ServiceStatus]:
                 started.append(proc)
             else:
                 t0 = time.monotonic()
-            proc.wait_healthy(lambda s=service: s.healthy(settings), settings.start_timeout_s, _say)
+            proc.wait_healthy(partial(service.healthy, settings), settings.start_timeout_s, _say)
             _say(f"{service.name} healthy after {time.monotonic() - t0:.1f}s")
     except BaseException:
         for proc in reversed(started):

@@ -79,7 +79,8 @@ def _kafka_prepare(settings: StackSettings) -> None:
     id_file = home / "cluster.id"
     if not id_file.exists():
         id_file.write_text(base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode())
-    cmd = [*_jvm(settings, "kafka-format", "256m"), "-cp", str(jar_dir(settings, "kafka") / "*"),
+    cmd = [*_jvm(settings, "kafka-format", "256m"),
+           "-cp", str(jar_dir(settings, "kafka") / "*"),
            f"-Dlog4j2.configurationFile={settings.deploy / 'kafka-log4j2.properties'}",
            "kafka.tools.StorageTool", "format", "-t", id_file.read_text().strip(),
            "-c", str(_kafka_props(settings)), "--ignore-formatted"]
@@ -91,7 +92,8 @@ def _kafka_prepare(settings: StackSettings) -> None:
 def _kafka_command(settings: StackSettings) -> list[str]:
     return [*_jvm(settings, "kafka", settings.kafka_heap),
             f"-Dlog4j2.configurationFile={settings.deploy / 'kafka-log4j2.properties'}",
-            "-cp", str(jar_dir(settings, "kafka") / "*"), "kafka.Kafka", str(_kafka_props(settings))]
+            "-cp", str(jar_dir(settings, "kafka") / "*"),
+            "kafka.Kafka", str(_kafka_props(settings))]
 
 
 def _kafka_healthy(settings: StackSettings) -> bool:

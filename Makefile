@@ -1,0 +1,83 @@
+# The two commands a new user needs: `make run` and `make test`. Everything else is a step of those.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+APM := $(VENV)/bin/apm
+STAMP := $(VENV)/.installed
+
+.PHONY: help install jars up down status run test test-unit test-integration test-e2e lint \
+        browser bench bench-ingest bench-agent bench-aggregator bench-dashboard bench-pipeline clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)  ## create .venv and install the project with every extra
+
+jars: install  ## resolve Kafka, Cassandra and the Spark Kafka connector through Maven
+	$(APM) stack fetch
+
+up: jars  ## start Kafka and Cassandra (idempotent)
+	$(APM) stack up
+
+down:  ## stop the platform and the engines
+	-@[ -x $(APM) ] && $(APM) run --down || true
+	-@[ -x $(APM) ] && $(APM) stack down || true
+
+status:  ## what runs where
+	$(APM) stack status
+
+run: up  ## install, fetch, start the engines, then the whole platform (Ctrl-C stops it)
+	$(APM) run
+
+browser:  ## Debian's chromium + chromedriver for the browser tests
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
+
+lint: install  ## ruff and mypy
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy apm agent ingest storage aggregator dashboard loadgen
+
+# pytest exits 5 when it collected no test: that is a failure here, not a pass.
+define run_pytest
+	@set +e; $(VENV)/bin/pytest $(1); rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests for: $(1)"; exit 1; fi; exit $$rc
+endef
+
+test: install lint jars browser  ## lint, then every tier against the real engines
+	$(call run_pytest,-m "unit or integration or e2e" tests)
+
+test-unit: install
+	$(call run_pytest,-m unit tests)
+
+test-integration: jars
+	$(call run_pytest,-m integration tests)
+
+test-e2e: jars browser
+	$(call run_pytest,-m e2e tests)
+
+bench: bench-agent bench-ingest bench-aggregator bench-dashboard bench-pipeline  ## every benchmark, then docs/BENCHMARKS.md
+
+bench-agent: install
+	$(PY) -m agent.bench
+
+bench-ingest: up
+	$(PY) -m ingest.bench
+
+bench-aggregator: up
+	$(PY) -m aggregator.bench
+
+bench-dashboard: up
+	$(PY) -m dashboard.bench
+
+bench-pipeline: up
+	$(PY) -m loadgen.bench
+
+clean: down  ## remove data and logs (keeps the jar cache)
+	rm -rf var

@@ -1,0 +1,240 @@
+"""The stored-query language and model, shared by the aggregator, storage and dashboard::
+
+    FROM <servers> SELECT <metric> WINDOW <duration> COMPUTE <functions>
+
+``<servers>`` is ``*``, or a comma-separated list of names and glob patterns (``web-*``,
+``db-?``, ``cache-[12]``). ``<duration>`` is a whole number of ``s``, ``m``, ``h`` or ``d``.
+``<functions>`` are ``min``, ``max``, ``avg``, ``count``, ``sum`` and ``percentile(p)`` for
+0 < p < 100, with ``p50``, ``p95``, ``p99`` (any ``pN``) as shorthands. Keywords are
+case-insensitive. :func:`parse` and :meth:`Query.text` round-trip: ``parse(q.text) == q``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from apm.model import metric_name_error
+
+__all__ = ["FUNCTION_NAMES", "Function", "Query", "QueryError", "StoredQuery", "parse"]
+
+FUNCTION_NAMES = ("min", "max", "avg", "count", "sum", "percentile")
+MAX_WINDOW_SECONDS = 86_400
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
+_TOKEN = re.compile(r"\s*(?:(?P<punct>[,()])|(?P<word>[^\s,()]+))")
+_GLOB = re.compile(r"[A-Za-z0-9_.\-*?\[\]!]+")
+
+
+class QueryError(ValueError):
+    """A query that does not parse; ``position`` is the 0-based offset in the text."""
+
+    def __init__(self, message: str, position: int, expected: str) -> None:
+        super().__init__(f"at position {position}: {message}")
+        self.detail = message
+        self.position = position
+        self.expected = expected
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    p: float | None = None
+
+    @property
+    def key(self) -> str:
+        """The result column name: ``min``, ``avg``, ``p99``, ``p99.9``."""
+        return self.name if self.p is None else f"p{_num(self.p)}"
+
+    @property
+    def text(self) -> str:
+        return self.name if self.p is None else f"percentile({_num(self.p)})"
+
+
+def _num(p: float) -> str:
+    return str(int(p)) if float(p).is_integer() else repr(float(p))
+
+
+@dataclass(frozen=True)
+class Query:
+    servers: tuple[str, ...]  # ("*",) for every server
+    metric: str
+    window_seconds: int
+    functions: tuple[Function, ...]
+
+    @property
+    def text(self) -> str:
+        return (f"FROM {', '.join(self.servers)} SELECT {self.metric} "
+                f"WINDOW {format_duration(self.window_seconds)} "
+                f"COMPUTE {', '.join(f.text for f in self.functions)}")
+
+    @property
+    def all_servers(self) -> bool:
+        return "*" in self.servers
+
+    def server_regex(self) -> str:
+        """One anchored regex (valid in Python and Java) matching the selected servers."""
+        if self.all_servers:
+            return "^.*$"
+        return "^(?:" + "|".join(_glob_to_regex(g) for g in self.servers) + ")$"
+
+    def matches(self, server: str) -> bool:
+        return re.fullmatch(self.server_regex()[1:-1], server) is not None
+
+
+@dataclass
+class StoredQuery:
+    id: str
+    query: Query
+    paused: bool = False
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return self.query.text
+
+
+def _glob_to_regex(glob: str) -> str:
+    out, i = [], 0
+    while i < len(glob):
+        ch = glob[i]
+        if ch == "*":
+            out.append(".*")
+        elif ch == "?":
+            out.append(".")
+        elif ch == "[":
+            end = glob.find("]", i + 1)
+            body = glob[i + 1:end]
+            negate = body.startswith("!")
+            out.append("[" + ("^" if negate else "") + re.escape(body[1 if negate else 0:]) + "]")
+            i = end
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return "".join(out)
+
+
+def format_duration(seconds: int) -> str:
+    for unit, size in (("d", 86_400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+class _Tokens:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.items: list[tuple[str, int]] = []
+        pos = 0
+        while pos < len(text):
+            m = _TOKEN.match(text, pos)
+            if not m or m.end() == pos:
+                break
+            kind = "punct" if m.group("punct") else "word"
+            self.items.append((m.group(kind), m.start(kind)))
+            pos = m.end()
+        self.i = 0
+
+    def peek(self) -> tuple[str, int]:
+        return self.items[self.i] if self.i < len(self.items) else ("", len(self.text.rstrip()))
+
+    def take(self, expected: str) -> tuple[str, int]:
+        tok, pos = self.peek()
+        if not tok:
+            raise QueryError(f"expected {expected}, got the end of the query", pos, expected)
+        self.i += 1
+        return tok, pos
+
+    def keyword(self, word: str) -> None:
+        tok, pos = self.take(word)
+        if tok.upper() != word:
+            raise QueryError(f"expected {word}, got {tok!r}", pos, word)
+
+    def comma(self) -> bool:
+        if self.peek()[0] == ",":
+            self.i += 1
+            return True
+        return False
+
+
+def _duration(tok: str, pos: int) -> int:
+    m = re.fullmatch(r"(\d+)([smhdSMHD])", tok)
+    expected = "a duration such as 10s, 1m, 5m or 1h"
+    if not m:
+        raise QueryError(f"expected {expected}, got {tok!r}", pos, expected)
+    seconds = int(m.group(1)) * _UNITS[m.group(2).lower()]
+    if not 1 <= seconds <= MAX_WINDOW_SECONDS:
+        raise QueryError(f"window must be between 1s and 1d, got {tok!r}", pos, expected)
+    return seconds
+
+
+def _percentile(raw: str, pos: int) -> float:
+    expected = "a percentile p with 0 < p < 100"
+    try:
+        p = float(raw)
+    except ValueError:
+        raise QueryError(f"expected {expected}, got {raw!r}", pos, expected) from None
+    if not 0 < p < 100:
+        raise QueryError(f"expected {expected}, got {raw!r}", pos, expected)
+    return p
+
+
+def _function(tokens: _Tokens) -> Function:
+    expected = "a function: min, max, avg, count, sum, percentile(p) or pNN"
+    tok, pos = tokens.take(expected)
+    name = tok.lower()
+    if name in ("min", "max", "avg", "count", "sum"):
+        return Function(name)
+    if name == "percentile":
+        paren, ppos = tokens.take("'('")
+        if paren != "(":
+            raise QueryError(f"expected '(' after percentile, got {paren!r}", ppos, "'('")
+        raw, rpos = tokens.take("a percentile p with 0 < p < 100")
+        p = _percentile(raw, rpos)
+        close, cpos = tokens.take("')'")
+        if close != ")":
+            raise QueryError(f"expected ')', got {close!r}", cpos, "')'")
+        return Function("percentile", p)
+    if re.fullmatch(r"p\d+(\.\d+)?", name):
+        return Function("percentile", _percentile(name[1:], pos + 1))
+    raise QueryError(f"expected {expected}, got {tok!r}", pos, expected)
+
+
+def parse(text: str) -> Query:
+    """Parses query text into a :class:`Query`, or raises :class:`QueryError`."""
+    if not isinstance(text, str) or not text.strip():
+        raise QueryError("the query is empty; expected FROM", 0, "FROM")
+    tokens = _Tokens(text)
+    tokens.keyword("FROM")
+    servers: list[str] = []
+    while True:
+        expected = "'*', a server name or a glob such as web-*"
+        tok, pos = tokens.take(expected)
+        if tok.upper() == "SELECT" and not servers:
+            raise QueryError(f"expected {expected} before SELECT", pos, expected)
+        if not _GLOB.fullmatch(tok) or tok.count("[") != tok.count("]"):
+            raise QueryError(f"expected {expected}, got {tok!r}", pos, expected)
+        if tok not in servers:
+            servers.append(tok)
+        if not tokens.comma():
+            break
+    tokens.keyword("SELECT")
+    metric, mpos = tokens.take("a metric name")
+    if (err := metric_name_error(metric)) is not None:
+        raise QueryError(err, mpos, "a metric name")
+    tokens.keyword("WINDOW")
+    window = _duration(*tokens.take("a duration such as 10s, 1m, 5m or 1h"))
+    tokens.keyword("COMPUTE")
+    functions: list[Function] = []
+    while True:
+        fn = _function(tokens)
+        if fn not in functions:
+            functions.append(fn)
+        if not tokens.comma():
+            break
+    tok, pos = tokens.peek()
+    if tok:
+        raise QueryError(f"unexpected {tok!r} after the functions", pos, "the end of the query")
+    return Query(("*",) if "*" in servers else tuple(servers), metric, window, tuple(functions))

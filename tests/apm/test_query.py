@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from apm.query import Function, Query, QueryError, parse
+
+pytestmark = pytest.mark.unit
+
+
+def test_parses_every_part():
+    q = parse("from web-*, db-1 select cpu.util window 60s compute min, MAX, avg, p99, "
+              "percentile(99.9), count, sum")
+    assert q == Query(("web-*", "db-1"), "cpu.util", 60,
+                      (Function("min"), Function("max"), Function("avg"),
+                       Function("percentile", 99.0), Function("percentile", 99.9),
+                       Function("count"), Function("sum")))
+    assert [f.key for f in q.functions] == ["min", "max", "avg", "p99", "p99.9", "count", "sum"]
+
+
+def test_star_wins_over_names_and_duplicates_collapse():
+    q = parse("FROM a, *, b SELECT m WINDOW 1h COMPUTE max, max")
+    assert q.servers == ("*",) and q.functions == (Function("max"),) and q.window_seconds == 3600
+
+
+@pytest.mark.parametrize(("text", "position", "fragment"), [
+    ("", 0, "empty"),
+    ("SELECT x", 0, "expected FROM"),
+    ("FROM SELECT m WINDOW 1s COMPUTE min", 5, "before SELECT"),
+    ("FROM * SELECT", 13, "expected a metric name"),
+    ("FROM * SELECT 9cpu WINDOW 1s COMPUTE min", 14, "must start with a letter"),
+    ("FROM * SELECT m WINDOW 10 COMPUTE min", 23, "expected a duration"),
+    ("FROM * SELECT m WINDOW 0s COMPUTE min", 23, "between 1s and 1d"),
+    ("FROM * SELECT m WINDOW 2d COMPUTE min", 23, "between 1s and 1d"),
+    ("FROM * SELECT m WINDOW 1s COMPUTE median", 34, "expected a function"),
+    ("FROM * SELECT m WINDOW 1s COMPUTE percentile(100)", 45, "0 < p < 100"),
+    ("FROM * SELECT m WINDOW 1s COMPUTE percentile(0)", 45, "0 < p < 100"),
+    ("FROM * SELECT m WINDOW 1s COMPUTE percentile 5", 45, "expected '('"),
+    ("FROM * SELECT m WINDOW 1s COMPUTE p101", 35, "0 < p < 100"),
+    ("FROM * SELECT m WINDOW 1s COMPUTE min max", 38, "unexpected 'max'"),
+    ("FROM w$b SELECT m WINDOW 1s COMPUTE min", 5, "a glob"),
+])
+def test_errors_name_position_and_expectation(text, position, fragment):
+    with pytest.raises(QueryError) as info:
+        parse(text)
+    assert info.value.position == position
+    assert fragment in str(info.value)
+
+
+def test_server_globs_match_like_shell_globs():
+    q = parse("FROM web-*, db-?, cache-[12] SELECT m WINDOW 1s COMPUTE min")
+    assert q.matches("web-042") and q.matches("db-7") and q.matches("cache-2")
+    assert not q.matches("db-10") and not q.matches("cache-3") and not q.matches("xweb-1")
+    assert parse("FROM * SELECT m WINDOW 1s COMPUTE min").matches("anything")
+
+
+names = st.from_regex(r"[a-z][a-z0-9_.\-]{0,12}", fullmatch=True)
+functions = st.one_of(
+    st.sampled_from([Function(n) for n in ("min", "max", "avg", "count", "sum")]),
+    st.floats(min_value=0.01, max_value=99.99).map(lambda p: Function("percentile", p)),
+)
+
+
+@given(servers=st.lists(st.from_regex(r"[a-z0-9][a-z0-9\-*?]{0,8}", fullmatch=True),
+                        min_size=1, max_size=4, unique=True),
+       metric=names, window=st.integers(1, 86_400),
+       fns=st.lists(functions, min_size=1, max_size=5, unique=True))
+def test_round_trip(servers, metric, window, fns):
+    q = Query(tuple(servers), metric, window, tuple(fns))
+    assert parse(q.text) == q
+    assert parse(q.text).text == q.text

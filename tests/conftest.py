@@ -1,0 +1,66 @@
+"""Fixtures shared by every tier. The real engines start once per session through the
+project's own stack scripts, or an already running stack is reused (and then left running)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from apm.stack.config import StackSettings
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[StackSettings]:
+    """Kafka and Cassandra, healthy. Stops them at the end only if this session started them."""
+    from apm.stack import control
+    from apm.stack.config import StackSettings
+
+    settings = StackSettings()
+    already_up = all(row.healthy for row in control.status(settings))
+    if not already_up:
+        control.up(settings)
+    yield settings
+    if not already_up and not os.environ.get("APM_TEST_KEEP_STACK"):
+        control.down(settings)
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(stack: StackSettings) -> str:
+    return stack.kafka_bootstrap
+
+
+@pytest.fixture(scope="session")
+def cassandra_session(stack: StackSettings):
+    from cassandra.cluster import Cluster
+
+    cluster = Cluster([stack.host], port=stack.cassandra_port)
+    session = cluster.connect()
+    yield session
+    cluster.shutdown()
+
+
+@pytest.fixture(scope="session")
+def spark(stack: StackSettings) -> Iterator[SparkSession]:
+    """One local SparkSession for the whole run (it takes seconds to start)."""
+    from aggregator.session import build_session
+
+    session = build_session("apm-tests", driver_memory="1g")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def unique_name() -> Callable[[str], str]:
+    """Factory for names that never collide across tests or reruns against a kept stack."""
+
+    def make(prefix: str) -> str:
+        return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+    return make
