@@ -14,10 +14,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple
 
 from apm.model import metric_name_error
 
-__all__ = ["FUNCTION_NAMES", "Function", "Query", "QueryError", "StoredQuery", "parse"]
+__all__ = [
+    "FUNCTION_NAMES",
+    "Function",
+    "Query",
+    "QueryError",
+    "StoredQuery",
+    "WindowResult",
+    "parse",
+]
 
 FUNCTION_NAMES = ("min", "max", "avg", "count", "sum", "percentile")
 MAX_WINDOW_SECONDS = 86_400
@@ -94,6 +103,18 @@ class StoredQuery:
     @property
     def text(self) -> str:
         return self.query.text
+
+
+class WindowResult(NamedTuple):
+    """One evaluated window of one stored query, as the aggregator writes it and the dashboard
+    reads it. ``values`` maps :attr:`Function.key` (``min``, ``p99`` ...) to the result."""
+
+    query_id: str
+    window_start: float  # epoch seconds, aligned to the epoch: a multiple of window_seconds
+    window_seconds: int
+    values: dict[str, float]
+    samples: int  # distinct samples that went into the window
+    updated_at: float  # epoch seconds when this version was computed
 
 
 def _glob_to_regex(glob: str) -> str:
