@@ -76,6 +76,12 @@ class ManagedProcess:
                 list(command), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True,
             )
+        # Until exec() runs, /proc/<pid>/cmdline shows our own command line, and pid() would
+        # take the new process for a stranger; wait for the exec (or an early exit).
+        deadline = time.monotonic() + 10
+        while (proc.poll() is None and self.marker not in _cmdline(proc.pid)
+               and time.monotonic() < deadline):
+            time.sleep(0.01)
         self.pidfile.write_text(str(proc.pid))
         return proc.pid
 
