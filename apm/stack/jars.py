@@ -99,9 +99,20 @@ def fetch(settings: StackSettings, engines: tuple[str, ...] = ENGINES, *, log=sy
         print(f"jars: {engine}: {count} jars in {time.monotonic() - started:.0f}s", file=log)
 
 
+def _artifact(jar: Path) -> str:
+    """``scala-library-2.13.15.jar`` -> ``scala-library``."""
+    return re.sub(r"-\d[\w.\-]*$", "", jar.stem)
+
+
 def spark_jars(settings: StackSettings | None = None) -> list[str]:
-    """The jars to hand to Spark through ``spark.jars`` (the Kafka source and its needs)."""
+    """The jars to hand to Spark through ``spark.jars``: the Kafka source and what it needs
+    beyond Spark itself. Jars pyspark already ships (scala-library, hadoop-client, lz4 ...)
+    are left out, so no class comes in two versions."""
+    import pyspark
+
     settings = settings or StackSettings()
     if not _is_fresh(settings, "spark"):
         fetch(settings, ("spark",))
-    return sorted(str(p) for p in jar_dir(settings, "spark").glob("*.jar"))
+    bundled = {_artifact(j) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    return sorted(str(j) for j in jar_dir(settings, "spark").glob("*.jar")
+                  if _artifact(j) not in bundled)
