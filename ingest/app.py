@@ -1,0 +1,80 @@
+"""create_app: the FastAPI application, its lifespan (producer flushed on shutdown) and the
+error handlers that give every failure the same JSON shape."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ingest.auth import KeyFile
+from ingest.deps import State
+from ingest.errors import ApiError, error_body, json_response
+from ingest.metrics import IngestMetrics
+from ingest.publisher import KafkaPublisher, Publisher
+from ingest.routes import health, metrics
+from ingest.settings import IngestSettings
+from ingest.validate import Validator
+
+__all__ = ["create_app"]
+
+log = logging.getLogger(__name__)
+
+DESCRIPTION = """Validates batches of snapshots from agents and publishes each metric's samples
+to its own Kafka topic (`apm.metric.<metric>`, records encoded as in `apm.wire`). A 202 comes
+only after every record of the batch is acknowledged by Kafka (acks=all); a rejected batch
+publishes nothing. Errors are `{"error", "detail", "at"}`."""
+
+
+def create_app(settings: IngestSettings | None = None, publisher: Publisher | None = None,
+               keys: KeyFile | None = None) -> FastAPI:
+    """The app. ``publisher`` defaults to Kafka; it is closed (flushed) at shutdown."""
+    settings = settings or IngestSettings()
+    publisher = publisher if publisher is not None else KafkaPublisher(settings)
+    keys = keys if keys is not None else KeyFile(settings.keys_file)
+    if keys.path is None:
+        log.warning("no API key file (APM_INGEST_KEYS_FILE): every request will get 401")
+    state = State(settings=settings, publisher=publisher, keys=keys,
+                  metrics=IngestMetrics(publisher.queue_depth),
+                  validator=Validator(settings.max_samples, settings.max_future_s,
+                                      settings.topic_retention_s))
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        # Connect early so the first request does not pay for it; a failure is not fatal
+        # (/readyz says so and publishing retries).
+        if not await run_in_threadpool(publisher.ready):
+            log.warning("Kafka at %s is not reachable yet", settings.kafka_bootstrap)
+        yield
+        log.info("shutting down: flushing the producer")
+        await run_in_threadpool(publisher.close, settings.shutdown_timeout_s)
+
+    app = FastAPI(title="APM ingest", version="1", description=DESCRIPTION,
+                  lifespan=lifespan)
+    app.state.ingest = state
+    app.include_router(metrics.router)
+    app.include_router(health.router)
+
+    @app.exception_handler(ApiError)
+    async def api_error(_request: Request, exc: ApiError) -> Response:
+        return json_response(error_body(exc.error, exc.detail, exc.at), exc.status,
+                             exc.headers)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, exc: StarletteHTTPException) -> Response:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return json_response(error_body(code, str(exc.detail)), exc.status_code,
+                             dict(exc.headers or {}))
+
+    @app.exception_handler(RequestValidationError)
+    async def request_error(_request: Request, exc: RequestValidationError) -> Response:
+        first = exc.errors()[0] if exc.errors() else {}
+        at = ".".join(str(p) for p in first.get("loc", ()))
+        return json_response(error_body("validation", str(first.get("msg", exc)), at), 422)
+
+    return app

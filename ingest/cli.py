@@ -1,0 +1,75 @@
+"""``apm ingest [serve]`` runs the service; ``apm ingest keygen`` makes an API key.
+Standard library only at top level: the heavy imports happen inside the handlers."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["register"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "ingest", help="the ingest HTTP service (default verb: serve)",
+        description="Serve POST /v1/metrics, or make an API key. Settings come from "
+        "APM_INGEST_* env vars; options given here win.")
+    _serve_options(parser)
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+    _serve_options(verbs.add_parser("serve", help="run the service (the default)"))
+    keygen = verbs.add_parser("keygen", help="print a new API key and its key-file line")
+    keygen.add_argument("--label", default="", help="a note kept at the end of the line")
+    keygen.add_argument("--append", type=Path, metavar="KEYS_FILE",
+                        help="also append the line to this key file (created 0600)")
+    parser.set_defaults(func=_run)
+
+
+def _serve_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, default=argparse.SUPPRESS)
+    parser.add_argument("--keys-file", type=Path, default=argparse.SUPPRESS)
+    parser.add_argument("--kafka-bootstrap", default=argparse.SUPPRESS)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if getattr(args, "verb", None) == "keygen":
+        return _keygen(args)
+    return _serve(args)
+
+
+def _keygen(args: argparse.Namespace) -> int:
+    from ingest.auth import append_line, hash_line, new_key
+
+    key, _ = new_key()
+    line = hash_line(key, args.label)
+    if args.append:
+        append_line(args.append, line)
+        print(f"appended to {args.append}", file=sys.stderr)
+    print(f"key:  {key}")
+    print(f"line: {line}")
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from ingest.app import create_app
+    from ingest.auth import KeyFileError
+    from ingest.settings import IngestSettings
+
+    overrides = {k: getattr(args, k) for k in ("host", "port", "keys_file", "kafka_bootstrap")
+                 if hasattr(args, k)}
+    settings = IngestSettings(**overrides)
+    try:
+        app = create_app(settings)
+    except KeyFileError as exc:
+        print(f"apm ingest: {exc}", file=sys.stderr)
+        return 2
+    # uvicorn handles SIGTERM: it stops accepting, lets in-flight requests finish (each
+    # waits for its Kafka acks), then runs the lifespan shutdown that flushes the producer.
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, access_log=False,
+                            log_level="info", lifespan="on",
+                            timeout_graceful_shutdown=int(settings.shutdown_timeout_s))
+    uvicorn.Server(config).run()
+    return 0

@@ -1,0 +1,1 @@
+"""The service's routers: metrics intake and health."""

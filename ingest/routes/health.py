@@ -1,0 +1,31 @@
+"""Liveness, readiness (Kafka reachable) and the Prometheus scrape endpoint."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+from fastapi.concurrency import run_in_threadpool
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from ingest.deps import PublisherDep, ServiceDep
+from ingest.errors import json_response
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz", summary="the process is alive")
+async def healthz() -> Response:
+    return json_response({"status": "ok"})
+
+
+@router.get("/readyz", summary="Kafka is reachable", responses={503: {"description": "not"}})
+async def readyz(publisher: PublisherDep) -> Response:
+    if await run_in_threadpool(publisher.ready):
+        return json_response({"status": "ready"})
+    return json_response({"status": "kafka unreachable"}, 503)
+
+
+@router.get("/metrics", summary="Prometheus metrics", response_class=Response)
+async def metrics(state: ServiceDep) -> Response:
+    return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)

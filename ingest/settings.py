@@ -1,0 +1,46 @@
+"""IngestSettings: every knob of the ingest service, from ``APM_INGEST_*`` or explicit args."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings
+
+from apm.settings import env_config
+
+__all__ = ["IngestSettings"]
+
+MIB = 1024 * 1024
+
+
+class IngestSettings(BaseSettings):
+    model_config = env_config("APM_INGEST_")
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    kafka_bootstrap: str = "127.0.0.1:9092"
+    keys_file: Path | None = Field(default=None, description="API keys (salted hashes); "
+                                   "without it every request is refused with 401")
+
+    # Request limits. The decompressed limit guards against gzip bombs.
+    max_body_bytes: int = 5 * MIB
+    max_decompressed_bytes: int = 50 * MIB
+    max_samples: int = 200_000
+    max_future_s: float = 300.0
+
+    # Topics: created on first sight; samples older than the retention are refused.
+    topic_partitions: int = 4
+    topic_replication: int = 1
+    topic_retention_s: float = 24 * 3600.0
+
+    # Producer. acks=all always; linger lets concurrent requests share produce requests.
+    record_max_bytes: int = 512 * 1024
+    linger_ms: int = 2
+    batch_bytes: int = 1 * MIB
+    buffer_bytes: int = 64 * MIB
+    max_block_ms: int = 2000
+    publish_timeout_s: float = 10.0
+    kafka_timeout_ms: int = 3000
+    retry_after_s: int = 5
+    shutdown_timeout_s: float = 30.0

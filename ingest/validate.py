@@ -1,0 +1,163 @@
+"""Fast validation of a decoded JSON batch with the shared naming rules of apm.model.
+
+The batch is checked whole before anything is published, and the first bad field is named in
+``at``. The hot loop touches each sample once, with no per-sample objects beyond the row tuple
+the encoder needs; names seen before are looked up in a set instead of matched again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from apm.model import metric_name_error, server_name_error, value_error
+from ingest.errors import ApiError
+
+__all__ = ["Batch", "Validator", "count_samples"]
+
+Row = tuple[str, float, float]
+_SNAPSHOT_KEYS = frozenset(("server", "ts", "metrics"))
+
+
+@dataclass
+class Batch:
+    """A valid batch, grouped by metric: what the publisher turns into records."""
+
+    snapshots: int
+    samples: int
+    by_metric: dict[str, list[Row]]
+
+
+def _reject(reason: str, detail: str, at: str) -> ApiError:
+    return ApiError(422, "validation", detail, at=at, reason=reason)
+
+
+def count_samples(doc: object) -> int:
+    """How many samples a (possibly invalid) batch carries, for the rejection counters."""
+    snaps = doc.get("snapshots") if isinstance(doc, dict) else None
+    if not isinstance(snaps, list):
+        return 0
+    return sum(len(s["metrics"]) for s in snaps
+               if isinstance(s, dict) and isinstance(s.get("metrics"), dict))
+
+
+class Validator:
+    """Validates batches; keeps bounded caches of names that already passed the rules."""
+
+    def __init__(self, max_samples: int, max_future_s: float, max_age_s: float,
+                 clock: Callable[[], float] = time.time, cache_size: int = 200_000) -> None:
+        self.max_samples = max_samples
+        self.max_future_s = max_future_s
+        self.max_age_s = max_age_s
+        self.clock = clock
+        self.cache_size = cache_size
+        self._servers: set[str] = set()
+        self._metrics: set[str] = set()
+
+    def _known(self, cache: set[str], name: object, check: Callable[[object], str | None],
+               at: str, reason: str) -> None:
+        if name in cache:
+            return
+        problem = check(name)
+        if problem:
+            raise _reject(reason, problem, at)
+        if len(cache) >= self.cache_size:  # a flood of distinct names must not grow memory
+            cache.clear()
+        cache.add(name)  # type: ignore[arg-type]  # check() proved it is a str
+
+    def validate(self, doc: object) -> Batch:
+        if not isinstance(doc, dict):
+            raise _reject("shape", "the body must be a JSON object with a 'snapshots' list", "")
+        extra = sorted(set(doc) - {"snapshots"})
+        if extra:
+            raise _reject("shape", f"unknown field {extra[0]!r}", extra[0])
+        snaps = doc.get("snapshots")
+        if not isinstance(snaps, list):
+            raise _reject("shape", "'snapshots' must be a list of snapshots", "snapshots")
+        if not snaps:
+            raise _reject("empty", "the batch is empty: 'snapshots' holds no snapshot",
+                          "snapshots")
+        now = self.clock()
+        newest, oldest = now + self.max_future_s, now - self.max_age_s
+        by_metric: dict[str, list[Row]] = {}
+        servers, metrics = self._servers, self._metrics
+        samples = 0
+        for i, snap in enumerate(snaps):
+            if type(snap) is not dict:
+                raise _reject("shape", "a snapshot must be an object with server, ts, metrics",
+                              f"snapshots[{i}]")
+            if len(snap) != 3 or snap.keys() != _SNAPSHOT_KEYS:
+                _shape_error(snap, i)
+            server = snap["server"]
+            if server not in servers:
+                self._known(servers, server, server_name_error, f"snapshots[{i}].server",
+                            "server_name")
+            ts = snap["ts"]
+            if type(ts) is not float:
+                if type(ts) is not int:
+                    raise _reject("ts", f"ts must be epoch seconds (a number), got "
+                                  f"{type(ts).__name__}", f"snapshots[{i}].ts")
+                ts = float(ts)
+            if not oldest <= ts <= newest:  # also false for NaN
+                raise _reject("ts", _ts_problem(ts, now, self.max_future_s, self.max_age_s),
+                              f"snapshots[{i}].ts")
+            values = snap["metrics"]
+            if type(values) is not dict:
+                raise _reject("shape", "metrics must be an object of metric name -> number",
+                              f"snapshots[{i}].metrics")
+            samples += len(values)
+            if samples > self.max_samples:
+                raise _reject("too_many_samples", f"the batch holds more than "
+                              f"{self.max_samples} samples", f"snapshots[{i}].metrics")
+            for name, value in values.items():
+                kind = type(value)
+                # x - x is 0.0 for every finite float and NaN for inf and NaN.
+                if not ((kind is float and value - value == 0.0) or kind is int):
+                    _value_problem(value, i, name)
+                rows = by_metric.get(name)
+                if rows is None:
+                    if name not in metrics:
+                        self._known(metrics, name, metric_name_error, _metric_at(i, name),
+                                    "metric_name")
+                    rows = by_metric[name] = []
+                rows.append((server, ts, value))
+        if samples == 0:
+            raise _reject("empty", "the batch is empty: no snapshot holds a metric",
+                          "snapshots")
+        return Batch(len(snaps), samples, by_metric)
+
+
+def _metric_at(i: int, name: str) -> str:
+    return f"snapshots[{i}].metrics[{json.dumps(name)}]"
+
+
+def _shape_error(snap: dict, i: int) -> None:
+    for key in ("server", "ts", "metrics"):
+        if key not in snap:
+            raise _reject("shape", f"a snapshot needs {key!r}", f"snapshots[{i}].{key}")
+    extra = sorted(set(snap) - _SNAPSHOT_KEYS)[0]
+    raise _reject("shape", f"unknown field {extra!r} in a snapshot", f"snapshots[{i}].{extra}")
+
+
+def _value_problem(value: object, i: int, name: str) -> None:
+    problem = value_error(value)
+    if problem is None and isinstance(value, int):  # an int too big for a double
+        try:
+            float(value)
+            return
+        except OverflowError:
+            problem = "value is too large for a double"
+    if problem is None:
+        return
+    raise _reject("value", problem, _metric_at(i, name))
+
+
+def _ts_problem(ts: float, now: float, max_future_s: float, max_age_s: float) -> str:
+    if not math.isfinite(ts):
+        return f"ts must be finite, got {ts}"
+    if ts > now:
+        return f"ts {ts!r} is more than {max_future_s:g}s ahead of the server clock ({now:.0f})"
+    return f"ts {ts!r} is older than the retention of {max_age_s:g}s (server clock {now:.0f})"

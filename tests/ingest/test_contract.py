@@ -1,0 +1,189 @@
+"""The HTTP contract of POST /v1/metrics, one test per answer, over a fake publisher."""
+
+from __future__ import annotations
+
+import gzip
+import time
+
+import orjson
+import pytest
+
+from apm.wire import decode
+
+pytestmark = pytest.mark.unit
+
+
+def post(client, body: object = None, *, raw: bytes | None = None, **headers: str):
+    data = raw if raw is not None else orjson.dumps(body)
+    hdrs = {"Content-Type": "application/json", **headers}
+    return client.post("/v1/metrics", content=data, headers=hdrs)
+
+
+def test_202_publishes_every_sample_once(make_client, make_batch, fake_publisher):
+    client = make_client()
+    batch = make_batch(servers=3, metrics=4)
+    answer = post(client, batch)
+    assert answer.status_code == 202, answer.text
+    assert answer.json() == {"accepted": 12, "snapshots": 3}
+    [records] = fake_publisher.published
+    got = {(topic, row) for topic, values in records.items() for v in values for row in decode(v)}
+    want = {(f"apm.metric.{m}", (s["server"], s["ts"], v))
+            for s in batch["snapshots"] for m, v in s["metrics"].items()}
+    assert got == want
+
+
+def test_gzip_body_is_accepted(make_client, make_batch, fake_publisher):
+    answer = post(make_client(), raw=gzip.compress(orjson.dumps(make_batch())),
+                  **{"Content-Encoding": "gzip"})
+    assert answer.status_code == 202, answer.text
+    assert len(fake_publisher.published) == 1
+
+
+@pytest.mark.parametrize("raw,encoding,error", [
+    (b'{"snapshots": [', None, "malformed_json"),
+    (b"\xff\xfe not json", None, "malformed_json"),
+    (b"not gzip at all", "gzip", "malformed_gzip"),
+    (gzip.compress(b'{"snapshots": []}')[:-6], "gzip", "malformed_gzip"),
+])
+def test_400_malformed(make_client, fake_publisher, raw, encoding, error):
+    headers = {"Content-Encoding": encoding} if encoding else {}
+    answer = post(make_client(), raw=raw, **headers)
+    assert answer.status_code == 400
+    assert answer.json()["error"] == error
+    assert answer.json()["at"] == "body"
+    assert fake_publisher.published == []
+
+
+@pytest.mark.parametrize("auth", [None, "Bearer nope.nope", "Basic abc", "Bearer "])
+def test_401_missing_or_wrong_key(make_client, make_batch, fake_publisher, auth):
+    client = make_client()
+    client.headers.pop("Authorization")
+    headers = {"Authorization": auth} if auth else {}
+    answer = post(client, make_batch(), **headers)
+    assert answer.status_code == 401
+    assert answer.json()["error"] == "unauthorized"
+    assert answer.json()["at"] == "header:Authorization"
+    assert fake_publisher.published == []
+
+
+def test_413_over_the_wire_limit(make_client, make_batch, fake_publisher):
+    body = orjson.dumps(make_batch(servers=20, metrics=20))
+    answer = post(make_client(max_body_bytes=len(body) - 1), raw=body)
+    assert answer.status_code == 413
+    assert answer.json()["error"] == "too_large"
+    assert fake_publisher.published == []
+
+
+def test_413_gzip_bomb(make_client, fake_publisher):
+    bomb = gzip.compress(b'{"snapshots": [' + b" " * (2 * 1024 * 1024) + b"]}")
+    answer = post(make_client(max_decompressed_bytes=1024 * 1024), raw=bomb,
+                  **{"Content-Encoding": "gzip"})
+    assert len(bomb) < 1024 * 1024
+    assert answer.status_code == 413
+    assert answer.json()["at"] == "body"
+    assert fake_publisher.published == []
+
+
+@pytest.mark.parametrize("headers,at", [
+    ({"Content-Type": "text/plain"}, "header:Content-Type"),
+    ({"Content-Type": "application/x-www-form-urlencoded"}, "header:Content-Type"),
+    ({"Content-Encoding": "br"}, "header:Content-Encoding"),
+    ({"Content-Encoding": "deflate"}, "header:Content-Encoding"),
+])
+def test_415_media_type_or_encoding(make_client, make_batch, fake_publisher, headers, at):
+    answer = post(make_client(), make_batch(), **headers)
+    assert answer.status_code == 415
+    assert answer.json()["error"] == "unsupported_media_type"
+    assert answer.json()["at"] == at
+    assert fake_publisher.published == []
+
+
+def _with(batch: dict, index: int, **changes: object) -> dict:
+    batch["snapshots"][index].update(changes)
+    return batch
+
+
+NOW = time.time()
+
+
+@pytest.mark.parametrize("mutate,at", [
+    (lambda b: _with(b, 1, server="web 01"), "snapshots[1].server"),
+    (lambda b: _with(b, 0, server=42), "snapshots[0].server"),
+    (lambda b: _with(b, 1, metrics={"9cpu": 1.0}), 'snapshots[1].metrics["9cpu"]'),
+    (lambda b: _with(b, 1, metrics={"cpu\tutil": 1.0}), 'snapshots[1].metrics["cpu\\tutil"]'),
+    (lambda b: _with(b, 0, metrics={"cpu": "high"}), 'snapshots[0].metrics["cpu"]'),
+    (lambda b: _with(b, 0, metrics={"cpu": True}), 'snapshots[0].metrics["cpu"]'),
+    (lambda b: _with(b, 0, metrics={"cpu": None}), 'snapshots[0].metrics["cpu"]'),
+    (lambda b: _with(b, 1, ts=NOW + 301), "snapshots[1].ts"),
+    (lambda b: _with(b, 1, ts=NOW - 2 * 86400), "snapshots[1].ts"),
+    (lambda b: _with(b, 1, ts="yesterday"), "snapshots[1].ts"),
+    (lambda b: {"snapshots": []}, "snapshots"),
+    (lambda b: {"snapshots": [{"server": "a", "ts": NOW, "metrics": {}}]}, "snapshots"),
+    (lambda b: {"snapshot": []}, "snapshot"),
+    (lambda b: [1, 2], ""),
+    (lambda b: _with(b, 0, extra=1), "snapshots[0].extra"),
+    (lambda b: {"snapshots": [{"server": "a", "metrics": {"x": 1}}]}, "snapshots[0].ts"),
+])
+def test_422_names_the_first_bad_field(make_client, make_batch, fake_publisher, mutate, at):
+    answer = post(make_client(), mutate(make_batch()))
+    assert answer.status_code == 422, answer.text
+    body = answer.json()
+    assert body["error"] == "validation"
+    assert body["at"] == at
+    assert body["detail"]
+    assert fake_publisher.published == []
+
+
+@pytest.mark.parametrize("token", [b"NaN", b"Infinity", b"-Infinity", b"1e400"])
+def test_422_non_finite_value(make_client, fake_publisher, token):
+    raw = (b'{"snapshots": [{"server": "a", "ts": %d, "metrics": {"ok": 1, "bad": %s}}]}'
+           % (int(time.time()), token))
+    answer = post(make_client(), raw=raw)
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["at"] == 'snapshots[0].metrics["bad"]'
+    assert fake_publisher.published == []
+
+
+def test_422_over_the_sample_limit(make_client, make_batch, fake_publisher):
+    answer = post(make_client(max_samples=11), make_batch(servers=3, metrics=4))
+    assert answer.status_code == 422
+    assert "more than 11 samples" in answer.json()["detail"]
+    assert answer.json()["at"] == "snapshots[2].metrics"
+    assert fake_publisher.published == []
+
+
+def test_503_with_retry_after_when_kafka_is_unavailable(make_client, make_batch,
+                                                        fake_publisher):
+    fake_publisher.unavailable = True
+    answer = post(make_client(retry_after_s=7), make_batch())
+    assert answer.status_code == 503
+    assert answer.headers["Retry-After"] == "7"
+    assert answer.json()["error"] == "unavailable"
+
+
+def test_health_ready_and_metrics(make_client, make_batch, fake_publisher):
+    client = make_client()
+    assert client.get("/healthz").status_code == 200
+    assert client.get("/readyz").status_code == 200
+    post(client, make_batch(servers=2, metrics=5))
+    post(client, {"snapshots": []})
+    fake_publisher.unavailable = True
+    assert client.get("/readyz").status_code == 503
+    text = client.get("/metrics").text
+    assert 'apm_ingest_samples_total{outcome="accepted",reason="ok"} 10.0' in text
+    assert 'apm_ingest_requests_total{outcome="rejected",reason="empty"} 1.0' in text
+    assert "apm_ingest_publish_seconds_count 1.0" in text
+    assert "apm_ingest_producer_queue_depth" in text
+
+
+def test_shutdown_closes_the_publisher(make_client, fake_publisher):
+    client = make_client()
+    client.__exit__(None, None, None)
+    assert fake_publisher.closed
+
+
+def test_unknown_route_has_the_error_shape(make_client):
+    answer = make_client().get("/v2/nothing")
+    assert answer.status_code == 404
+    assert set(answer.json()) == {"error", "detail", "at"}
+

@@ -1,0 +1,38 @@
+"""A real ingest process on the real Kafka: a 202 batch is wholly in Kafka, in its metrics'
+topics; a rejected batch published nothing."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from apm.model import topic_for
+from tests.ingest.kafka_read import read_samples
+
+pytestmark = pytest.mark.integration
+
+
+def test_accepted_batch_is_wholly_in_kafka_and_rejected_one_is_not(
+        kafka_bootstrap, start_ingest_process, make_batch, unique_name, kafka_cleanup):
+    ingest = start_ingest_process(kafka_bootstrap)
+    prefix = unique_name("ingt").replace("-", "_")
+    batch = make_batch(servers=30, metrics=5, prefix=prefix)
+    topics = [topic_for(m) for m in batch["snapshots"][0]["metrics"]]
+    kafka_cleanup.extend(topics)
+
+    bad = make_batch(servers=30, metrics=5, prefix=prefix)
+    bad["snapshots"][29]["metrics"][f"{prefix}.m4"] = "NaN"  # the very last sample is bad
+    with httpx.Client(base_url=ingest.url, headers=ingest.headers, timeout=30) as client:
+        rejected = client.post("/v1/metrics", json=bad)
+        assert rejected.status_code == 422
+        assert rejected.json()["at"] == f'snapshots[29].metrics["{prefix}.m4"]'
+        assert read_samples(kafka_bootstrap, topics) == []
+
+        accepted = client.post("/v1/metrics", json=batch)
+        assert accepted.status_code == 202, accepted.text
+        assert accepted.json() == {"accepted": 150, "snapshots": 30}
+
+    got = sorted(read_samples(kafka_bootstrap, topics))
+    want = sorted((topic_for(m), s["server"], s["ts"], v)
+                  for s in batch["snapshots"] for m, v in s["metrics"].items())
+    assert got == want
