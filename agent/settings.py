@@ -1,0 +1,137 @@
+"""The agent's one settings class: defaults, then a TOML file, then ``APM_AGENT_*`` env vars,
+then explicit arguments (each wins over the one before it). Bad values give a ConfigError that
+names the field, never a traceback."""
+
+from __future__ import annotations
+
+import re
+import socket
+import tomllib
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
+
+from apm.model import server_name_error
+from apm.settings import PROJECT_ROOT, env_config
+
+__all__ = ["DEFAULT_COLLECTORS", "AgentSettings", "ConfigError", "default_server", "load_settings"]
+
+DEFAULT_COLLECTORS = ["cpu", "load", "memory", "disk", "network", "system", "agent"]
+# The TOML document being loaded; a context variable so that concurrent loads never mix.
+_TOML: ContextVar[dict[str, Any] | None] = ContextVar("apm_agent_toml", default=None)
+
+
+class ConfigError(ValueError):
+    """A config file or value the agent cannot use; the message says which and why."""
+
+
+def default_server() -> str:
+    """The host name, reduced to the characters the naming rule allows."""
+    name = re.sub(r"[^A-Za-z0-9_.\-]", "-", socket.gethostname().split(".")[0]) or "host"
+    return name if name[0].isalnum() else "h" + name
+
+
+class _TomlSource(PydanticBaseSettingsSource):
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return (_TOML.get() or {}).get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(_TOML.get() or {})
+
+
+class AgentSettings(BaseSettings):
+    model_config = env_config("APM_AGENT_")
+
+    server: str = Field(default_factory=default_server, description="name sent with every snapshot")
+    ingest_url: str = "http://127.0.0.1:8000/v1/metrics"
+    api_key: str = ""
+    interval_s: float = Field(1.0, gt=0, le=60)
+    collectors: list[str] = Field(default_factory=lambda: list(DEFAULT_COLLECTORS))
+    spool_dir: Path = PROJECT_ROOT / "var" / "agent" / "spool"
+    spool_max_bytes: int = Field(100 * 1024 * 1024, ge=64 * 1024)
+    spool_segment_bytes: int = Field(1024 * 1024, ge=4096)
+    backoff_initial_s: float = Field(0.010, gt=0)
+    backoff_cap_s: float = Field(30.0, gt=0)
+    backoff_jitter: float = Field(0.2, ge=0, lt=1)
+    push_timeout_s: float = Field(5.0, gt=0)
+    batch_max_snapshots: int = Field(300, ge=1)
+    batch_max_bytes: int = Field(1024 * 1024, ge=1024)
+    drain_rate: float = Field(200.0, gt=0, description="backlog snapshots sent per second at most")
+    statsd_enabled: bool = True
+    statsd_host: str = "127.0.0.1"
+    statsd_port: int = Field(8125, ge=0, le=65535)
+    statsd_tags: Literal["name", "drop"] = "name"
+    statsd_prefix: str = ""
+    statsd_timer_stats: list[Literal["count", "avg", "p99"]] = Field(default_factory=list)
+    statsd_idle_ttl_s: float = Field(60.0, ge=0)
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings],
+                                   init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource,
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, env_settings, _TomlSource(settings_cls)
+
+    @field_validator("server")
+    @classmethod
+    def _server(cls, value: str) -> str:
+        if (error := server_name_error(value)) is not None:
+            raise ValueError(error)
+        return value
+
+    @field_validator("ingest_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not re.match(r"https?://[^/\s]+", value):
+            raise ValueError(f"must be an http:// or https:// URL, got {value!r}")
+        return value
+
+    @field_validator("collectors")
+    @classmethod
+    def _collectors(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError(f"lists a collector twice: {value}")
+        return value
+
+    @field_validator("statsd_prefix")
+    @classmethod
+    def _prefix(cls, value: str) -> str:
+        if value and not re.fullmatch(r"[A-Za-z][A-Za-z0-9_.\-]*", value):
+            raise ValueError("must start with a letter and hold only letters, digits, . _ -")
+        return value
+
+
+def _describe(exc: ValidationError, source: str) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "settings"
+        parts.append(f"{where}: {err['msg']} (got {err.get('input')!r})")
+    return f"invalid agent config ({source}): " + "; ".join(parts)
+
+
+def load_settings(config: Path | None = None, **overrides: Any) -> AgentSettings:
+    """Settings from ``config`` (TOML) if given, overridden by env vars, then ``overrides``."""
+    document: dict[str, Any] = {}
+    if config is not None:
+        try:
+            document = tomllib.loads(Path(config).read_text())
+        except OSError as exc:
+            raise ConfigError(f"cannot read agent config {config}: {exc.strerror}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"agent config {config} is not valid TOML: {exc}") from None
+        document = document.get("agent", document)
+        unknown = sorted(set(document) - set(AgentSettings.model_fields))
+        if unknown:
+            raise ConfigError(f"agent config {config}: unknown keys {unknown}")
+    token = _TOML.set(document)
+    try:
+        return AgentSettings(**overrides)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, str(config) if config else "env")) from None
+    finally:
+        _TOML.reset(token)

@@ -1,0 +1,41 @@
+"""The agent's own counters, shared by its threads and reported as agent.* metrics, so that a
+gap or a delay in the data can be explained from the data itself."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+__all__ = ["AgentStats"]
+
+
+@dataclass
+class AgentStats:
+    clock: Callable[[], float]
+    started: float = 0.0
+    pushed: int = 0  # snapshots acknowledged by the ingest
+    retries: int = 0  # failed push attempts that will be tried again
+    rejected: int = 0  # snapshots the ingest refused for good (4xx), set aside
+    collector_errors: int = 0
+    statsd_packets: int = 0
+    statsd_malformed: int = 0
+    last_push: float | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        self.started = self.clock()
+
+    def add(self, name: str, amount: int = 1) -> None:
+        with self._lock:
+            setattr(self, name, getattr(self, name) + amount)
+
+    def pushed_ok(self, snapshots: int) -> None:
+        with self._lock:
+            self.pushed += snapshots
+            self.last_push = self.clock()
+
+    def push_age(self) -> float:
+        """Seconds since the last acknowledged push (since start when there was none yet)."""
+        return max(0.0, self.clock() - (self.last_push if self.last_push is not None
+                                        else self.started))
