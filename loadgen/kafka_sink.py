@@ -1,0 +1,126 @@
+"""``--direct-kafka``: writes pre-encoded records straight to the metric topics, bypassing the
+ingest, to load the aggregator alone. Same topics (``apm.model.topic_for``) and record
+encoding (``apm.wire``) as the ingest publishes, so the aggregator cannot tell the difference.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from apm.model import topic_for
+from apm.wire import ENCODING_HEADER, encode_chunks
+from loadgen.fleet import Fleet, Tick
+from loadgen.settings import LoadgenSettings
+from loadgen.stats import Stats
+
+__all__ = ["KafkaSink", "ensure_topics"]
+
+log = logging.getLogger("loadgen.kafka")
+
+
+def ensure_topics(bootstrap: str, topics: Iterable[str], partitions: int,
+                  replication: int = 1) -> list[str]:
+    """Creates the missing topics; returns the ones it created. Existing ones are kept as is."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+    from kafka.errors import TopicAlreadyExistsError
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="apm-loadgen")
+    try:
+        existing = set(admin.list_topics())
+        missing = [t for t in topics if t not in existing]
+        created = []
+        for topic in missing:  # one by one, so a concurrent creator costs only that topic
+            try:
+                admin.create_topics([NewTopic(topic, partitions, replication)])
+                created.append(topic)
+            except TopicAlreadyExistsError:
+                pass
+        return created
+    finally:
+        admin.close()
+
+
+class KafkaSink:
+    def __init__(self, settings: LoadgenSettings, fleet: Fleet, stats: Stats, *,
+                 producer: Any = None, stop: threading.Event | None = None) -> None:
+        self.settings, self.fleet, self.stats = settings, fleet, stats
+        self.stop = stop or threading.Event()
+        self.topics = [topic_for(m) for m in fleet.metric_names]
+        self._names = np.asarray(fleet.names, dtype=object)
+        if producer is None:
+            from kafka import KafkaProducer
+
+            ensure_topics(settings.kafka_bootstrap, self.topics, settings.topic_partitions,
+                          settings.topic_replication)
+            producer = KafkaProducer(
+                bootstrap_servers=settings.kafka_bootstrap, acks="all", linger_ms=20,
+                batch_size=1024 * 1024, max_request_size=4 * settings.record_max_bytes,
+                buffer_memory=256 * 1024 * 1024, retries=10, client_id="apm-loadgen")
+        self.producer = producer
+        # One encoding thread keeps the records of a topic in time order.
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="loadgen-kafka")
+        self._slots: asyncio.Semaphore | None = None
+        self._pending: set[asyncio.Future[Any]] = set()
+
+    async def submit(self, tick: Tick) -> None:
+        loop = asyncio.get_running_loop()
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(2)  # encode one tick while the last one sends
+        await self._slots.acquire()
+        future = loop.run_in_executor(self._pool, self._send_tick, tick)
+        self._pending.add(future)
+        future.add_done_callback(self._done)
+
+    def _done(self, future: asyncio.Future[Any]) -> None:
+        self._pending.discard(future)
+        assert self._slots is not None
+        self._slots.release()
+        if not future.cancelled() and future.exception() is not None:
+            log.error("encoding failed: %r", future.exception())
+
+    def _send_tick(self, tick: Tick) -> None:
+        alive = np.flatnonzero(tick.alive)
+        names = self._names[alive].tolist()
+        ts = tick.ts
+        for col, topic in enumerate(self.topics):
+            rows = zip(names, [ts] * len(names), tick.values[alive, col].tolist(), strict=True)
+            for chunk in encode_chunks(rows, self.settings.record_max_bytes):
+                samples = chunk.count(b"\n") + 1
+                self.stats.add(sent=samples, requests=1)
+                self._produce(topic, chunk, samples)
+
+    def _produce(self, topic: str, chunk: bytes, samples: int) -> None:
+        started = time.monotonic()
+        try:
+            future = self.producer.send(topic, value=chunk, headers=[ENCODING_HEADER])
+        except Exception as exc:  # buffer full past max_block_ms, closed producer...
+            self.stats.error(f"send: {type(exc).__name__}", samples)
+            return
+
+        def ok(_meta: object) -> None:
+            self.stats.latency(time.monotonic() - started)
+            self.stats.add(accepted=samples)
+
+        def failed(exc: BaseException) -> None:
+            self.stats.error(f"kafka: {type(exc).__name__}", samples)
+
+        future.add_callback(ok)
+        future.add_errback(failed)
+
+    async def drain(self) -> None:
+        while self._pending:
+            await asyncio.gather(*list(self._pending), return_exceptions=True)
+        await asyncio.get_running_loop().run_in_executor(None, self.producer.flush)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        self.producer.close()
