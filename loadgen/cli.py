@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--metrics", type=int, help="metrics per server (default 20)")
     p.add_argument("--duration", help="seconds of fleet time: 90, 30s, 5m, 1h (default 60s)")
     p.add_argument("--target", help="ingest base URL or full endpoint "
-                   "(default http://127.0.0.1:8000)")
+                   "(default http://127.0.0.1:8080)")
     p.add_argument("--api-key", help="Bearer key (or APM_LOADGEN_API_KEY)")
     p.add_argument("--seed", type=int, help="random seed (default 42)")
     p.add_argument("--start", help="backfill from this second as fast as possible: epoch "

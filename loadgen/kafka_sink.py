@@ -64,7 +64,7 @@ class KafkaSink:
             producer = KafkaProducer(
                 bootstrap_servers=settings.kafka_bootstrap, acks="all", linger_ms=20,
                 batch_size=1024 * 1024, max_request_size=4 * settings.record_max_bytes,
-                buffer_memory=256 * 1024 * 1024, retries=10, client_id="apm-loadgen")
+                retries=10, client_id="apm-loadgen")
         self.producer = producer
         # One encoding thread keeps the records of a topic in time order.
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="loadgen-kafka")

@@ -100,8 +100,9 @@ def make_sink(settings: LoadgenSettings, fleet: Fleet, stats: Stats, stop: threa
 async def drive(settings: LoadgenSettings, fleet: Fleet, sink: Sink, stats: Stats,
                 truths: Sequence[TruthCollector], stop: threading.Event, *,
                 wall: Callable[[], float] = time.time,
-                sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
-    """Steps the fleet through every second of the run into ``sink``, then drains it."""
+                sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> float:
+    """Steps the fleet through every second of the run into ``sink``, then drains it.
+    Returns the first second generated."""
     realtime = settings.start is None
     first = float(math.ceil(wall())) if realtime else float(settings.start or 0)
     try:
@@ -122,6 +123,7 @@ async def drive(settings: LoadgenSettings, fleet: Fleet, sink: Sink, stats: Stat
             await sink.submit(tick)
     finally:
         await sink.drain()
+    return first
 
 
 def run_load(settings: LoadgenSettings | None = None, *, queries: Sequence[Query] = (),
@@ -144,9 +146,9 @@ def run_load(settings: LoadgenSettings | None = None, *, queries: Sequence[Query
     try:
         if progress:
             with ProgressPrinter(stats, settings.progress_interval_s):
-                asyncio.run(drive(settings, fleet, sink, stats, truths, stop))
+                first = asyncio.run(drive(settings, fleet, sink, stats, truths, stop))
         else:
-            asyncio.run(drive(settings, fleet, sink, stats, truths, stop))
+            first = asyncio.run(drive(settings, fleet, sink, stats, truths, stop))
     finally:
         stats.finish()
         sink.close()
@@ -155,5 +157,6 @@ def run_load(settings: LoadgenSettings | None = None, *, queries: Sequence[Query
         mode=mode, pacing="realtime" if settings.start is None else "backfill",
         servers=settings.servers, metrics=settings.metrics, seed=settings.seed,
         silent_servers=len(fleet.silent_servers()), stopped_early=stop.is_set(),
+        first_ts=first, last_ts=first + stats.ticks - 1 if stats.ticks else None,
         target=settings.kafka_bootstrap if settings.direct_kafka else settings.url)
     return LoadResult(summary, fleet, truths)

@@ -73,7 +73,7 @@ class LoadgenSettings(BaseSettings):
     # None: real time, one snapshot per server per second, stamped with the wall clock.
     # A number: backfill from that epoch second as fast as the target accepts.
     start: float | None = None
-    target: str = "http://127.0.0.1:8000"
+    target: str = "http://127.0.0.1:8080"  # the ingest's default port
     api_key: str = ""
     servers_per_request: int = Field(default=100, ge=1)
     concurrency: int = Field(default=16, ge=1, le=1024)

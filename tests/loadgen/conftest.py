@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -73,3 +74,35 @@ class FakeIngest:
 @pytest.fixture
 def fake_ingest() -> Callable[..., FakeIngest]:
     return FakeIngest
+
+
+@pytest.fixture
+def own_topics(kafka_bootstrap: str) -> Iterator[list[str]]:
+    """Topics this test made (from a unique metric prefix); deleted after it."""
+    topics: list[str] = []
+    yield topics
+    if topics:
+        from kafka import KafkaAdminClient
+
+        admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+        try:
+            doomed = [t for t in topics if t in set(admin.list_topics())]
+            if doomed:
+                admin.delete_topics(doomed)
+        finally:
+            admin.close()
+
+
+@pytest.fixture
+def real_ingest(kafka_bootstrap: str, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """A real ``apm ingest`` process on the shared Kafka: (base URL, API key)."""
+    from ingest.auth import add_key
+    from ingest.launcher import free_port, ingest_url, start_ingest
+
+    key = add_key(tmp_path / "ingest-keys", "loadgen-tests")
+    port = free_port()
+    proc = start_ingest(port, tmp_path / "ingest-keys", kafka_bootstrap, tmp_path / "ingest")
+    try:
+        yield ingest_url(port), key
+    finally:
+        proc.stop(30)
