@@ -1,0 +1,158 @@
+"""The REST API on the dashboard's own Flask server, for automation. It validates through
+:mod:`dashboard.validation`, like the UI, so a 422 carries the parser's message and position."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import TypeVar
+
+from flask import Blueprint, Response, jsonify, request
+
+from apm.query import QueryError
+from dashboard.metrics import DashboardMetrics
+from dashboard.ports import QueryRepository
+from dashboard.series import build_series, stored_query_json, window_json
+from dashboard.settings import DashboardSettings
+from dashboard.validation import error_json, parse_time, validate
+
+__all__ = ["MAX_RANGE_SECONDS", "StorageUnavailable", "build_api", "guarded"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+MAX_RANGE_SECONDS = 366 * 86_400  # a year of windows is already far past the retention
+
+
+class StorageUnavailable(RuntimeError):
+    pass
+
+
+def guarded(metrics: DashboardMetrics, op: str, call: Callable[[], T]) -> T:
+    """Runs one storage call; any driver failure becomes StorageUnavailable (a 503 / a banner)."""
+    try:
+        return call()
+    except (KeyError, QueryError):
+        raise
+    except Exception as exc:  # the driver raises many unrelated types; all mean "not now"
+        metrics.storage_errors.labels(op).inc()
+        log.warning("storage %s failed: %s", op, exc)
+        raise StorageUnavailable(f"storage unavailable during {op}: {exc}") from exc
+
+
+def _error(status: int, message: str, **extra: object) -> tuple[Response, int]:
+    return jsonify({"error": message, **extra}), status
+
+
+def build_api(repo: QueryRepository, settings: DashboardSettings, metrics: DashboardMetrics,
+              clock: Callable[[], float] = time.time) -> Blueprint:
+    api = Blueprint("api", __name__, url_prefix="/api")
+
+    @api.errorhandler(StorageUnavailable)
+    def _unavailable(exc: StorageUnavailable) -> tuple[Response, int]:
+        return _error(503, str(exc))
+
+    def body() -> dict[str, object]:
+        data = request.get_json(silent=True)
+        if not isinstance(data, dict):
+            raise _BadRequest("the body must be a JSON object")
+        return data
+
+    @api.errorhandler(QueryError)
+    def _invalid(exc: QueryError) -> tuple[Response, int]:
+        return jsonify(error_json(exc)), 422
+
+    @api.errorhandler(_BadRequest)
+    def _bad(exc: _BadRequest) -> tuple[Response, int]:
+        return _error(400, str(exc))
+
+    @api.get("/queries")
+    def list_queries() -> Response:
+        queries = guarded(metrics, "list_queries", repo.list_queries)
+        return jsonify([stored_query_json(q, guarded(metrics, "last_result_at",
+                                                     partial(repo.last_result_at, q.id)))
+                        for q in queries])
+
+    @api.post("/queries")
+    def create_query() -> tuple[Response, int]:
+        text = body().get("text")
+        validate(text)
+        assert isinstance(text, str)
+        saved = guarded(metrics, "save_query", lambda: repo.save_query(text))
+        return jsonify(stored_query_json(saved)), 201
+
+    @api.get("/queries/<query_id>")
+    def get_query(query_id: str) -> Response | tuple[Response, int]:
+        found = guarded(metrics, "get_query", lambda: repo.get_query(query_id))
+        if found is None:
+            return _error(404, f"no query {query_id!r}")
+        last = guarded(metrics, "last_result_at", lambda: repo.last_result_at(query_id))
+        return jsonify(stored_query_json(found, last))
+
+    @api.patch("/queries/<query_id>")
+    def patch_query(query_id: str) -> Response | tuple[Response, int]:
+        data = body()
+        unknown = set(data) - {"text", "paused"}
+        if unknown or not data:
+            return _error(400, "PATCH takes 'text' and/or 'paused'"
+                          + (f"; unknown: {sorted(unknown)}" if unknown else ""))
+        if "paused" in data and not isinstance(data["paused"], bool):
+            return _error(400, "'paused' must be true or false")
+        if "text" in data:
+            validate(data["text"])
+        try:
+            result = None
+            if "text" in data:
+                text = str(data["text"])
+                result = guarded(metrics, "update_query", lambda: repo.update_query(query_id, text))
+            if "paused" in data:
+                paused = bool(data["paused"])
+                result = guarded(metrics, "set_paused",
+                                 lambda: repo.set_paused(query_id, paused))
+        except KeyError:
+            return _error(404, f"no query {query_id!r}")
+        assert result is not None
+        return jsonify(stored_query_json(result))
+
+    @api.delete("/queries/<query_id>")
+    def delete_query(query_id: str) -> Response | tuple[Response, int]:
+        if not guarded(metrics, "delete_query", lambda: repo.delete_query(query_id)):
+            return _error(404, f"no query {query_id!r}")
+        return Response(status=204)
+
+    @api.get("/queries/<query_id>/results")
+    def results(query_id: str) -> Response | tuple[Response, int]:
+        now = clock()
+        try:
+            end = parse_time(request.args.get("to"), now)
+            start = parse_time(request.args.get("from"), end - 3600)
+            raw_points = request.args.get("max_points")
+            max_points = int(raw_points) if raw_points else None
+        except ValueError as exc:
+            return _error(400, f"bad parameter: {exc}")
+        if end <= start:
+            return _error(400, "'from' must be before 'to'")
+        if end - start > MAX_RANGE_SECONDS:
+            return _error(400, f"the range may span at most {MAX_RANGE_SECONDS // 86_400} days")
+        if max_points is not None and max_points < 2:
+            return _error(400, "'max_points' must be at least 2")
+        found = guarded(metrics, "get_query", lambda: repo.get_query(query_id))
+        if found is None:
+            return _error(404, f"no query {query_id!r}")
+        windows = guarded(metrics, "read_results",
+                          lambda: list(repo.read_results(query_id, start, end)))
+        metrics.windows_read.inc(len(windows))
+        out: dict[str, object] = {"query": stored_query_json(found), "from": start, "to": end}
+        if max_points is None:
+            out["windows"] = [window_json(w) for w in windows]
+        else:
+            series = build_series(found, windows, max_points)
+            out["series"] = {k: {"t": s.x, "v": s.y} for k, s in series.items()}
+        return jsonify(out)
+
+    return api
+
+
+class _BadRequest(ValueError):
+    pass

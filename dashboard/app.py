@@ -1,0 +1,84 @@
+"""Builds the dashboard: a Dash app on a Flask server carrying login, CSRF checks, the REST API,
+/metrics and /healthz. Dependencies come in through an AppContext, so tests and the benchmark
+build the same app over real storage, Kafka and ingest endpoints."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from dash import Dash, Input, Output, dcc, html
+from flask import Flask, Response, request
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from dashboard.api import build_api
+from dashboard.auth import install_auth
+from dashboard.context import AppContext
+from dashboard.pages import chart, health, queries
+
+__all__ = ["build_context", "create_app"]
+
+
+def create_app(app_ctx: AppContext) -> Dash:
+    server = Flask("dashboard")
+    install_auth(server, app_ctx.settings, app_ctx.metrics)
+    server.register_blueprint(build_api(app_ctx.repo, app_ctx.settings, app_ctx.metrics,
+                                        app_ctx.clock))
+
+    @server.get("/metrics")
+    def prometheus() -> Response:
+        return Response(generate_latest(app_ctx.metrics.registry), mimetype=CONTENT_TYPE_LATEST)
+
+    @server.get("/healthz")
+    def healthz() -> Response:
+        return Response("ok\n", mimetype="text/plain")
+
+    @server.after_request
+    def count(response: Response) -> Response:
+        path = request.path
+        kind = ("api" if path.startswith("/api/") else "callback"
+                if path.startswith("/_dash-update") else "other")
+        app_ctx.metrics.requests.labels(kind, str(response.status_code)).inc()
+        # The dashboard is never framed by another site (clickjacking).
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        return response
+
+    app = Dash("dashboard", server=server,  # type: ignore[arg-type]
+               title="APM dashboard",
+               assets_folder=str(Path(__file__).parent / "assets"),
+               suppress_callback_exceptions=True, update_title="")
+    # A function, so each page load renders with the caller's session (the logout form's token).
+    app.layout = lambda: html.Div([dcc.Location(id="url"), html.Div(id="page")])
+
+    @app.callback(Output("page", "children"), Input("url", "pathname"), Input("url", "search"))
+    def route(pathname: str | None, search: str | None) -> html.Div:
+        if pathname == "/chart":
+            return chart.layout(app_ctx, search or "")
+        if pathname == "/health":
+            return health.layout(app_ctx)
+        if pathname in ("/", "", None):
+            return queries.layout(app_ctx)
+        return html.Div([html.H2("Not found"), dcc.Link("back to the queries", href="/")])
+
+    for page in (queries, chart, health):
+        page.register(app, app_ctx)
+    return app
+
+
+def build_context(settings: object | None = None, repo: object | None = None) -> AppContext:
+    """The production wiring: the storage repository, Kafka topics and the ingest scraper."""
+    from dashboard.settings import DashboardSettings
+    from dashboard.sources import KafkaTopics, PrometheusScraper
+
+    s = settings if isinstance(settings, DashboardSettings) else DashboardSettings()
+    if repo is None:
+        from storage.repository import Repository
+
+        repo = Repository.connect()
+    return AppContext(
+        settings=s, repo=repo,  # type: ignore[arg-type]
+        topics=KafkaTopics(s.kafka_bootstrap, s.topics_cache_seconds),
+        scraper=PrometheusScraper(s.ingest_urls, s.ingest_accepted_metric,
+                                  s.ingest_rejected_metric, s.reject_reason_label,
+                                  s.scrape_timeout_seconds),
+        clock=time.time)

@@ -1,0 +1,96 @@
+"""The health page's model, a pure function of what storage, Kafka and the ingest report.
+
+The aggregator's status payload is read defensively: known keys get their own rows, mappings
+whose name mentions ``lag`` become the per-topic consumer lag table, the rest is listed as is,
+so a new field the aggregator adds shows up without a dashboard change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+__all__ = ["ComponentStatus", "HealthView", "ServerRow", "build_health"]
+
+BATCH_KEYS = ("batch_duration_s", "batch_duration_seconds", "batch_seconds", "last_batch_s")
+FRESHNESS_KEYS = ("freshness_s", "freshness_seconds", "freshness")
+
+
+@dataclass
+class ServerRow:
+    server: str
+    last_seen: float
+    age_s: float
+    silent: bool
+
+
+@dataclass
+class ComponentStatus:
+    component: str
+    age_s: float | None  # since the component last published, None when unknown
+    batch_duration_s: float | None
+    freshness_s: float | None
+    lag: dict[str, float] = field(default_factory=dict)  # metric topic -> records behind
+    other: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass
+class HealthView:
+    components: list[ComponentStatus]
+    lag: dict[str, float]  # merged over components, by topic
+    servers: list[ServerRow]
+    ingest: list[Mapping[str, object]]
+    silent_after_s: float
+
+    @property
+    def reporting(self) -> list[ServerRow]:
+        return [s for s in self.servers if not s.silent]
+
+    @property
+    def silent(self) -> list[ServerRow]:
+        return [s for s in self.servers if s.silent]
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _first(payload: Mapping[str, object], keys: Sequence[str]) -> float | None:
+    for key in keys:
+        if key in payload and (n := _number(payload[key])) is not None:
+            return n
+    return None
+
+
+def _component(name: str, payload: Mapping[str, object], now: float) -> ComponentStatus:
+    updated = _number(payload.get("updated_at"))
+    status = ComponentStatus(
+        component=name, age_s=None if updated is None else max(0.0, now - updated),
+        batch_duration_s=_first(payload, BATCH_KEYS), freshness_s=_first(payload, FRESHNESS_KEYS))
+    for key, value in payload.items():
+        if key in ("updated_at", *BATCH_KEYS, *FRESHNESS_KEYS):
+            continue
+        if "lag" in key and isinstance(value, Mapping):
+            for topic, lag in value.items():
+                if (n := _number(lag)) is not None:
+                    status.lag[str(topic)] = n
+        else:
+            status.other[key] = value
+    return status
+
+
+def build_health(status: Mapping[str, Mapping[str, object]], servers: Mapping[str, float],
+                 ingest: Sequence[Mapping[str, object]], now: float, silent_after_s: float
+                 ) -> HealthView:
+    components = [_component(name, payload, now) for name, payload in sorted(status.items())]
+    lag: dict[str, float] = {}
+    for c in components:
+        for topic, n in c.lag.items():
+            lag[topic] = lag.get(topic, 0.0) + n
+    rows = [ServerRow(s, ts, max(0.0, now - ts), now - ts > silent_after_s)
+            for s, ts in servers.items()]
+    # Silent first, longest silent first: what needs attention leads.
+    rows.sort(key=lambda r: (not r.silent, -r.age_s if r.silent else 0.0, r.server))
+    return HealthView(components, dict(sorted(lag.items())), rows, list(ingest), silent_after_s)

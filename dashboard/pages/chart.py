@@ -1,0 +1,161 @@
+"""The chart page: one or several queries overlaid over a chosen range, with live refresh at an
+interval that never goes below the configured floor. Missing windows are gaps, not lines."""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+from urllib.parse import parse_qs
+
+from dash import Dash, Input, Output, State, dcc, html
+
+from apm.query import StoredQuery, WindowResult
+from dashboard.api import StorageUnavailable, guarded
+from dashboard.context import AppContext
+from dashboard.pages.common import banner, navbar
+from dashboard.series import build_series
+from dashboard.validation import parse_time
+
+__all__ = ["RANGES", "figure_for", "layout", "register"]
+
+RANGES = {"15m": 900, "1h": 3600, "6h": 21_600, "24h": 86_400}
+_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
+           "#17becf", "#bcbd22", "#7f7f7f"]
+
+
+def layout(app_ctx: AppContext, search: str) -> html.Div:
+    wanted = [i for raw in parse_qs(search.lstrip("?")).get("q", []) for i in raw.split(",") if i]
+    try:
+        queries = guarded(app_ctx.metrics, "list_queries", app_ctx.repo.list_queries)
+        problem = None
+    except StorageUnavailable as exc:
+        queries, problem = [], str(exc)
+    options = [{"label": q.text, "value": q.id} for q in sorted(queries, key=lambda q: q.text)]
+    known = {q.id for q in queries}
+    settings = app_ctx.settings
+    return html.Div([
+        navbar("charts"),
+        banner(problem),
+        html.Div(className="card controls", children=[
+            html.Div(className="field", children=[
+                html.Label("Queries (several overlay)"),
+                dcc.Dropdown(id="c-queries", multi=True, options=options,
+                             value=[i for i in wanted if i in known]),
+            ]),
+            html.Div(className="field", children=[
+                html.Label("Range"),
+                dcc.RadioItems(id="c-range", value="1h", inline=True,
+                               options=[*RANGES, "custom"]),
+                html.Div(id="c-custom", children=[
+                    dcc.Input(id="c-from", placeholder="from: 2024-05-01T10:00Z or epoch s"),
+                    dcc.Input(id="c-to", placeholder="to (empty: now)"),
+                ]),
+                html.Div(id="c-range-error", className="field-error"),
+            ]),
+            html.Div(className="field", children=[
+                dcc.Checklist(id="c-live", options=[{"label": "live", "value": "live"}],
+                              value=["live"], inline=True),
+                html.Label("every (s)", className="inline-label"),
+                dcc.Input(id="c-every", type="number", value=settings.refresh_seconds,
+                          min=settings.refresh_floor_seconds, step=0.5, size="5"),
+                html.Span(f"floor {settings.refresh_floor_seconds:g} s", className="hint",
+                          id="c-every-note"),
+            ]),
+        ]),
+        dcc.Interval(id="c-tick", interval=settings.clamp_refresh(None) * 1000),
+        dcc.Graph(id="c-graph", config={"displaylogo": False}, style={"height": "60vh"},
+                  figure=_empty("pick one or more queries")),
+        html.Div(id="c-status", className="hint"),
+    ])
+
+
+def _empty(message: str) -> dict[str, object]:
+    return {"data": [], "layout": {"annotations": [{"text": message, "showarrow": False,
+                                                    "xref": "paper", "yref": "paper"}],
+                                   "xaxis": {"visible": False}, "yaxis": {"visible": False}}}
+
+
+def _read(app_ctx: AppContext, query_id: str, start: float, end: float) -> list[WindowResult]:
+    return list(app_ctx.repo.read_results(query_id, start, end))
+
+
+def figure_for(app_ctx: AppContext, queries: list[StoredQuery], start: float, end: float
+               ) -> tuple[dict[str, object], dict[str, int]]:
+    """The figure for ``queries`` over [start, end), and counts of windows read and points
+    drawn. Each series is downsampled to the settings' max_points."""
+    traces: list[dict[str, object]] = []
+    counts = {"windows": 0, "points": 0}
+    overlay = len(queries) > 1
+    for qn, q in enumerate(queries):
+        windows = guarded(app_ctx.metrics, "read_results",
+                          partial(_read, app_ctx, q.id, start, end))
+        counts["windows"] += len(windows)
+        series = build_series(q, windows, app_ctx.settings.max_points)
+        for fn, (key, s) in enumerate(series.items()):
+            counts["points"] += s.points
+            label = f"{q.query.metric} {key}" + (f" [{q.id[:8]}]" if overlay else "")
+            traces.append({
+                "type": "scatter", "mode": "lines+markers" if s.points <= 300 else "lines",
+                "name": label, "x": [x * 1000 for x in s.x], "y": s.y, "connectgaps": False,
+                "marker": {"size": 4}, "meta": {"query_id": q.id, "function": key},
+                "line": {"width": 1.5, "color": _COLORS[(qn * 4 + fn) % len(_COLORS)],
+                         "dash": ["solid", "dot", "dash", "dashdot"][qn % 4]},
+            })
+    title = queries[0].text if len(queries) == 1 else f"{len(queries)} queries overlaid"
+    fig: dict[str, object] = {"data": traces, "layout": {
+        "title": {"text": title, "font": {"size": 14}}, "uirevision": "keep",
+        "xaxis": {"type": "date", "range": [start * 1000, end * 1000]},
+        "yaxis": {"rangemode": "normal"}, "legend": {"orientation": "h", "y": -0.15},
+        "margin": {"l": 50, "r": 20, "t": 40, "b": 40}}}
+    return fig, counts
+
+
+def register(app: Dash, app_ctx: AppContext) -> None:
+    settings = app_ctx.settings
+
+    @app.callback(Output("c-tick", "interval"), Output("c-tick", "disabled"),
+                  Output("c-every-note", "children"),
+                  Input("c-every", "value"), Input("c-live", "value"))
+    def set_refresh(every: float | None, live: list[str] | None) -> tuple[float, bool, str]:
+        seconds = settings.clamp_refresh(every)
+        note = f"refreshing every {seconds:g} s (floor {settings.refresh_floor_seconds:g} s)"
+        return seconds * 1000, not live, note if live else "live refresh off"
+
+    @app.callback(Output("c-custom", "style"), Input("c-range", "value"))
+    def show_custom(choice: str) -> dict[str, str]:
+        return {} if choice == "custom" else {"display": "none"}
+
+    @app.callback(Output("c-graph", "figure"), Output("c-status", "children"),
+                  Output("c-range-error", "children"),
+                  Input("c-queries", "value"), Input("c-range", "value"),
+                  Input("c-from", "value"), Input("c-to", "value"),
+                  Input("c-tick", "n_intervals"), State("c-graph", "figure"))
+    def draw(ids: list[str] | None, choice: str, raw_from: str | None, raw_to: str | None,
+             _tick: int | None, current: object) -> tuple[object, str, str]:
+        started = time.perf_counter()
+        now = app_ctx.clock()
+        if choice == "custom":
+            try:
+                end = parse_time(raw_to, now)
+                start = parse_time(raw_from, end - 3600)
+            except ValueError as exc:
+                return current, "", str(exc)
+            if end <= start:
+                return current, "", "'from' must be before 'to'"
+        else:
+            end, start = now, now - RANGES.get(choice, 3600)
+        if not ids:
+            return _empty("pick one or more queries"), "", ""
+        try:
+            found = guarded(app_ctx.metrics, "get_query", lambda: [
+                q for i in ids if (q := app_ctx.repo.get_query(i)) is not None])
+            fig, counts = figure_for(app_ctx, found, start, end)
+        except StorageUnavailable as exc:
+            return current, f"storage unavailable, showing the last data: {exc}", ""
+        elapsed = time.perf_counter() - started
+        app_ctx.metrics.chart_seconds.observe(elapsed)
+        app_ctx.metrics.windows_read.inc(counts["windows"])
+        app_ctx.metrics.points_served.inc(counts["points"])
+        status = (f"{counts['windows']} windows read, {counts['points']} points drawn "
+                  f"in {elapsed * 1000:.0f} ms")
+        return fig, status, ""

@@ -1,0 +1,46 @@
+"""Pieces every page uses: the navigation bar with its CSRF-safe logout form, and formatting."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from dash import dcc, html
+from flask import has_request_context, session
+
+__all__ = ["ago", "banner", "navbar", "when"]
+
+
+def navbar(active: str) -> html.Div:
+    csrf = session.get("csrf", "") if has_request_context() else ""
+    links = [("Queries", "/"), ("Charts", "/chart"), ("Health", "/health")]
+    return html.Div(className="nav", children=[
+        html.Span("APM", className="brand"),
+        *[dcc.Link(label, href=href, id=f"nav-{label.lower()}",
+                   className="active" if label.lower() == active else "") for label, href in links],
+        html.Form(method="POST", action="/logout", className="logout", children=[
+            dcc.Input(type="hidden", name="csrf_token", value=csrf),
+            html.Button("Log out", id="logout", type="submit"),
+        ]),
+    ])
+
+
+def when(ts: float | None) -> str:
+    if ts is None:
+        return "never"
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def ago(seconds: float | None) -> str:
+    if seconds is None:
+        return "unknown"
+    if seconds < 90:
+        return f"{seconds:.0f} s ago"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min ago"
+    if seconds < 172_800:
+        return f"{seconds / 3600:.1f} h ago"
+    return f"{seconds / 86_400:.1f} d ago"
+
+
+def banner(message: str | None) -> html.Div:
+    return html.Div(message or "", className="banner" if message else "banner hidden")

@@ -1,0 +1,40 @@
+"""What the dashboard needs from the outside world, as Protocols, so that pages and the API are
+built with the real storage repository, Kafka and ingest scrapes, or with fakes in unit tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Protocol
+
+from apm.query import StoredQuery, WindowResult
+
+__all__ = ["IngestScraper", "QueryRepository", "TopicSource"]
+
+
+class QueryRepository(Protocol):
+    """The subset of ``storage.repository.Repository`` the dashboard reads and writes."""
+
+    def save_query(self, text: str) -> StoredQuery: ...
+    def get_query(self, query_id: str) -> StoredQuery | None: ...
+    def list_queries(self, include_paused: bool = True) -> list[StoredQuery]: ...
+    def update_query(self, query_id: str, text: str) -> StoredQuery: ...
+    def set_paused(self, query_id: str, paused: bool) -> StoredQuery: ...
+    def delete_query(self, query_id: str) -> bool: ...
+    def read_results(self, query_id: str, start: float, end: float,
+                     page_size: int = 5000) -> Iterator[WindowResult]: ...
+    def last_result_at(self, query_id: str) -> float | None: ...
+    def list_servers(self) -> dict[str, float]: ...
+    def get_status(self) -> dict[str, dict]: ...
+
+
+class TopicSource(Protocol):
+    def metrics(self) -> list[str]:
+        """The metrics that have a topic in Kafka, sorted; raises OSError when unreachable."""
+        ...
+
+
+class IngestScraper(Protocol):
+    def scrape(self) -> list[Mapping[str, object]]:
+        """One entry per ingest endpoint: url, ok, error, accepted_total, rejected_by_reason,
+        accepted_per_s, rejected_per_s (rates from the previous scrape, None on the first)."""
+        ...

@@ -1,0 +1,65 @@
+"""From stored windows to chart-ready series and JSON: one series per function of a query."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+
+from apm.query import StoredQuery, WindowResult
+from dashboard.downsample import Series, downsample_minmax, with_gaps
+
+__all__ = ["build_series", "iso", "stored_query_json", "window_json"]
+
+
+def build_series(query: StoredQuery, windows: Iterable[WindowResult],
+                 max_points: int | None) -> dict[str, Series]:
+    """Series keyed by function key (``min``, ``p99``...), gaps inserted where windows are
+    missing, then downsampled to ``max_points`` if given. ``windows`` ascend by start."""
+    keys = [f.key for f in query.query.functions]
+    xs: list[float] = []
+    ys: dict[str, list[float | None]] = {k: [] for k in keys}
+    step = float(query.query.window_seconds)
+    for w in windows:
+        # A window stored under an older definition of the query (another window length)
+        # would draw a false line; the stored length wins for the gap test, so skip mismatches.
+        if w.window_seconds != query.query.window_seconds:
+            continue
+        xs.append(w.window_start)
+        for k in keys:
+            ys[k].append(w.values.get(k))
+    out: dict[str, Series] = {}
+    for k in keys:
+        series = with_gaps(xs, ys[k], step)
+        out[k] = downsample_minmax(series, max_points) if max_points else series
+    return out
+
+
+def iso(ts: float | None) -> str | None:
+    return None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat()
+
+
+def _dt(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    return (value if value.tzinfo else value.replace(tzinfo=UTC)).isoformat()
+
+
+def stored_query_json(q: StoredQuery, last_result_at: float | None = None
+                      ) -> dict[str, object]:
+    return {
+        "id": q.id,
+        "text": q.text,
+        "servers": list(q.query.servers),
+        "metric": q.query.metric,
+        "window_seconds": q.query.window_seconds,
+        "functions": [f.key for f in q.query.functions],
+        "paused": q.paused,
+        "created_at": _dt(q.created_at),
+        "updated_at": _dt(q.updated_at),
+        "last_result_at": iso(last_result_at),
+    }
+
+
+def window_json(w: WindowResult) -> Mapping[str, object]:
+    return {"window_start": w.window_start, "window_seconds": w.window_seconds,
+            "values": w.values, "samples": w.samples, "updated_at": w.updated_at}

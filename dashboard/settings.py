@@ -1,0 +1,49 @@
+"""The dashboard's settings (env prefix ``APM_DASHBOARD_``); keyword arguments win over env."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings
+
+from apm.settings import env_config
+
+__all__ = ["DashboardSettings"]
+
+
+class DashboardSettings(BaseSettings):
+    model_config = env_config("APM_DASHBOARD_")
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8050, ge=0, le=65535)
+    # Login: a user with a werkzeug password hash (`apm dashboard hash-password`), or a token,
+    # or both. The app refuses to start with neither: an open dashboard is never the default.
+    user: str = "admin"
+    password_hash: str = ""
+    token: str = ""
+    # Signs the session cookie; a random one per process when empty (logins end on restart).
+    secret_key: str = ""
+    session_hours: float = Field(default=12.0, gt=0)
+    # Live refresh: the default interval, and the floor no browser can go below, so that many
+    # open wall screens cannot turn into a read storm on Cassandra.
+    refresh_seconds: float = Field(default=5.0, gt=0)
+    refresh_floor_seconds: float = Field(default=2.0, gt=0)
+    # Points per series before the server downsamples (about the chart's width in pixels).
+    max_points: int = Field(default=1200, ge=10)
+    silent_after_seconds: float = Field(default=30.0, gt=0)
+    kafka_bootstrap: str = "127.0.0.1:9092"
+    topics_cache_seconds: float = Field(default=10.0, ge=0)
+    # The ingest's Prometheus endpoints (comma-separated) and the counters the health page reads.
+    ingest_metrics_urls: str = "http://127.0.0.1:8000/metrics"
+    ingest_accepted_metric: str = "apm_ingest_samples_accepted"
+    ingest_rejected_metric: str = "apm_ingest_samples_rejected"
+    reject_reason_label: str = "reason"
+    scrape_timeout_seconds: float = Field(default=2.0, gt=0)
+
+    @property
+    def ingest_urls(self) -> list[str]:
+        return [u.strip() for u in self.ingest_metrics_urls.split(",") if u.strip()]
+
+    def clamp_refresh(self, seconds: float | None) -> float:
+        """The interval used: the request, or the default, never below the floor."""
+        wanted = self.refresh_seconds if seconds is None or seconds != seconds else seconds
+        return max(self.refresh_floor_seconds, float(wanted))

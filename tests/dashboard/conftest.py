@@ -1,0 +1,135 @@
+"""Dashboard fixtures: a real Repository in a private keyspace, the app served on a free port by
+a real WSGI server, a real Prometheus endpoint standing in for the ingest's, and headless
+Debian Chromium driven by selenium."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+TOKEN = "test-token-0123456789"
+USER, PASSWORD = "ops", "correct horse battery staple"
+
+
+@pytest.fixture(scope="session")
+def dash_keyspace(cassandra_session: Any) -> Iterator[str]:
+    import uuid
+
+    name = f"apm_dash_{uuid.uuid4().hex[:10]}"
+    yield name
+    cassandra_session.execute(f"DROP KEYSPACE IF EXISTS {name}")  # ours: created by this run
+
+
+@pytest.fixture(scope="session")
+def repo(stack: Any, dash_keyspace: str) -> Iterator[Any]:
+    from storage.repository import Repository
+    from storage.settings import StorageSettings
+
+    settings = StorageSettings.model_validate(
+        {"hosts": stack.host, "port": stack.cassandra_port, "keyspace": dash_keyspace})
+    repository = Repository.connect(settings)
+    yield repository
+    repository.close()
+
+
+@pytest.fixture(scope="session")
+def ingest_endpoint() -> Iterator[tuple[str, Any]]:
+    """A real Prometheus exposition endpoint with the ingest's counters."""
+    from prometheus_client import CollectorRegistry, Counter, start_http_server
+
+    registry = CollectorRegistry()
+    accepted = Counter("apm_ingest_samples_accepted", "accepted", registry=registry)
+    rejected = Counter("apm_ingest_samples_rejected", "rejected", ["reason"], registry=registry)
+    accepted.inc(1000)
+    rejected.labels("bad_value").inc(7)
+    rejected.labels("bad_server").inc(2)
+    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
+    yield f"http://127.0.0.1:{server.server_port}/metrics", (accepted, rejected)
+    server.shutdown()
+    thread.join(5)
+
+
+@dataclass
+class Served:
+    url: str
+    ctx: Any
+    app: Any
+
+
+@pytest.fixture(scope="session")
+def served(repo: Any, kafka_bootstrap: str, ingest_endpoint: tuple[str, Any]
+           ) -> Iterator[Served]:
+    from werkzeug.security import generate_password_hash
+    from werkzeug.serving import make_server
+
+    from dashboard.app import build_context, create_app
+    from dashboard.settings import DashboardSettings
+
+    settings = DashboardSettings(
+        port=0, user=USER, password_hash=generate_password_hash(PASSWORD), token=TOKEN,
+        kafka_bootstrap=kafka_bootstrap, ingest_metrics_urls=ingest_endpoint[0],
+        topics_cache_seconds=0, refresh_seconds=2.0, max_points=1200)
+    ctx = build_context(settings, repo=repo)
+    app = create_app(ctx)
+    server = make_server("127.0.0.1", 0, app.server, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield Served(f"http://127.0.0.1:{server.port}", ctx, app)
+    server.shutdown()
+    thread.join(5)
+
+
+@pytest.fixture(scope="session")
+def chrome() -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    chromium, driver_bin = shutil.which("chromium"), shutil.which("chromedriver")
+    if not chromium or not driver_bin:
+        pytest.fail("Debian's chromium and chromium-driver are required: run `make browser`")
+    profile = tempfile.mkdtemp(prefix="apm-dash-chrome-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--no-first-run", "--window-size=1400,1000",
+                f"--user-data-dir={profile}"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(driver_bin), options=options)
+    driver.implicitly_wait(0)
+    yield driver
+    driver.quit()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture
+def wait(chrome: Any) -> Callable[..., Any]:
+    """wait(condition, timeout=20): polls ``condition(driver)`` until truthy."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def run(condition: Callable[[Any], Any], timeout: float = 20.0) -> Any:
+        return WebDriverWait(chrome, timeout, poll_frequency=0.1).until(condition)
+
+    return run
+
+
+@pytest.fixture
+def login(chrome: Any, served: Served, wait: Callable[..., Any]) -> Callable[..., None]:
+    from selenium.webdriver.common.by import By
+
+    def run(user: str = USER, password: str = PASSWORD, path: str = "/") -> None:
+        chrome.get(served.url + path)
+        wait(lambda d: d.find_elements(By.ID, "login-form") or d.find_elements(By.ID, "page"))
+        if chrome.find_elements(By.ID, "login-form"):
+            chrome.find_element(By.ID, "user").send_keys(user)
+            chrome.find_element(By.ID, "password").send_keys(password)
+            chrome.find_element(By.ID, "login-submit").click()
+        wait(lambda d: d.find_elements(By.CSS_SELECTOR, "#page .nav"))
+
+    return run

@@ -1,0 +1,122 @@
+"""The REST API against the real app and real Cassandra: auth, validation shared with the UI
+(422 with the parser's message and position), CRUD and results as JSON."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import pytest
+
+from apm.query import WindowResult, parse
+from tests.dashboard.conftest import TOKEN
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def api(served: Any) -> Any:
+    with httpx.Client(base_url=served.url, headers={"Authorization": f"Bearer {TOKEN}"},
+                      timeout=30) as client:
+        yield client
+
+
+def test_without_auth_every_api_call_is_refused(served: Any) -> None:
+    with httpx.Client(base_url=served.url, timeout=30) as anon:
+        assert anon.get("/api/queries").status_code == 401
+        assert anon.post("/api/queries", json={"text": "x"}).status_code == 401
+        wrong = anon.get("/api/queries", headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401
+        assert wrong.headers["WWW-Authenticate"].startswith("Bearer")
+        # The UI redirects to the login page instead.
+        page = anon.get("/chart")
+        assert page.status_code == 302 and page.headers["location"].startswith("/login")
+
+
+def test_create_get_patch_delete(api: Any) -> None:
+    created = api.post("/api/queries", json={"text": "from web-* select cpu window 10s "
+                                                     "compute avg, percentile(99.9)"})
+    assert created.status_code == 201, created.text
+    body = created.json()
+    assert body["text"] == "FROM web-* SELECT cpu WINDOW 10s COMPUTE avg, percentile(99.9)"
+    assert body["functions"] == ["avg", "p99.9"] and body["paused"] is False
+    qid = body["id"]
+    assert api.get(f"/api/queries/{qid}").json()["metric"] == "cpu"
+    assert qid in [q["id"] for q in api.get("/api/queries").json()]
+
+    paused = api.patch(f"/api/queries/{qid}", json={"paused": True})
+    assert paused.status_code == 200 and paused.json()["paused"] is True
+    edited = api.patch(f"/api/queries/{qid}", json={"text": "FROM * SELECT mem WINDOW 1m "
+                                                            "COMPUTE max"})
+    assert edited.json()["metric"] == "mem" and edited.json()["window_seconds"] == 60
+
+    assert api.delete(f"/api/queries/{qid}").status_code == 204
+    assert api.get(f"/api/queries/{qid}").status_code == 404
+    assert api.delete(f"/api/queries/{qid}").status_code == 404
+    assert api.patch(f"/api/queries/{qid}", json={"paused": False}).status_code == 404
+
+
+def test_bad_query_is_422_with_the_parsers_message_and_position(api: Any) -> None:
+    text = "FROM web-* SELECT cpu WINDOW 10x COMPUTE avg"
+    response = api.post("/api/queries", json={"text": text})
+    assert response.status_code == 422
+    body = response.json()
+    assert body["position"] == text.index("10x")
+    assert "duration" in body["message"] and "'10x'" in body["message"]
+    with pytest.raises(Exception) as exc_info:
+        parse(text)
+    assert body["message"] == exc_info.value.detail  # type: ignore[attr-defined]
+    patch = api.patch("/api/queries/whatever", json={"text": "FROM"})
+    assert patch.status_code == 422 and patch.json()["expected"]
+
+
+@pytest.mark.parametrize("payload", [None, [], {"text": 5}, {}])
+def test_malformed_bodies_get_clear_errors(api: Any, payload: Any) -> None:
+    response = api.post("/api/queries", json=payload)
+    assert response.status_code in (400, 422)
+    assert response.json()["error"]
+
+
+def test_results_as_json_raw_and_downsampled(api: Any, repo: Any) -> None:
+    qid = api.post("/api/queries", json={"text": "FROM * SELECT cpu WINDOW 10s "
+                                                 "COMPUTE min, max"}).json()["id"]
+    start = (time.time() // 10) * 10 - 3000
+    rows = [WindowResult(qid, start + i * 10, 10, {"min": float(i), "max": float(i) + 1}, 3,
+                         time.time()) for i in range(300) if i not in (100, 101)]
+    repo.upsert_results(rows)
+    raw = api.get(f"/api/queries/{qid}/results",
+                  params={"from": start, "to": start + 3000}).json()
+    assert [w["window_start"] for w in raw["windows"]] == [r.window_start for r in rows]
+    assert raw["windows"][0]["values"] == {"min": 0.0, "max": 1.0}
+    small = api.get(f"/api/queries/{qid}/results",
+                    params={"from": start, "to": start + 3000, "max_points": 50}).json()
+    series = small["series"]["max"]
+    drawn = [v for v in series["v"] if v is not None]
+    assert len(drawn) <= 52 and max(drawn) == 300.0 and min(drawn) == 1.0  # extremes kept
+    assert None in series["v"]  # the missing windows stay a gap
+    begin = datetime.fromtimestamp(start - 86_400, UTC).isoformat().replace("+00:00", "Z")
+    iso = api.get(f"/api/queries/{qid}/results", params={"from": begin, "to": start + 20})
+    assert len(iso.json()["windows"]) == 2
+    too_long = api.get(f"/api/queries/{qid}/results", params={"from": 0, "to": start})
+    assert too_long.status_code == 400 and "at most" in too_long.json()["error"]
+
+
+@pytest.mark.parametrize("params", [{"from": "yesterday"}, {"from": "10", "to": "5"},
+                                    {"max_points": "1"}, {"to": "nan"}])
+def test_bad_result_parameters(api: Any, params: dict[str, str]) -> None:
+    qid = api.post("/api/queries", json={"text": "FROM * SELECT cpu WINDOW 10s "
+                                                 "COMPUTE min"}).json()["id"]
+    response = api.get(f"/api/queries/{qid}/results", params=params)
+    assert response.status_code == 400 and response.json()["error"]
+
+
+def test_results_of_unknown_query_is_404(api: Any) -> None:
+    assert api.get("/api/queries/nope/results").status_code == 404
+
+
+def test_metrics_and_healthz_are_public(served: Any) -> None:
+    with httpx.Client(base_url=served.url, timeout=30) as anon:
+        assert anon.get("/healthz").text == "ok\n"
+        assert "apm_dashboard_requests_total" in anon.get("/metrics").text

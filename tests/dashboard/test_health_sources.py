@@ -1,0 +1,78 @@
+"""The health model and the ingest scrape: pure logic with injected fetch and clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from dashboard.health import build_health
+from dashboard.sources import PrometheusScraper, parse_ingest
+
+pytestmark = pytest.mark.unit
+
+EXPOSITION = """# HELP apm_ingest_samples_accepted_total accepted
+# TYPE apm_ingest_samples_accepted_total counter
+apm_ingest_samples_accepted_total {accepted}
+apm_ingest_samples_accepted_created 1.7e9
+# HELP apm_ingest_samples_rejected_total rejected
+# TYPE apm_ingest_samples_rejected_total counter
+apm_ingest_samples_rejected_total{{reason="bad_value"}} {bad}
+apm_ingest_samples_rejected_total{{reason="too_old"}} 3
+apm_ingest_samples_rejected_created{{reason="too_old"}} 1.7e9
+# TYPE other_total counter
+other_total 99
+"""
+
+
+def test_parse_ingest_sums_counters_by_reason() -> None:
+    accepted, by_reason = parse_ingest(EXPOSITION.format(accepted=10, bad=4),
+                                       "apm_ingest_samples_accepted",
+                                       "apm_ingest_samples_rejected", "reason")
+    assert accepted == 10
+    assert by_reason == {"bad_value": 4, "too_old": 3}
+
+
+def test_scraper_rates_come_from_consecutive_scrapes() -> None:
+    pages = iter([EXPOSITION.format(accepted=100, bad=4), EXPOSITION.format(accepted=300, bad=8),
+                  EXPOSITION.format(accepted=5, bad=0)])
+    times = iter([10.0, 12.0, 14.0])
+    scraper = PrometheusScraper(["http://i/metrics"], "apm_ingest_samples_accepted",
+                                "apm_ingest_samples_rejected", "reason",
+                                fetch=lambda url, timeout: next(pages), clock=lambda: next(times))
+    first = scraper.scrape()[0]
+    assert first["ok"] and first["accepted_per_s"] is None
+    second = scraper.scrape()[0]
+    assert second["accepted_per_s"] == 100.0
+    assert second["rejected_per_s_by_reason"] == {"bad_value": 2.0, "too_old": 0.0}
+    restarted = scraper.scrape()[0]  # counters went down: the ingest restarted, no rate
+    assert restarted["accepted_per_s"] is None and restarted["accepted_total"] == 5
+
+
+def test_scraper_reports_an_unreachable_endpoint() -> None:
+    def fail(url: str, timeout: float) -> str:
+        raise OSError("connection refused")
+
+    out = PrometheusScraper(["http://down/metrics"], "a", "r", "reason", fetch=fail).scrape()
+    assert out == [{"url": "http://down/metrics", "ok": False, "error": "connection refused",
+                    "accepted_total": None, "rejected_by_reason": {}, "accepted_per_s": None,
+                    "rejected_per_s_by_reason": {}}]
+
+
+def test_health_view_splits_servers_and_reads_the_aggregator_status() -> None:
+    status = {"aggregator": {"updated_at": 95.0, "batch_duration_s": 1.5, "freshness_s": 7,
+                             "consumer_lag": {"apm.metric.cpu": 10, "apm.metric.mem": 0},
+                             "late_samples": 4}}
+    servers = {"web-1": 99.0, "web-2": 40.0, "db-1": 10.0}
+    view = build_health(status, servers, [], now=100.0, silent_after_s=30)
+    [agg] = view.components
+    assert (agg.age_s, agg.batch_duration_s, agg.freshness_s) == (5.0, 1.5, 7.0)
+    assert agg.other == {"late_samples": 4}
+    assert view.lag == {"apm.metric.cpu": 10, "apm.metric.mem": 0}
+    assert [s.server for s in view.silent] == ["db-1", "web-2"]  # longest silent first
+    assert [s.server for s in view.reporting] == ["web-1"]
+
+
+def test_health_view_tolerates_unknown_or_odd_payloads() -> None:
+    view = build_health({"x": {"batch_duration_s": "slow", "lag": "n/a"}}, {}, [], 0.0, 30)
+    [x] = view.components
+    assert x.batch_duration_s is None and x.age_s is None and x.other == {"lag": "n/a"}
+    assert view.servers == [] and view.lag == {}
