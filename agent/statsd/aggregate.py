@@ -68,11 +68,8 @@ class StatsdAggregator:
         second = math.floor(self.clock())
         with self._lock:
             self.packets += 1
-            try:
-                text = packet.decode("utf-8")
-            except UnicodeDecodeError:
-                self._bad("packet is not UTF-8")
-                return
+            # Invalid bytes spoil only their own line (which then fails to parse), not the packet.
+            text = packet.decode("utf-8", "replace")
             bucket = self._buckets.get(second)
             if bucket is None:
                 bucket = self._buckets[second] = _Bucket()
