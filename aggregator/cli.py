@@ -1,0 +1,120 @@
+"""``apm aggregator run|status``. Standard library only at top level: the handlers import
+Spark, Kafka and Cassandra when they run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from aggregator.settings import AggregatorSettings
+
+__all__ = ["register"]
+
+
+def _scope(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--metrics", help="comma-separated metrics this job takes (subscribe)")
+    parser.add_argument("--shard", help="i/n: the metrics with crc32(metric) mod n = i")
+    parser.add_argument("--checkpoint-dir", help="parent of the job's checkpoint directory")
+    parser.add_argument("--keyspace", help="Cassandra keyspace (default APM_STORAGE_KEYSPACE)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("aggregator", help="evaluate stored queries over the metric stream")
+    commands = parser.add_subparsers(dest="aggregator_command", required=True, metavar="ACTION")
+    run = commands.add_parser("run", help="run the Spark streaming job (foreground)")
+    _scope(run)
+    run.add_argument("--trigger-seconds", type=float, help="micro-batch interval")
+    run.add_argument("--lateness-seconds", type=int, help="allowed lateness (default 600)")
+    run.add_argument("--metrics-port", type=int, help="Prometheus port; 0 = off")
+    run.add_argument("--instance", help="a name for this process (marks it for supervisors)")
+    run.set_defaults(func=_run)
+    status = commands.add_parser("status", help="consumer lag per topic and the job's status")
+    _scope(status)
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+    status.set_defaults(func=_status)
+
+
+def _settings(args: argparse.Namespace) -> AggregatorSettings:
+    from aggregator.settings import AggregatorSettings
+
+    overrides = {key: value for key, value in {
+        "metrics": args.metrics, "shard": args.shard, "checkpoint_dir": args.checkpoint_dir,
+        "trigger_seconds": getattr(args, "trigger_seconds", None),
+        "allowed_lateness_seconds": getattr(args, "lateness_seconds", None),
+        "metrics_port": getattr(args, "metrics_port", None),
+    }.items() if value is not None}
+    return AggregatorSettings(**overrides)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    from pydantic import ValidationError
+
+    try:
+        settings = _settings(args)
+    except ValidationError as exc:
+        print(f"apm aggregator: {exc}", file=sys.stderr)
+        return 2
+    from aggregator.job import Aggregator
+    from aggregator.lag import KafkaOffsets
+    from aggregator.metrics import AggregatorMetrics
+    from aggregator.session import build_session
+    from aggregator.store import connect_store
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    store = connect_store(args.keyspace)
+    metrics = AggregatorMetrics()
+    if settings.metrics_port:
+        metrics.serve(settings.metrics_port, settings.metrics_host)
+    offsets = KafkaOffsets(settings.kafka_bootstrap, settings.topic_pattern, settings.topics,
+                           settings.shard_tuple)
+    spark = build_session(settings.identity, driver_memory=settings.driver_memory,
+                          extra={"spark.ui.showConsoleProgress": "false"})
+    Aggregator(spark, store, settings, metrics, offsets).run(stop)
+    spark.stop()
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    try:
+        settings = _settings(args)
+    except ValidationError as exc:
+        print(f"apm aggregator: {exc}", file=sys.stderr)
+        return 2
+    from aggregator.lag import KafkaOffsets, checkpoint_offsets
+
+    offsets = KafkaOffsets(settings.kafka_bootstrap, settings.topic_pattern, settings.topics,
+                           settings.shard_tuple)
+    try:
+        lag = offsets.lag(checkpoint_offsets(settings.checkpoint / "windows"))
+    finally:
+        offsets.close()
+    published: dict = {}
+    try:
+        from aggregator.store import connect_store
+
+        published = connect_store(args.keyspace).get_status().get(settings.identity, {})
+    except Exception as exc:  # storage down: the lag from Kafka and the checkpoint still helps
+        print(f"apm aggregator: no published status ({exc})", file=sys.stderr)
+    report = {"identity": settings.identity, "lag": lag, "lag_total": sum(lag.values()),
+              "published": published}
+    if args.json:
+        print(json.dumps(report, indent=2, sort_keys=True, default=str))
+        return 0
+    print(f"{settings.identity}: lag {report['lag_total']} records over {len(lag)} topics")
+    for topic, n in sorted(lag.items()):
+        print(f"  {topic:<40} {n}")
+    for key in ("active_queries", "batch_duration_s", "late_rows_dropped", "watermark",
+                "updated_at"):
+        if key in published:
+            print(f"  {key}: {published[key]}")
+    return 0

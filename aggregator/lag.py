@@ -1,0 +1,105 @@
+"""Consumer lag per topic: Kafka's end offsets minus the offsets the job has processed.
+
+The processed offsets come from the running query's progress, or, when the job is not running
+(``apm aggregator status``), from its checkpoint: ``offsets/N`` holds the offsets batch N read
+up to, and ``commits/N`` exists once batch N finished.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from aggregator.settings import shard_of
+from apm.model import metric_for_topic
+
+__all__ = ["KafkaOffsets", "checkpoint_offsets", "lag_per_topic", "parse_source_offsets"]
+
+Offsets = dict[tuple[str, int], int]
+
+
+def parse_source_offsets(raw: str | Mapping[str, Any] | None) -> Offsets:
+    """Spark's Kafka source offset JSON ``{"topic": {"0": 12}}`` -> {(topic, 0): 12}."""
+    if raw is None:
+        return {}
+    data = json.loads(raw) if isinstance(raw, str) else raw
+    return {(topic, int(part)): int(off) for topic, parts in data.items()
+            for part, off in parts.items()}
+
+
+def checkpoint_offsets(checkpoint: Path) -> Offsets:
+    """The offsets of the newest committed batch in a streaming checkpoint ({} if none)."""
+    commits = checkpoint / "commits"
+    done = sorted((int(p.name) for p in commits.glob("[0-9]*") if p.name.isdigit()),
+                  reverse=True) if commits.is_dir() else []
+    for batch in done:
+        path = checkpoint / "offsets" / str(batch)
+        try:
+            lines = path.read_text().splitlines()
+        except OSError:
+            continue
+        # v1, the batch metadata, then one line per source; ours has one source.
+        if len(lines) >= 3:
+            return parse_source_offsets(lines[2])
+    return {}
+
+
+def lag_per_topic(end: Mapping[tuple[str, int], int], start: Mapping[tuple[str, int], int],
+                  processed: Mapping[tuple[str, int], int]) -> dict[str, int]:
+    """Per topic, the sum over partitions of end - processed; a partition the job has not read
+    yet counts from its start offset."""
+    out: dict[str, int] = {}
+    for key, end_offset in end.items():
+        done = processed.get(key, start.get(key, 0))
+        out[key[0]] = out.get(key[0], 0) + max(0, end_offset - done)
+    return out
+
+
+class KafkaOffsets:
+    """Start and end offsets of the metric topics this job reads, from the broker."""
+
+    def __init__(self, bootstrap: str, pattern: str, topics: Iterable[str] = (),
+                 shard: tuple[int, int] | None = None) -> None:
+        from kafka import KafkaConsumer
+
+        self._consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                                       request_timeout_ms=15000)
+        self._topics = list(topics)
+        self._pattern = re.compile(pattern)
+        self._shard = shard
+
+    def _mine(self, topic: str) -> bool:
+        if not self._pattern.fullmatch(topic):
+            return False
+        metric = metric_for_topic(topic)
+        return self._shard is None or (metric is not None
+                                       and shard_of(metric, self._shard[1]) == self._shard[0])
+
+    def partitions(self) -> list[Any]:
+        from kafka import TopicPartition
+
+        topics = self._topics or sorted(t for t in self._consumer.topics() if self._mine(t))
+        out = []
+        for topic in topics:
+            for part in self._consumer.partitions_for_topic(topic) or ():
+                out.append(TopicPartition(topic, part))
+        return out
+
+    def start_end(self) -> tuple[Offsets, Offsets]:
+        parts = self.partitions()
+        if not parts:
+            return {}, {}
+        begin = self._consumer.beginning_offsets(parts)
+        end = self._consumer.end_offsets(parts)
+        return ({(tp.topic, tp.partition): o for tp, o in begin.items()},
+                {(tp.topic, tp.partition): o for tp, o in end.items()})
+
+    def lag(self, processed: Mapping[tuple[str, int], int]) -> dict[str, int]:
+        start, end = self.start_end()
+        return lag_per_topic(end, start, processed)
+
+    def close(self) -> None:
+        self._consumer.close()

@@ -1,0 +1,97 @@
+"""The aggregator's settings (env prefix ``APM_AGGREGATOR_``); explicit arguments win."""
+
+from __future__ import annotations
+
+import re
+import zlib
+from pathlib import Path
+
+from pydantic import field_validator
+from pydantic_settings import BaseSettings
+
+from apm.model import TOPIC_PATTERN, metric_name_error, topic_for
+from apm.settings import PROJECT_ROOT, env_config
+
+__all__ = ["AggregatorSettings", "parse_shard", "shard_of"]
+
+
+def parse_shard(text: str) -> tuple[int, int] | None:
+    """``"i/n"`` -> (i, n) with 0 <= i < n; empty -> None; anything else -> ValueError."""
+    if not text:
+        return None
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not m or not 0 <= int(m.group(1)) < int(m.group(2)):
+        raise ValueError(f"shard must be i/n with 0 <= i < n (e.g. 0/2), got {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def shard_of(metric: str, n: int) -> int:
+    """The shard that owns ``metric``: the same as Spark's ``pmod(crc32(metric), n)``."""
+    return zlib.crc32(metric.encode()) % n
+
+
+class AggregatorSettings(BaseSettings):
+    model_config = env_config("APM_AGGREGATOR_")
+
+    kafka_bootstrap: str = "127.0.0.1:9092"
+    # Java regex for subscribePattern; tests narrow it to their own topics on the shared broker.
+    topic_pattern: str = TOPIC_PATTERN
+    metrics: str = ""  # comma-separated: subscribe to exactly these metrics' topics
+    shard: str = ""  # "i/n": keep the metrics with pmod(crc32(metric), n) = i
+    checkpoint_dir: Path = PROJECT_ROOT / "var" / "aggregator"
+    trigger_seconds: float = 2.0
+    allowed_lateness_seconds: int = 600
+    starting_offsets: str = "earliest"  # only for a fresh checkpoint
+    max_offsets_per_trigger: int = 0  # 0 = no cap
+    metrics_port: int = 9102  # Prometheus /metrics; 0 = off
+    metrics_host: str = "127.0.0.1"
+    track_servers: bool = True  # a second, stateless stream records each server's last sample
+    servers_trigger_seconds: float = 10.0
+    status_every_seconds: float = 5.0
+    driver_memory: str = "2g"
+
+    @field_validator("metrics")
+    @classmethod
+    def _metrics_valid(cls, value: str) -> str:
+        for name in filter(None, (m.strip() for m in value.split(","))):
+            if (err := metric_name_error(name)) is not None:
+                raise ValueError(err)
+        return value
+
+    @field_validator("shard")
+    @classmethod
+    def _shard_valid(cls, value: str) -> str:
+        parse_shard(value)
+        return value
+
+    @field_validator("trigger_seconds", "servers_trigger_seconds")
+    @classmethod
+    def _positive(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError("trigger intervals must be positive")
+        return value
+
+    @property
+    def metric_list(self) -> list[str]:
+        return [m.strip() for m in self.metrics.split(",") if m.strip()]
+
+    @property
+    def topics(self) -> list[str]:
+        return [topic_for(m) for m in self.metric_list]
+
+    @property
+    def shard_tuple(self) -> tuple[int, int] | None:
+        return parse_shard(self.shard)
+
+    @property
+    def identity(self) -> str:
+        """Names this job's share of the work: its status row and checkpoint directory."""
+        if self.metric_list:
+            return "aggregator-metrics-" + "_".join(sorted(self.metric_list))[:120]
+        if (shard := self.shard_tuple) is not None:
+            return f"aggregator-shard-{shard[0]}-of-{shard[1]}"
+        return "aggregator"
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.checkpoint_dir / self.identity

@@ -1,0 +1,142 @@
+"""Factories for the aggregator's tests: stored queries, an in-memory store standing in for the
+storage Repository (unit tests only), Kafka metric topics, and the numpy reference."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+from apm.query import Query, StoredQuery, WindowResult, parse
+
+BASE = 1_699_999_200  # epoch seconds, a multiple of 3600
+
+Row = tuple[str, float, float]  # server, ts, value
+
+
+@dataclass
+class FakeStore:
+    """The AggregatorStore protocol in memory: the last upsert of each window wins."""
+
+    queries: dict[str, StoredQuery] = field(default_factory=dict)
+    results: dict[tuple[str, float], WindowResult] = field(default_factory=dict)
+    servers: dict[str, float] = field(default_factory=dict)
+    status: dict[str, dict] = field(default_factory=dict)
+    upserts: int = 0
+
+    def add(self, text: str) -> StoredQuery:
+        stored = StoredQuery(uuid.uuid4().hex, parse(text))
+        self.queries[stored.id] = stored
+        return stored
+
+    def list_queries(self, include_paused: bool = True) -> list[StoredQuery]:
+        return [q for q in self.queries.values() if include_paused or not q.paused]
+
+    def upsert_results(self, rows: Iterable[WindowResult]) -> int:
+        n = 0
+        for row in rows:
+            self.results[(row.query_id, row.window_start)] = row
+            n += 1
+        self.upserts += n
+        return n
+
+    def touch_servers(self, last_seen: Mapping[str, float]) -> None:
+        for server, ts in last_seen.items():
+            self.servers[server] = max(ts, self.servers.get(server, ts))
+
+    def put_status(self, component: str, payload: Mapping[str, object]) -> None:
+        self.status[component] = dict(payload)
+
+    def get_status(self) -> dict[str, dict]:
+        return dict(self.status)
+
+    def of(self, query_id: str) -> dict[float, WindowResult]:
+        return {ws: r for (qid, ws), r in self.results.items() if qid == query_id}
+
+
+@pytest.fixture
+def fake_store() -> FakeStore:
+    return FakeStore()
+
+
+def expected(rows: Iterable[Row], query: Query) -> dict[float, dict[str, float]]:
+    """numpy's answer for every window of ``query`` over ``rows`` (duplicates removed)."""
+    by_window: dict[float, dict[tuple[str, float], float]] = {}
+    for server, ts, value in rows:
+        if query.matches(server):
+            start = float(np.floor(ts / query.window_seconds) * query.window_seconds)
+            by_window.setdefault(start, {}).setdefault((server, ts), value)
+    out = {}
+    for start, samples in by_window.items():
+        v = np.array(list(samples.values()))
+        stats = {"min": v.min(), "max": v.max(), "avg": v.mean(), "sum": v.sum(),
+                 "count": float(len(v))}
+        out[start] = {f.key: float(np.percentile(v, f.p) if f.p is not None else stats[f.name])
+                      for f in query.functions}
+    return out
+
+
+def assert_matches(got: Mapping[float, WindowResult], want: Mapping[float, dict[str, float]]):
+    assert sorted(got) == sorted(want)
+    for start, values in want.items():
+        row = got[start]
+        assert row.values.keys() == values.keys()
+        for key, value in values.items():
+            assert row.values[key] == pytest.approx(value, rel=1e-9, abs=1e-9), (start, key)
+        assert row.samples == int(values.get("count", row.samples))
+
+
+@pytest.fixture
+def fleet_rows() -> Callable[..., list[Row]]:
+    def make(n_servers: int, seconds: int, start: float = BASE, seed: int = 1,
+             prefix: str = "web") -> list[Row]:
+        rng = np.random.default_rng(seed)
+        return [(f"{prefix}-{s}", float(start + t + rng.random() * 0.9),
+                 float(rng.normal(50, 15))) for t in range(seconds) for s in range(n_servers)]
+    return make
+
+
+@pytest.fixture
+def metric_topics(kafka_bootstrap: str, unique_name) -> Iterator[Callable[..., str]]:
+    """Creates metric topics (deleted afterwards); returns the metric name."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+
+    from apm.model import topic_for
+
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    made: list[str] = []
+
+    def make(prefix: str = "aggt", partitions: int = 2) -> str:
+        metric = unique_name(prefix)
+        admin.create_topics([NewTopic(topic_for(metric), num_partitions=partitions,
+                                      replication_factor=1)])
+        made.append(topic_for(metric))
+        return metric
+
+    yield make
+    if made:
+        admin.delete_topics(made)
+    admin.close()
+
+
+@pytest.fixture
+def produce(kafka_bootstrap: str) -> Iterator[Callable[[str, list[Row]], None]]:
+    """Sends rows of one metric in apm.wire records (several samples per record)."""
+    from kafka import KafkaProducer
+
+    from apm.model import topic_for
+    from apm.wire import ENCODING_HEADER, encode_chunks
+
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all", linger_ms=5)
+
+    def send(metric: str, rows: list[Row], chunk_bytes: int = 4096) -> None:
+        for value in encode_chunks(rows, max_bytes=chunk_bytes):
+            producer.send(topic_for(metric), value=value, headers=[ENCODING_HEADER])
+        producer.flush()
+
+    yield send
+    producer.close()

@@ -1,0 +1,103 @@
+"""The window semantics on the session SparkSession with deterministic inputs, against numpy:
+the plan and the evaluation run here as a batch job over records encoded like the ingest's."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+from aggregator.evaluate import evaluate, to_results
+from aggregator.plan import decode, keep_shard, queries_frame, window_sets
+from apm.model import topic_for
+from apm.wire import encode_chunks
+from tests.aggregator.conftest import BASE, FakeStore, assert_matches, expected
+
+pytestmark = pytest.mark.integration
+
+
+def _run(spark, records, queries):
+    raw = spark.createDataFrame([(topic_for(m), bytearray(v)) for m, v in records],
+                                "topic string, value binary")
+    table = queries_frame(spark, queries)
+    rows = evaluate(window_sets(decode(raw), table, 600), table).collect()
+    results = to_results(rows, {q.id: q.query for q in queries})
+    return {(r.query_id, r.window_start): r for r in results}
+
+
+def _of(results, query_id):
+    return {ws: r for (qid, ws), r in results.items() if qid == query_id}
+
+
+def _records(metric, rows, chunk=3000):
+    return [(metric, v) for v in encode_chunks(rows, max_bytes=chunk)]
+
+
+def test_functions_windows_and_globs_match_numpy_for_several_queries_on_one_metric(
+        spark, fleet_rows):
+    store = FakeStore()
+    rows = fleet_rows(n_servers=6, seconds=125) + fleet_rows(3, 125, prefix="db", seed=2)
+    queries = [
+        store.add("FROM * SELECT cpu WINDOW 10s COMPUTE min, max, avg, count, sum, p50, p99"),
+        store.add("FROM web-* SELECT cpu WINDOW 1m COMPUTE percentile(0.1), percentile(99.9),"
+                  " p95, count"),
+        store.add("FROM db-1, web-[12] SELECT cpu WINDOW 1s COMPUTE avg, min, max, p50"),
+        store.add("FROM db-? SELECT cpu WINDOW 1h COMPUTE sum, count, p75"),
+        store.add("FROM * SELECT mem WINDOW 10s COMPUTE count"),  # no data: no rows
+    ]
+    noise = fleet_rows(4, 30, prefix="web", seed=3)
+    results = _run(spark, _records("cpu", rows) + _records("disk", noise), queries)
+    for q in queries[:4]:
+        got = _of(results, q.id)
+        assert_matches(got, expected(rows, q.query))
+        assert all(ws % q.query.window_seconds == 0 for ws in got)  # aligned to the epoch
+    assert not _of(results, queries[4].id)
+
+
+def test_duplicates_change_no_result(spark, fleet_rows):
+    store = FakeStore()
+    q = store.add("FROM * SELECT cpu WINDOW 10s COMPUTE min, max, avg, count, sum, p90")
+    rows = fleet_rows(5, 40)
+    # An agent's retry resends the same samples, here in other records and another order.
+    retried = rows[::3][::-1]
+    clean = _of(_run(spark, _records("cpu", rows), [q]), q.id)
+    dup = _of(_run(spark, _records("cpu", rows) + _records("cpu", retried, 500), [q]), q.id)
+    assert {ws: r.values for ws, r in dup.items()} == {ws: r.values for ws, r in clean.items()}
+    assert {ws: r.samples for ws, r in dup.items()} == {ws: r.samples for ws, r in clean.items()}
+    assert_matches(clean, expected(rows, q.query))
+
+
+def test_percentiles_exact_beyond_ten_thousand_samples_and_inside_min_max(spark):
+    store = FakeStore()
+    q = store.add("FROM * SELECT lat WINDOW 1m COMPUTE min, max, count, p50, p99, "
+                  "percentile(99.99), percentile(0.01), percentile(33.3)")
+    rng = np.random.default_rng(5)
+    # 24,000 samples in one window, heavy-tailed with ties.
+    rows = [(f"s-{i % 400}", BASE + (i // 400) + 0.5, float(np.round(rng.lognormal(3, 1), 2)))
+            for i in range(24_000)]
+    got = _of(_run(spark, _records("lat", rows, 200_000), [q]), q.id)
+    assert_matches(got, expected(rows, q.query))
+    for row in got.values():
+        for key, value in row.values.items():
+            if key.startswith("p"):
+                assert row.values["min"] <= value <= row.values["max"], key
+
+
+def test_malformed_lines_are_skipped_and_good_ones_kept(spark):
+    store = FakeStore()
+    q = store.add("FROM * SELECT cpu WINDOW 10s COMPUTE count, sum")
+    good = [("a", BASE + 1.0, 1.5), ("b", BASE + 2.0, 2.5)]
+    bad = b"\n".join([b"no-tabs", b"x\tnot-a-ts\t1", b"y\t1.0", b"z\t1.0\tNaN",
+                      b"w\t1.0\tInfinity", b"v\t1.0\t2.0\textra"])
+    got = _of(_run(spark, _records("cpu", good) + [("cpu", bad)], [q]), q.id)
+    assert {ws: r.values for ws, r in got.items()} == {BASE: {"count": 2.0, "sum": 4.0}}
+
+
+def test_shard_filter_is_pythons_crc32(spark):
+    metrics = [f"m{i}" for i in range(40)]
+    raw = spark.createDataFrame([(topic_for(m), bytearray(b"s\t1.0\t2.0")) for m in metrics],
+                                "topic string, value binary")
+    for shard in range(3):
+        kept = {r["metric"] for r in keep_shard(decode(raw), (shard, 3)).collect()}
+        assert kept == {m for m in metrics if zlib.crc32(m.encode()) % 3 == shard}
