@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from apm.model import topic_for
-from apm.wire import ENCODING_HEADER, encode_chunks
+from apm.wire import ENCODING_HEADER
 from ingest.settings import IngestSettings
-from ingest.validate import Row
+from ingest.validate import Line
 
 __all__ = ["KafkaPublisher", "PublishUnavailable", "Publisher", "to_records"]
 
@@ -42,11 +42,24 @@ class Publisher(Protocol):
     def close(self, timeout_s: float) -> None: ...
 
 
-def to_records(by_metric: Mapping[str, Iterable[Row]],
-               max_bytes: int) -> dict[str, list[bytes]]:
-    """One or a few records per metric, in the apm.wire encoding."""
-    return {topic_for(metric): list(encode_chunks(rows, max_bytes))
-            for metric, rows in by_metric.items()}
+def _chunks(lines: list[Line], max_bytes: int) -> list[bytes]:
+    if sum(map(len, lines)) + len(lines) - 1 <= max_bytes:
+        return ["\n".join(lines).encode()]
+    out: list[bytes] = []
+    start, size = 0, 0
+    for end, line in enumerate(lines):  # the same cut points as apm.wire.encode_chunks
+        if end > start and size + len(line) + 1 > max_bytes:
+            out.append("\n".join(lines[start:end]).encode())
+            start, size = end, 0
+        size += len(line) + 1
+    out.append("\n".join(lines[start:]).encode())
+    return out
+
+
+def to_records(by_metric: Mapping[str, list[Line]], max_bytes: int) -> dict[str, list[bytes]]:
+    """One record per metric (a few if large), byte for byte what apm.wire.encode_chunks
+    makes of the same samples."""
+    return {topic_for(metric): _chunks(lines, max_bytes) for metric, lines in by_metric.items()}
 
 
 class KafkaPublisher:
@@ -68,7 +81,6 @@ class KafkaPublisher:
     def _common(self) -> dict[str, Any]:
         s = self.settings
         return {"bootstrap_servers": s.kafka_bootstrap.split(","),
-                "request_timeout_ms": s.kafka_timeout_ms,
                 "bootstrap_timeout_ms": s.kafka_timeout_ms,
                 "reconnect_backoff_max_ms": 1000}
 
@@ -77,18 +89,22 @@ class KafkaPublisher:
             from kafka import KafkaProducer
 
             s = self.settings
+            # A busy broker can take seconds over a produce request of hundreds of
+            # partitions; timing it out early only closes the connection and resends it all.
             self._producer = KafkaProducer(
-                **self._common(), acks="all", linger_ms=s.linger_ms, batch_size=s.batch_bytes,
+                **self._common(), acks="all", request_timeout_ms=s.produce_timeout_ms,
+                linger_ms=s.linger_ms, batch_size=s.batch_bytes,
                 max_block_ms=s.max_block_ms,
                 max_request_size=max(s.record_max_bytes * 2, 1024 * 1024),
-                delivery_timeout_ms=max(int(s.publish_timeout_s * 1000) * 6, 60_000))
+                delivery_timeout_ms=max(s.produce_timeout_ms + s.linger_ms, 120_000))
         return self._producer
 
     def _get_admin(self) -> Any:
         if self._admin is None:
             from kafka import KafkaAdminClient
 
-            self._admin = KafkaAdminClient(**self._common())
+            self._admin = KafkaAdminClient(**self._common(),
+                                           request_timeout_ms=self.settings.kafka_timeout_ms)
             self._known.update(t for t in self._admin.list_topics() if t.startswith("apm."))
         return self._admin
 
@@ -118,7 +134,8 @@ class KafkaPublisher:
                         "replication_factor": s.topic_replication,
                         "configs": {"retention.ms": str(int(s.topic_retention_s * 1000))}}
                 response = admin.create_topics({t: dict(spec) for t in missing},
-                                               timeout_ms=s.kafka_timeout_ms, raise_errors=False)
+                                               timeout_ms=s.kafka_timeout_ms, raise_errors=False,
+                                               wait_for_metadata=True)
             except (KafkaError, OSError) as exc:
                 self._drop_admin()
                 raise PublishUnavailable(f"Kafka unavailable while creating topics: {exc}") \

@@ -41,6 +41,7 @@ class IngestSettings(BaseSettings):
     buffer_bytes: int = 64 * MIB
     max_block_ms: int = 2000
     publish_timeout_s: float = 10.0
-    kafka_timeout_ms: int = 3000
+    kafka_timeout_ms: int = 3000  # admin and bootstrap requests
+    produce_timeout_ms: int = 30_000  # one produce request
     retry_after_s: int = 5
     shutdown_timeout_s: float = 30.0

@@ -16,9 +16,12 @@ from dataclasses import dataclass
 from apm.model import metric_name_error, server_name_error, value_error
 from ingest.errors import ApiError
 
-__all__ = ["Batch", "Validator", "count_samples"]
+__all__ = ["Batch", "Line", "Validator", "count_samples"]
 
-Row = tuple[str, float, float]
+# One sample as its apm.wire line, ``server<TAB>ts<TAB>value``, formatted exactly as
+# apm.wire.encode_chunks would (repr of the float). Building the line here, with the
+# server/ts prefix made once per snapshot, halves the per-sample cost of encoding.
+Line = str
 _SNAPSHOT_KEYS = frozenset(("server", "ts", "metrics"))
 
 
@@ -28,7 +31,7 @@ class Batch:
 
     snapshots: int
     samples: int
-    by_metric: dict[str, list[Row]]
+    by_metric: dict[str, list[Line]]
 
 
 def _reject(reason: str, detail: str, at: str) -> ApiError:
@@ -82,7 +85,7 @@ class Validator:
                           "snapshots")
         now = self.clock()
         newest, oldest = now + self.max_future_s, now - self.max_age_s
-        by_metric: dict[str, list[Row]] = {}
+        by_metric: dict[str, list[Line]] = {}
         servers, metrics = self._servers, self._metrics
         samples = 0
         for i, snap in enumerate(snaps):
@@ -108,6 +111,7 @@ class Validator:
             if type(values) is not dict:
                 raise _reject("shape", "metrics must be an object of metric name -> number",
                               f"snapshots[{i}].metrics")
+            prefix = f"{server}\t{ts!r}\t"
             samples += len(values)
             if samples > self.max_samples:
                 raise _reject("too_many_samples", f"the batch holds more than "
@@ -115,7 +119,11 @@ class Validator:
             for name, value in values.items():
                 kind = type(value)
                 # x - x is 0.0 for every finite float and NaN for inf and NaN.
-                if not ((kind is float and value - value == 0.0) or kind is int):
+                if kind is float and value - value == 0.0:
+                    line = prefix + repr(value)
+                elif kind is int:
+                    line = prefix + repr(float(value))
+                else:
                     _value_problem(value, i, name)
                 rows = by_metric.get(name)
                 if rows is None:
@@ -123,7 +131,7 @@ class Validator:
                         self._known(metrics, name, metric_name_error, _metric_at(i, name),
                                     "metric_name")
                     rows = by_metric[name] = []
-                rows.append((server, ts, value))
+                rows.append(line)
         if samples == 0:
             raise _reject("empty", "the batch is empty: no snapshot holds a metric",
                           "snapshots")

@@ -1,0 +1,181 @@
+"""``make bench-ingest``: a real ``apm ingest`` process on the real Kafka, driven from this
+process over HTTP. Prints accepted samples/s, the ingest process's CPU and request latency,
+and writes them to docs/BENCHMARKS.md."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import orjson
+
+from apm.benchdoc import progress, write_section
+from apm.model import topic_for
+from apm.settings import ServiceSettings
+from ingest.auth import add_key
+from ingest.launcher import free_port, ingest_url, start_ingest
+
+__all__ = ["main"]
+
+COMMAND = "make bench-ingest"
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _bodies(servers: int, metrics: int, count: int) -> list[bytes]:
+    now = time.time()
+    return [orjson.dumps({"snapshots": [
+        {"server": f"bench-{s:05d}", "ts": now + i % 60,
+         "metrics": {f"bench.ingest.m{m:03d}": (s * 7 + m * 13 + i) % 1000 / 10.0
+                     for m in range(metrics)}}
+        for s in range(servers)]}) for i in range(count)]
+
+
+def _drive(url: str, key: str, bodies: list[bytes], seconds: float, threads: int
+           ) -> tuple[int, list[float], int]:
+    """Posts bodies from ``threads`` connections for ``seconds``; (samples, latencies, errors)."""
+    stop = time.monotonic() + seconds
+    latencies: list[float] = []
+    totals = [0, 0]
+    lock = threading.Lock()
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+
+    def worker(offset: int) -> None:
+        mine: list[float] = []
+        accepted = errors = 0
+        with httpx.Client(base_url=url, headers=headers, timeout=60) as client:
+            i = offset
+            while time.monotonic() < stop:
+                t0 = time.perf_counter()
+                answer = client.post("/v1/metrics", content=bodies[i % len(bodies)])
+                mine.append(time.perf_counter() - t0)
+                if answer.status_code == 202:
+                    accepted += answer.json()["accepted"]
+                else:
+                    errors += 1
+                i += 1
+        with lock:
+            latencies.extend(mine)
+            totals[0] += accepted
+            totals[1] += errors
+
+    pool = [threading.Thread(target=worker, args=(n,)) for n in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    return totals[0], latencies, totals[1]
+
+
+def _warm_up(url: str, key: str, body: bytes, limit_s: float = 180.0) -> None:
+    """Until a request is answered 202 in under a second: creating 100 topics on a busy
+    broker takes a while, and that is not what this benchmark measures."""
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    give_up = time.monotonic() + limit_s
+    with httpx.Client(base_url=url, headers=headers, timeout=60) as client:
+        while time.monotonic() < give_up:
+            t0 = time.perf_counter()
+            answer = client.post("/v1/metrics", content=body)
+            if answer.status_code == 202 and time.perf_counter() - t0 < 1.0:
+                return
+            progress(f"warm-up: {answer.status_code} in {time.perf_counter() - t0:.1f}s")
+    raise RuntimeError("the ingest never answered 202 quickly during the warm-up")
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _delete_topics(bootstrap: str, metrics: int) -> None:
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        ours = {topic_for(f"bench.ingest.m{m:03d}") for m in range(metrics)}
+        doomed = sorted(ours & set(admin.list_topics()))
+        if doomed:
+            admin.delete_topics(doomed)
+    finally:
+        admin.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--servers", type=int, default=100)
+    parser.add_argument("--metrics", type=int, default=100)
+    parser.add_argument("--threads", type=int, default=4, help="concurrent connections")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=10.0, help="per round")
+    parser.add_argument("--no-doc", action="store_true", help="do not write BENCHMARKS.md")
+    args = parser.parse_args(argv)
+    bootstrap = ServiceSettings().kafka_bootstrap
+    per_request = args.servers * args.metrics
+
+    with tempfile.TemporaryDirectory(prefix="apm-bench-ingest-") as tmp:
+        home = Path(tmp)
+        key = add_key(home / "keys", "bench")
+        port = free_port()
+        progress(f"starting apm ingest on :{port} (Kafka {bootstrap})")
+        proc = start_ingest(port, home / "keys", bootstrap, home)
+        pid = proc.pid()
+        assert pid is not None
+        url = ingest_url(port)
+        try:
+            bodies = _bodies(args.servers, args.metrics, 8)
+            progress(f"warm-up (creates {args.metrics} topics), body {len(bodies[0])} bytes")
+            _warm_up(url, key, bodies[0])
+            _drive(url, key, bodies, 2.0, args.threads)
+            rounds = []
+            for n in range(args.rounds):
+                cpu0, t0 = _cpu_seconds(pid), time.monotonic()
+                samples, latencies, errors = _drive(url, key, bodies, args.seconds, args.threads)
+                wall = time.monotonic() - t0
+                cpu = (_cpu_seconds(pid) - cpu0) / wall
+                rate = samples / wall
+                rounds.append((rate, cpu, latencies, errors))
+                progress(f"round {n + 1}/{args.rounds}: {rate:,.0f} samples/s, ingest CPU "
+                         f"{cpu:.2f} cores, p50 {_pct(latencies, 0.5) * 1000:.1f} ms, "
+                         f"p99 {_pct(latencies, 0.99) * 1000:.1f} ms, {errors} errors")
+        finally:
+            proc.stop(30)
+            _delete_topics(bootstrap, args.metrics)
+
+    rate = statistics.median(r[0] for r in rounds)
+    cpu = statistics.median(r[1] for r in rounds)
+    p50 = statistics.median(_pct(r[2], 0.5) for r in rounds) * 1000
+    p99 = statistics.median(_pct(r[2], 0.99) for r in rounds) * 1000
+    errors = sum(r[3] for r in rounds)
+    rows = [["figure", "value"],
+            ["accepted samples/s (one ingest process, acks=all)", f"{rate:,.0f}"],
+            ["samples/s per ingest CPU core", f"{rate / max(cpu, 1e-9):,.0f}"],
+            ["ingest process CPU (cores)", f"{cpu:.2f}"],
+            ["request latency p50 (ms)", f"{p50:.1f}"],
+            ["request latency p99 (ms)", f"{p99:.1f}"],
+            ["request shape", f"{args.servers} servers x {args.metrics} metrics = "
+                              f"{per_request} samples, {len(bodies[0]) // 1024} KiB JSON"],
+            ["client connections", str(args.threads)],
+            ["non-202 answers", str(errors)]]
+    notes = (f"Medians of {args.rounds} rounds of {args.seconds:g}s after a 3s warm-up. The "
+             "client runs in the bench process, Kafka and the ingest share the same 2 cores, "
+             "so the client's and the broker's CPU are taken from the ingest's share. "
+             "Target: >= 200,000 samples/s per ingest process.")
+    for row in rows[1:]:
+        print(f"{row[0]:<52} {row[1]}")
+    if not args.no_doc:
+        write_section("ingest", "Ingest: POST /v1/metrics to Kafka", COMMAND, rows, notes)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
