@@ -114,7 +114,7 @@ NOW = time.time()
     (lambda b: _with(b, 0, metrics={"cpu": "high"}), 'snapshots[0].metrics["cpu"]'),
     (lambda b: _with(b, 0, metrics={"cpu": True}), 'snapshots[0].metrics["cpu"]'),
     (lambda b: _with(b, 0, metrics={"cpu": None}), 'snapshots[0].metrics["cpu"]'),
-    (lambda b: _with(b, 1, ts=NOW + 301), "snapshots[1].ts"),
+    (lambda b: _with(b, 1, ts=NOW + 3600), "snapshots[1].ts"),
     (lambda b: _with(b, 1, ts=NOW - 2 * 86400), "snapshots[1].ts"),
     (lambda b: _with(b, 1, ts="yesterday"), "snapshots[1].ts"),
     (lambda b: {"snapshots": []}, "snapshots"),
