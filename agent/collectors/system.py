@@ -1,8 +1,8 @@
 """Process count, TCP connections by state, and uptime.
 
-TCP states come from /proc/net/tcp and tcp6: psutil.net_connections() would also map every
-socket to its process by walking every process's file descriptors, which costs far more than
-the 1% CPU budget allows on a busy host. Elsewhere it falls back to psutil.
+TCP states come from netlink sock_diag (agent.collectors.tcpdiag), else /proc/net/tcp and tcp6,
+else psutil. psutil.net_connections() would also map every socket to its process by walking
+every process's file descriptors, far beyond the 1% CPU budget on a busy host.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from agent.collectors.base import CollectorContext
+from agent.collectors.tcpdiag import tcp_state_codes
 
 __all__ = ["TCP_STATES", "SystemCollector", "count_tcp_states", "proc_tcp_lines"]
 
@@ -54,12 +55,22 @@ class SystemCollector:
     name = "system"
 
     def __init__(self, context: CollectorContext,
-                 tcp_lines: Callable[[], Iterable[str] | None] | None = None) -> None:
+                 tcp_lines: Callable[[], Iterable[str] | None] | None = None,
+                 tcp_codes: Callable[[], dict[int, int] | None] | None = None) -> None:
         self._psutil = context.psutil
         self._tcp_lines = tcp_lines or (lambda: proc_tcp_lines(context.proc_root))
+        # Injected fakes (tcp_lines) bypass netlink; the real host uses it first.
+        self._tcp_codes = tcp_codes or (tcp_state_codes if tcp_lines is None else lambda: None)
         self._boot = float(self._psutil.boot_time())
 
     def _tcp(self) -> dict[str, float]:
+        codes = self._tcp_codes()
+        if codes is not None:
+            counts = dict.fromkeys(TCP_STATES.values(), 0.0)
+            for code, n in codes.items():
+                if state := TCP_STATES.get(f"{code:02X}"):
+                    counts[state] += n
+            return counts
         lines = self._tcp_lines()
         if lines is not None:
             return count_tcp_states(lines)

@@ -182,3 +182,20 @@ def test_every_collector_against_the_real_host(clock) -> None:
     assert out["agent.rss"] > 0
     assert any(k.startswith("net.") and k.endswith(".rx_bytes") for k in out)
     assert all(v >= 0 for v in out.values()), {k: v for k, v in out.items() if v < 0}
+
+
+def test_netlink_tcp_counts_agree_with_proc(fake_psutil, clock) -> None:
+    from agent.collectors.system import proc_tcp_lines
+    from agent.collectors.tcpdiag import tcp_state_codes
+
+    codes = tcp_state_codes()
+    if codes is None:
+        pytest.skip("netlink sock_diag is not available here")
+    lines = proc_tcp_lines("/proc")
+    assert lines is not None
+    by_proc = count_tcp_states(lines)
+    via_netlink = SystemCollector(CollectorContext(psutil=fake_psutil),
+                                  tcp_codes=lambda: codes).collect(clock())
+    # Sockets come and go between the two reads; listeners are stable enough to compare.
+    assert via_netlink["tcp.listen"] == by_proc["listen"]
+    assert sum(codes.values()) > 0
