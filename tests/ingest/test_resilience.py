@@ -1,0 +1,137 @@
+"""Kafka stopped (a private broker, so the shared one stays up): 503 with Retry-After, then
+recovery without a restart. SIGTERM under load: no acknowledged sample is lost."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+
+import httpx
+import pytest
+
+from apm.model import topic_for
+from apm.retry import Backoff, RetryableError, call_with_retry
+from apm.stack.config import StackSettings
+from apm.stack.services import SERVICES
+from apm.stack.supervisor import ManagedProcess
+from ingest.launcher import free_port
+from tests.ingest.kafka_read import read_samples
+
+pytestmark = pytest.mark.integration
+
+
+class PrivateKafka:
+    """A second single-node broker on its own ports and var dir, which tests may stop."""
+
+    def __init__(self, stack: StackSettings, home: Path) -> None:
+        self.settings = StackSettings(root=stack.root, jar_cache=stack.jars, var_dir=home,
+                                      kafka_port=free_port(), kafka_controller_port=free_port(),
+                                      kafka_heap="384m")
+        self.service = next(s for s in SERVICES if s.name == "kafka")
+        self.proc = ManagedProcess("kafka", self.service.home(self.settings),
+                                   marker=f"-Dapm.stack={self.service.name}")
+
+    @property
+    def bootstrap(self) -> str:
+        return self.settings.kafka_bootstrap
+
+    def start(self) -> None:
+        self.service.prepare(self.settings)
+        self.proc.start(self.service.command(self.settings))
+        self.proc.wait_healthy(partial(self.service.healthy, self.settings), 180)
+
+    def stop(self) -> None:
+        self.proc.stop(60)
+
+
+@pytest.fixture
+def private_kafka(stack: StackSettings, tmp_path: Path) -> Iterator[PrivateKafka]:
+    kafka = PrivateKafka(stack, tmp_path / "private-kafka")
+    kafka.start()
+    yield kafka
+    kafka.stop()
+
+
+def _expected(batch: dict) -> set[tuple[str, str, float, float]]:
+    return {(topic_for(m), s["server"], s["ts"], v)
+            for s in batch["snapshots"] for m, v in s["metrics"].items()}
+
+
+def test_503_while_kafka_is_down_then_recovers_without_restart(
+        private_kafka, start_ingest_process, make_batch):
+    ingest = start_ingest_process(private_kafka.bootstrap, env={
+        "APM_INGEST_PUBLISH_TIMEOUT_S": "4", "APM_INGEST_RETRY_AFTER_S": "2",
+        "APM_INGEST_KAFKA_TIMEOUT_MS": "2000"})
+    first, second = make_batch(prefix="down.a"), make_batch(prefix="down.a", server_prefix="db")
+    with httpx.Client(base_url=ingest.url, headers=ingest.headers, timeout=60) as client:
+        assert client.post("/v1/metrics", json=first).status_code == 202
+
+        private_kafka.stop()
+        down = client.post("/v1/metrics", json=second)
+        assert down.status_code == 503, down.text
+        assert down.headers["Retry-After"] == "2"
+        assert down.json()["error"] == "unavailable"
+        assert client.get("/readyz").status_code == 503
+        assert client.get("/healthz").status_code == 200
+
+        private_kafka.start()
+
+        def post_second() -> httpx.Response:
+            answer = client.post("/v1/metrics", json=second)
+            if answer.status_code == 503:
+                raise RetryableError("still 503", float(answer.headers["Retry-After"]))
+            return answer
+
+        assert call_with_retry(post_second, deadline_s=120,
+                               backoff=Backoff(initial=0.5, cap=5)).status_code == 202
+        assert client.get("/readyz").status_code == 200
+
+    topics = sorted({t for t, *_ in _expected(first)})
+    got = set(read_samples(private_kafka.bootstrap, topics))
+    assert _expected(first) | _expected(second) <= got
+
+
+def test_sigterm_under_load_loses_no_acknowledged_sample(
+        kafka_bootstrap, start_ingest_process, make_batch, unique_name, kafka_cleanup):
+    ingest = start_ingest_process(kafka_bootstrap)
+    prefix = unique_name("term").replace("-", "_")
+    base = time.time()
+    acked: list[dict] = []
+    answers: list[int] = []
+    stop = threading.Event()
+
+    def load(worker: int) -> None:
+        with httpx.Client(base_url=ingest.url, headers=ingest.headers, timeout=60) as client:
+            n = 0
+            while not stop.is_set():
+                batch = make_batch(servers=10, metrics=4, prefix=prefix,
+                                   server_prefix=f"w{worker}", ts=base + n)
+                n += 1
+                try:
+                    answer = client.post("/v1/metrics", json=batch)
+                except httpx.TransportError:
+                    continue  # the server is going away: not acknowledged, not counted
+                answers.append(answer.status_code)
+                if answer.status_code == 202:
+                    acked.append(batch)
+
+    workers = [threading.Thread(target=load, args=(w,)) for w in range(3)]
+    for thread in workers:
+        thread.start()
+    while len(acked) < 15:  # load is flowing
+        time.sleep(0.1)
+    assert ingest.proc.stop(30)  # SIGTERM and wait for the exit
+    time.sleep(0.5)
+    stop.set()
+    for thread in workers:
+        thread.join()
+
+    topics = [topic_for(f"{prefix}.m{m}") for m in range(4)]
+    kafka_cleanup.extend(topics)
+    want = set().union(*(_expected(b) for b in acked))
+    got = set(read_samples(kafka_bootstrap, topics))
+    assert want - got == set()
+    assert "graceful" in ingest.proc.tail(40).lower() or "shutdown" in ingest.proc.tail(40).lower()
