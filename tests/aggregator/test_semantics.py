@@ -90,7 +90,7 @@ def test_malformed_lines_are_skipped_and_good_ones_kept(spark):
     good = [("a", BASE + 1.0, 1.5), ("b", BASE + 2.0, 2.5)]
     bad = b"\n".join([b"no-tabs", b"x\tnot-a-ts\t1", b"y\t1.0", b"z\t1.0\tNaN",
                       b"w\t1.0\tInfinity", b"v\t1.0\t2.0\textra"])
-    got = _of(_run(spark, _records("cpu", good) + [("cpu", bad)], [q]), q.id)
+    got = _of(_run(spark, [*_records("cpu", good), ("cpu", bad)], [q]), q.id)
     assert {ws: r.values for ws, r in got.items()} == {BASE: {"count": 2.0, "sum": 4.0}}
 
 
