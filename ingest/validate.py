@@ -62,8 +62,6 @@ class Validator:
 
     def _known(self, cache: set[str], name: object, check: Callable[[object], str | None],
                at: str, reason: str) -> None:
-        if name in cache:
-            return
         problem = check(name)
         if problem:
             raise _reject(reason, problem, at)
@@ -95,7 +93,7 @@ class Validator:
             if len(snap) != 3 or snap.keys() != _SNAPSHOT_KEYS:
                 _shape_error(snap, i)
             server = snap["server"]
-            if server not in servers:
+            if type(server) is not str or server not in servers:  # dicts are unhashable
                 self._known(servers, server, server_name_error, f"snapshots[{i}].server",
                             "server_name")
             ts = snap["ts"]

@@ -3,41 +3,15 @@ a real ingest process on the shared Kafka (integration)."""
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ingest.publisher import PublishUnavailable
-
-
-@dataclass
-class FakePublisher:
-    """Records what would go to Kafka; ``unavailable`` makes it refuse like a down broker."""
-
-    published: list[dict[str, list[bytes]]] = field(default_factory=list)
-    unavailable: bool = False
-    closed: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def publish(self, records: Mapping[str, Sequence[bytes]]) -> None:
-        if self.unavailable:
-            raise PublishUnavailable("Kafka is down (fake)")
-        with self.lock:
-            self.published.append({t: list(v) for t, v in records.items()})
-
-    def ready(self) -> bool:
-        return not self.unavailable
-
-    def queue_depth(self) -> int:
-        return 0
-
-    def close(self, timeout_s: float) -> None:
-        self.closed = True
+from tests.ingest.fakes import FakePublisher
 
 
 @pytest.fixture
