@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     inst.add_argument("--unit-dir", type=Path, default=Path("/etc/systemd/system"))
     inst.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
     inst.add_argument("--spool-dir", type=Path, default=Path("/var/lib/apm-agent/spool"))
-    inst.add_argument("--ingest-url", default="http://127.0.0.1:8000/v1/metrics")
+    inst.add_argument("--ingest-url", default="http://127.0.0.1:8080/v1/metrics")
     inst.add_argument("--api-key", default="")
     inst.add_argument("--force", action="store_true", help="overwrite an existing config")
     inst.add_argument("--enable", action="store_true",

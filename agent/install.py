@@ -76,7 +76,7 @@ class InstallPlan:
     unit_dir: Path = Path("/etc/systemd/system")
     config: Path = Path("/etc/apm/agent.toml")
     spool_dir: Path = Path("/var/lib/apm-agent/spool")
-    ingest_url: str = "http://127.0.0.1:8000/v1/metrics"
+    ingest_url: str = "http://127.0.0.1:8080/v1/metrics"
     api_key: str = ""
     python: str = sys.executable
 

@@ -46,7 +46,7 @@ class AgentSettings(BaseSettings):
     model_config = env_config("APM_AGENT_")
 
     server: str = Field(default_factory=default_server, description="name sent with every snapshot")
-    ingest_url: str = "http://127.0.0.1:8000/v1/metrics"
+    ingest_url: str = "http://127.0.0.1:8080/v1/metrics"
     api_key: str = ""
     interval_s: float = Field(1.0, gt=0, le=60)
     collectors: list[str] = Field(default_factory=lambda: list(DEFAULT_COLLECTORS))
