@@ -73,8 +73,9 @@ class Stage:
     def describe(self) -> str:
         return (f"{self.rate:,} samples/s: accepted {self.summary['accepted_per_s']:,.0f}/s, "
                 f"ingest loss {self.summary['lost']}, pipeline loss {self.check['lost']}, "
-                f"freshness p99 {self.check['fresh_p99']:.1f}s, wrong windows "
-                f"{self.check['wrong']}, cores "
+                f"freshness p99 {self.check['fresh_p99']:.1f}s, windows complete "
+                f"{self.check['complete_windows']}/{self.check['windows']} (missing "
+                f"{self.check['missing_windows']}), wrong {self.check['wrong']}, cores "
                 + ", ".join(f"{k} {v:.2f}" for k, v in self.cores.items()))
 
 
@@ -187,7 +188,7 @@ def check_results(procs: Procs, truths: list[TruthCollector], settle_s: float
     compares: loss (truth samples not counted), freshness and exactness of min/max/count."""
     deadline = time.monotonic() + settle_s
     while True:
-        lost, wrong, fresh, windows = 0, 0, [], 0
+        lost, wrong, fresh, windows, missing = 0, 0, [], 0, 0
         for truth in truths:
             qid = procs.query_ids[truth.query.metric]
             want = truth.results()
@@ -200,6 +201,7 @@ def check_results(procs: Procs, truths: list[TruthCollector], settle_s: float
                 row = got.get(w["window_start"])
                 have = row.samples if row is not None else 0
                 lost += max(0, w["samples"] - have)
+                missing += row is None
                 if row is None or row.samples != w["samples"]:
                     continue
                 fresh.append(row.updated_at - (w["window_start"] + truth.window))
@@ -209,6 +211,8 @@ def check_results(procs: Procs, truths: list[TruthCollector], settle_s: float
         if lost == 0 or time.monotonic() > deadline:
             break
         time.sleep(2.0)
-    arr = np.asarray(fresh) if fresh else np.asarray([float("inf")])
-    return {"lost": lost, "wrong": wrong, "windows": windows,
-            "fresh_p50": float(np.percentile(arr, 50)), "fresh_p99": float(np.percentile(arr, 99))}
+    # No complete window at all: freshness is unbounded (and the stage is not sustained).
+    p50, p99 = (np.percentile(np.asarray(fresh), [50, 99]).tolist() if fresh
+                else [float("inf"), float("inf")])
+    return {"lost": lost, "wrong": wrong, "windows": windows, "missing_windows": missing,
+            "complete_windows": len(fresh), "fresh_p50": p50, "fresh_p99": p99}

@@ -4,6 +4,17 @@ The end-to-end check compares the platform's results with this. Percentiles use 
 ``linear`` method (the same definition as Spark's exact ``percentile``); min, max, count and
 sum are exact, and since every value is a multiple of ``fleet.QUANTUM`` the sum does not depend
 on the order of addition, so avg = sum / count is exact too.
+
+The ``--expect`` file (:meth:`TruthCollector.document`)::
+
+    {"query": "FROM web-* SELECT cpu.util WINDOW 10s COMPUTE min, max, avg, percentile(99)",
+     "metric": "cpu.util", "window_seconds": 10, "functions": ["min", "max", "avg", "p99"],
+     "servers_matched": 80, "first_ts": 1763800000.0, "last_ts": 1763800059.0,
+     "windows": [{"window_start": 1763800000.0, "window_seconds": 10, "samples": 784,
+                  "complete": true, "values": {"min": 3.5, "max": 71.25, ...}}, ...]}
+
+``samples`` matches :attr:`apm.query.WindowResult.samples`; ``values`` is keyed like
+:attr:`apm.query.WindowResult.values` (:attr:`apm.query.Function.key`).
 """
 
 from __future__ import annotations

@@ -83,3 +83,27 @@ def test_cli_in_real_time_reports_progress_and_a_summary(real_ingest, own_topics
     for start, values in counted.items():
         got = [v for t, _, ts, v in rows if t.endswith(".rpc.count") and ts == start]
         assert values == {"count": len(got), "sum": sum(got)}
+
+
+def test_background_fleet_stops_on_sigterm_without_losing_what_it_sent(
+        real_ingest, own_topics, kafka_bootstrap, tmp_path):
+    from loadgen.launcher import start_loadgen
+
+    url, key = real_ingest
+    prefix = _prefix()
+    own_topics.extend(topic_for(f"{prefix}{m}") for m in ("cpu.util", "mem.used_pct"))
+    proc = start_loadgen(tmp_path / "lg", url, key, servers=50, metrics=2, duration="1h",
+                         metric_prefix=prefix, env={"APM_LOADGEN_PROGRESS_INTERVAL_S": "0.5"})
+    try:
+        deadline = time.monotonic() + 60
+        while "accepted=" not in proc.tail(50) or " accepted=0 " in proc.tail(1):
+            assert proc.pid() is not None, proc.tail(20)
+            assert time.monotonic() < deadline, proc.tail(20)
+            time.sleep(0.5)
+    finally:
+        assert proc.stop(30)
+    log = proc.log.read_text()
+    summary = json.loads(log[log.index("\n{") + 1:])
+    assert summary["stopped_early"] and summary["pacing"] == "realtime"
+    assert 0 < summary["accepted"] == summary["generated"] and summary["lost"] == 0
+    assert len(read_samples(kafka_bootstrap, own_topics)) == summary["accepted"]
