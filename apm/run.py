@@ -1,20 +1,131 @@
-"""``apm run``: the whole platform on this machine, started in dependency order and stopped
-together on Ctrl-C or ``apm run --down``. Each component adds itself to PLATFORM as it lands."""
+"""``apm run`` (``make run``): the engines, then the whole platform on this machine.
+
+Order: Kafka + Cassandra -> schema -> ingest -> aggregator -> dashboard -> this host's agent ->
+a synthetic fleet of about 200 servers -> example queries. Every process has a pid file and a
+log under ``var/run/``; Ctrl-C, ``apm run --down`` or ``make down`` stop them all.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from pathlib import Path
 
-__all__ = ["register"]
+__all__ = ["EXAMPLE_QUERIES", "register"]
+
+INGEST_PORT = 8080
+DASHBOARD_PORT = 8050
+AGGREGATOR_METRICS_PORT = 9102
+FLEET_SERVERS = 200
+FLEET_METRICS = 10
+
+
+def _example_queries(host: str) -> list[str]:
+    return [
+        "FROM * SELECT cpu.util WINDOW 10s COMPUTE min, max, avg, p99",
+        "FROM web-* SELECT rpc.latency.max WINDOW 10s COMPUTE max, p50, p95, p99",
+        "FROM api-*, db-* SELECT rpc.count WINDOW 1m COMPUTE sum, avg, count",
+        f"FROM {host} SELECT cpu.util WINDOW 5s COMPUTE min, max, avg",
+        f"FROM {host} SELECT mem.util WINDOW 10s COMPUTE min, max, avg",
+    ]
+
+
+EXAMPLE_QUERIES = _example_queries("<this host>")
+
+# name -> marker: what `--down` looks for in each pid file's process.
+_PLATFORM = ("loadgen", "agent", "dashboard", "aggregator", f"ingest-{INGEST_PORT}")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("run", help="start the engines and the platform (foreground)")
-    parser.add_argument("--down", action="store_true", help="stop what a previous run started")
-    parser.add_argument("--detach", action="store_true", help="start everything and return")
+    parser = sub.add_parser("run", help="start the engines and the whole platform",
+                            description=__doc__)
+    parser.add_argument("--down", action="store_true", help="stop the platform and the engines")
+    parser.add_argument("--detach", action="store_true",
+                        help="start everything and return instead of waiting for Ctrl-C")
+    parser.add_argument("--no-fleet", action="store_true", help="skip the synthetic fleet")
     parser.set_defaults(func=_run)
+
+
+def _say(message: str) -> None:
+    print(f"run: {message}", file=sys.stderr, flush=True)
+
+
+def _home(root: Path) -> Path:
+    return root / "run"
+
+
+def _stop_platform(home: Path) -> None:
+    from apm.stack.supervisor import ManagedProcess
+
+    for name in _PLATFORM:
+        pidfile = home / name / f"{name}.pid"
+        if not pidfile.exists():
+            continue
+        # Markers differ per launcher; a pid file under var/run is ours unless its process
+        # is gone, so match on the python module path every platform process runs under.
+        proc = ManagedProcess(name, home / name, marker=sys.executable)
+        if proc.stop(30):
+            _say(f"stopped {name}")
+
+
+def _api_key(home: Path) -> tuple[Path, str]:
+    from ingest.auth import add_key
+
+    keys, key_file = home / "ingest.keys", home / "ingest.key"
+    if not key_file.exists() or not keys.exists():
+        keys.unlink(missing_ok=True)
+        key_file.parent.mkdir(parents=True, exist_ok=True)
+        key = add_key(keys, label="make-run")
+        key_file.touch(mode=0o600)
+        key_file.write_text(key + "\n")
+    return keys, key_file.read_text().strip()
+
+
+def _start_platform(home: Path, bootstrap: str, fleet: bool) -> str:
+    from aggregator.launcher import metrics_up, start_aggregator
+    from apm.stack.supervisor import ManagedProcess
+    from dashboard.launcher import start_dashboard
+    from ingest.launcher import is_ready, start_ingest
+    from storage.repository import Repository
+
+    with Repository.connect() as repo:  # creates the schema when missing
+        _say("schema ready")
+        keys, key = _api_key(home)
+        ingest_url = f"http://127.0.0.1:{INGEST_PORT}"
+        if not is_ready(INGEST_PORT):
+            _say(f"starting ingest on {ingest_url}")
+            start_ingest(INGEST_PORT, keys, bootstrap, home / f"ingest-{INGEST_PORT}")
+        aggregator = home / "aggregator"
+        if not metrics_up(AGGREGATOR_METRICS_PORT):
+            _say("starting aggregator (Spark, local mode)")
+            proc = start_aggregator(aggregator, metrics_port=AGGREGATOR_METRICS_PORT)
+            proc.wait_healthy(lambda: metrics_up(AGGREGATOR_METRICS_PORT), 120, _say)
+        _say(f"starting dashboard on http://127.0.0.1:{DASHBOARD_PORT}")
+        start_dashboard(home / "dashboard", DASHBOARD_PORT,
+                        env={"APM_DASHBOARD_INGEST_METRICS_URLS": f"{ingest_url}/metrics"})
+        agent = ManagedProcess("agent", home / "agent", marker="apm.cli agent run")
+        if agent.pid() is None:
+            _say("starting this host's agent")
+            agent.start([sys.executable, "-m", "apm.cli", "agent", "run"], env={
+                "APM_AGENT_INGEST_URL": f"{ingest_url}/v1/metrics", "APM_AGENT_API_KEY": key,
+                "APM_AGENT_SPOOL_DIR": str(home / "agent" / "spool")})
+        loadgen = ManagedProcess("loadgen", home / "loadgen", marker="apm.cli loadgen")
+        if fleet and loadgen.pid() is None:
+            _say(f"starting a synthetic fleet of {FLEET_SERVERS} servers x {FLEET_METRICS} "
+                 "metrics, one snapshot a second")
+            loadgen.start([sys.executable, "-m", "apm.cli", "loadgen", "--servers",
+                           str(FLEET_SERVERS), "--metrics", str(FLEET_METRICS),
+                           "--duration", "7d", "--target", ingest_url, "--api-key", key,
+                           "--quiet"])
+        if not repo.list_queries():
+            from agent.settings import default_server
+
+            for text in _example_queries(default_server()):
+                stored = repo.save_query(text)
+                _say(f"example query {stored.id}: {text}")
+    return (home / "dashboard" / "dashboard.token").read_text().strip() \
+        if (home / "dashboard" / "dashboard.token").exists() else ""
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -24,24 +135,35 @@ def _run(args: argparse.Namespace) -> int:
     from apm.stack.supervisor import StartError
 
     settings = StackSettings()
+    home = _home(settings.var)
     if args.down:
+        _stop_platform(home)
         control.down(settings)
         return 0
     try:
-        rows = control.up(settings)
-    except (StartError, FetchError) as exc:
+        control.up(settings)
+        token = _start_platform(home, settings.kafka_bootstrap, fleet=not args.no_fleet)
+    except (StartError, FetchError, OSError) as exc:
         print(f"apm run: {exc}", file=sys.stderr)
+        _stop_platform(home)
         return 1
-    print("The platform's engines are up:")
-    for row in rows:
-        print(f"  {row.name:<10} pid {row.pid}  ports {', '.join(map(str, row.ports))}  "
-              f"log {row.log}")
+    print(f"""
+The platform is up.
+  dashboard   http://127.0.0.1:{DASHBOARD_PORT}   sign in as any user with the token in
+              {home / 'dashboard' / 'dashboard.token'}{f' ({token})' if token else ''}
+  ingest      http://127.0.0.1:{INGEST_PORT}/v1/metrics   key in {home / 'ingest.key'}
+  metrics     ingest :{INGEST_PORT}/metrics, aggregator :{AGGREGATOR_METRICS_PORT}/metrics,
+              dashboard :{DASHBOARD_PORT}/metrics
+  logs        {home}/*/*.log, {settings.var}/kafka, {settings.var}/cassandra
+Stop with Ctrl-C{'' if not args.detach else ' (not attached: use make down)'} or `make down`.
+""", flush=True)
     if args.detach:
         return 0
-    print("Ctrl-C stops everything.", flush=True)
     try:
         while True:
             time.sleep(1)
     except KeyboardInterrupt:
+        _say("stopping")
+        _stop_platform(home)
         control.down(settings)
     return 0
