@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import sys
 import threading
 import time
@@ -43,10 +44,13 @@ class Stats:
     late_ticks: int = 0  # real time only: seconds generated after their wall-clock second
     errors: Counter[str] = field(default_factory=Counter)
     latencies: list[float] = field(default_factory=list)
+    reservoir: int = 100_000
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _started: float | None = field(default=None, repr=False)
     _finished: float | None = field(default=None, repr=False)
     _window: list[float] = field(default_factory=list, repr=False)
+    _seen: int = field(default=0, repr=False)
+    _rand: random.Random = field(default_factory=lambda: random.Random(0), repr=False)
     _last_accepted: int = field(default=0, repr=False)
     _last_at: float | None = field(default=None, repr=False)
 
@@ -71,7 +75,14 @@ class Stats:
 
     def latency(self, seconds: float) -> None:
         with self._lock:
-            self.latencies.append(seconds)
+            # A uniform reservoir (Algorithm R) keeps week-long runs in bounded memory.
+            self._seen += 1
+            if len(self.latencies) < self.reservoir:
+                self.latencies.append(seconds)
+            else:
+                slot = self._rand.randrange(self._seen)
+                if slot < self.reservoir:
+                    self.latencies[slot] = seconds
             self._window.append(seconds)
 
     @property
@@ -113,7 +124,7 @@ class Stats:
                 "requests": self.requests,
                 "retries": self.retries,
                 "ambiguous_retries": self.ambiguous_retries,
-                "accepted_per_s": round(self.accepted / self.elapsed, 1),
+                "accepted_per_s": round(self.accepted / self.elapsed, 1) if self.elapsed else 0.0,
                 "latency_p50_ms": None if p50 is None else round(p50, 2),
                 "latency_p99_ms": None if p99 is None else round(p99, 2),
                 "errors": dict(self.errors),

@@ -90,6 +90,14 @@ def test_progress_line_and_summary():
     assert summary["errors"] == {"422:bad_name": 1} and summary["mode"] == "x"
 
 
+def test_latency_memory_is_bounded_and_still_representative():
+    stats = Stats(reservoir=1000)
+    for i in range(50_000):
+        stats.latency((i % 100) / 1000)  # uniform over 0..99 ms
+    assert len(stats.latencies) == 1000
+    assert 40 < stats.summary()["latency_p50_ms"] < 60
+
+
 def test_cli_dry_run_writes_the_truth(tmp_path, capsys):
     out = tmp_path / "truth.json"
     code = main(["loadgen", "--servers", "40", "--metrics", "4", "--duration", "25s",
