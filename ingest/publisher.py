@@ -74,6 +74,7 @@ class KafkaPublisher:
         self._admin: Any = None
         self._known: set[str] = set()
         self._inflight = 0
+        self._turn = 0
         self._inflight_bytes = 0
         self._closed = False
 
@@ -177,9 +178,15 @@ class KafkaPublisher:
             with self._lock:
                 producer = self._get_producer()
             headers = [ENCODING_HEADER]
+            # All records of a request go to the same partition index, rotating per request:
+            # fewer, fuller batches than the sticky partitioner's per-record choice.
+            self._turn += 1
             for topic, values in records.items():
+                partitions = producer.partitions_for(topic)
+                partition = self._turn % len(partitions) if partitions else None
                 for value in values:
-                    future = producer.send(topic, value=value, headers=headers)
+                    future = producer.send(topic, value=value, headers=headers,
+                                           partition=partition)
                     with self._count_lock:
                         self._inflight += 1
                         self._inflight_bytes += len(value)

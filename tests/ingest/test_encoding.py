@@ -23,7 +23,7 @@ snapshots = st.lists(st.fixed_dictionaries({
     "metrics": st.dictionaries(names, values, min_size=1, max_size=5)}), min_size=1, max_size=8)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(snapshots, st.integers(min_value=20, max_value=400))
 def test_records_equal_wire_encode_chunks(snaps, max_bytes):
     batch = Validator(10_000, 300, 86_400, clock=lambda: NOW).validate({"snapshots": snaps})
