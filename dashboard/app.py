@@ -68,7 +68,7 @@ def create_app(app_ctx: AppContext) -> Dash:
 def build_context(settings: object | None = None, repo: object | None = None) -> AppContext:
     """The production wiring: the storage repository, Kafka topics and the ingest scraper."""
     from dashboard.settings import DashboardSettings
-    from dashboard.sources import KafkaTopics, PrometheusScraper
+    from dashboard.sources import IngestNames, KafkaTopics, PrometheusScraper
 
     s = settings if isinstance(settings, DashboardSettings) else DashboardSettings()
     if repo is None:
@@ -78,7 +78,7 @@ def build_context(settings: object | None = None, repo: object | None = None) ->
     return AppContext(
         settings=s, repo=repo,  # type: ignore[arg-type]
         topics=KafkaTopics(s.kafka_bootstrap, s.topics_cache_seconds),
-        scraper=PrometheusScraper(s.ingest_urls, s.ingest_accepted_metric,
-                                  s.ingest_rejected_metric, s.reject_reason_label,
-                                  s.scrape_timeout_seconds),
+        scraper=PrometheusScraper(s.ingest_urls, IngestNames(
+            s.ingest_samples_metric, s.ingest_requests_metric, s.ingest_outcome_label,
+            s.reject_reason_label), s.scrape_timeout_seconds),
         clock=time.time)

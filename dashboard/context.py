@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from dashboard.cache import ResultCache
 from dashboard.metrics import DashboardMetrics
 from dashboard.ports import IngestScraper, QueryRepository, TopicSource
 from dashboard.settings import DashboardSettings
@@ -21,3 +22,9 @@ class AppContext:
     scraper: IngestScraper
     metrics: DashboardMetrics = field(default_factory=DashboardMetrics)
     clock: Callable[[], float] = time.time
+    cache: ResultCache | None = None
+
+    def __post_init__(self) -> None:
+        if self.cache is None:
+            self.cache = ResultCache(self.repo, self.settings.reread_seconds,
+                                     self.settings.full_refresh_seconds)

@@ -7,7 +7,6 @@ minimum and maximum, so a one-window spike survives a 24 h view. Both are pure f
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -48,15 +47,20 @@ def with_gaps(x: Sequence[float], y: Sequence[float | None], step: float) -> Ser
     return Series(out_x, out_y)
 
 
-def _segments(series: Series) -> list[list[tuple[float, float]]]:
-    segments: list[list[tuple[float, float]]] = [[]]
-    for xi, yi in zip(series.x, series.y, strict=True):
-        if yi is None or (isinstance(yi, float) and math.isnan(yi)):
-            if segments[-1]:
-                segments.append([])
-        else:
-            segments[-1].append((xi, yi))
-    return [s for s in segments if s]
+def _segments(series: Series) -> list[tuple[int, int]]:
+    """[start, end) index ranges of the unbroken runs (no None/NaN inside)."""
+    runs: list[tuple[int, int]] = []
+    start = None
+    for i, v in enumerate(series.y):
+        broken = v is None or v != v  # NaN != NaN
+        if broken and start is not None:
+            runs.append((start, i))
+            start = None
+        elif not broken and start is None:
+            start = i
+    if start is not None:
+        runs.append((start, len(series.y)))
+    return runs
 
 
 def downsample_minmax(series: Series, max_points: int) -> Series:
@@ -68,35 +72,37 @@ def downsample_minmax(series: Series, max_points: int) -> Series:
         raise ValueError(f"max_points must be at least 2, got {max_points}")
     if series.points <= max_points:
         return series
-    segments = _segments(series)
-    lo = segments[0][0][0]
-    hi = segments[-1][-1][0]
+    xs, ys = series.x, series.y
+    runs = _segments(series)
+    lo, hi = xs[runs[0][0]], xs[runs[-1][1] - 1]
     columns = max(1, max_points // 2)
-    width = (hi - lo) / columns or 1.0
+    scale = columns / ((hi - lo) or 1.0)
+    last = columns - 1
     out_x: list[float] = []
     out_y: list[float | None] = []
-    for n, segment in enumerate(segments):
+    for n, (start, end) in enumerate(runs):
         if n:
-            out_x.append(segment[0][0])
+            out_x.append(xs[start])
             out_y.append(None)
-        column: list[tuple[float, float]] = []
-        current = None
-        for point in segment:
-            # The last column is closed on the right, so the final point joins it.
-            index = min(columns - 1, int((point[0] - lo) / width))
-            if index != current and column:
-                _emit(column, out_x, out_y)
-                column = []
-            current = index
-            column.append(point)
-        _emit(column, out_x, out_y)
+        # The last column is closed on the right, so the final point joins it.
+        cols = [min(last, int((x - lo) * scale)) for x in xs[start:end]]
+        first = start
+        for i in range(start + 1, end + 1):
+            if i == end or cols[i - start] != cols[first - start]:
+                _emit(xs, ys, first, i, out_x, out_y)
+                first = i
     return Series(out_x, out_y)
 
 
-def _emit(column: list[tuple[float, float]], out_x: list[float], out_y: list[float | None]
-          ) -> None:
-    low = min(column, key=lambda p: p[1])
-    high = max(column, key=lambda p: p[1])
-    for px, py in sorted({low, high}):
-        out_x.append(px)
-        out_y.append(py)
+def _emit(xs: list[float], ys: list[float | None], start: int, end: int,
+          out_x: list[float], out_y: list[float | None]) -> None:
+    if end - start == 1:
+        out_x.append(xs[start])
+        out_y.append(ys[start])
+        return
+    window = range(start, end)
+    low = min(window, key=ys.__getitem__)  # type: ignore[arg-type]
+    high = max(window, key=ys.__getitem__)  # type: ignore[arg-type]
+    for i in sorted({low, high}):
+        out_x.append(xs[i])
+        out_y.append(ys[i])

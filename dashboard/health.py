@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 __all__ = ["ComponentStatus", "HealthView", "ServerRow", "build_health"]
 
@@ -64,11 +65,28 @@ def _first(payload: Mapping[str, object], keys: Sequence[str]) -> float | None:
     return None
 
 
+def _epoch(value: object) -> float | None:
+    """Epoch seconds from a number or an ISO 8601 string (Spark reports its watermark so)."""
+    if (n := _number(value)) is not None:
+        return n
+    if isinstance(value, str) and value:
+        try:
+            dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
+    return None
+
+
 def _component(name: str, payload: Mapping[str, object], now: float) -> ComponentStatus:
     updated = _number(payload.get("updated_at"))
+    freshness = _first(payload, FRESHNESS_KEYS)
+    if freshness is None and (mark := _epoch(payload.get("watermark"))) is not None and mark > 0:
+        # How far event time lags the wall clock: windows older than this are final.
+        freshness = max(0.0, now - mark)
     status = ComponentStatus(
         component=name, age_s=None if updated is None else max(0.0, now - updated),
-        batch_duration_s=_first(payload, BATCH_KEYS), freshness_s=_first(payload, FRESHNESS_KEYS))
+        batch_duration_s=_first(payload, BATCH_KEYS), freshness_s=freshness)
     for key, value in payload.items():
         if key in ("updated_at", *BATCH_KEYS, *FRESHNESS_KEYS):
             continue

@@ -29,13 +29,20 @@ class DashboardSettings(BaseSettings):
     refresh_floor_seconds: float = Field(default=2.0, gt=0)
     # Points per series before the server downsamples (about the chart's width in pixels).
     max_points: int = Field(default=1200, ge=10)
+    # Live charts re-read only their newest windows: this far back (late samples still rewrite
+    # them), and everything again after full_refresh_seconds.
+    reread_seconds: float = Field(default=600.0, ge=0)
+    full_refresh_seconds: float = Field(default=300.0, ge=0)
     silent_after_seconds: float = Field(default=30.0, gt=0)
     kafka_bootstrap: str = "127.0.0.1:9092"
     topics_cache_seconds: float = Field(default=10.0, ge=0)
-    # The ingest's Prometheus endpoints (comma-separated) and the counters the health page reads.
-    ingest_metrics_urls: str = "http://127.0.0.1:8000/metrics"
-    ingest_accepted_metric: str = "apm_ingest_samples_accepted"
-    ingest_rejected_metric: str = "apm_ingest_samples_rejected"
+    # The ingest's Prometheus endpoints (comma-separated) and the counters the health page reads:
+    # samples{outcome="accepted"} gives the rate, requests{outcome="rejected",reason=...} the
+    # rejects (a rejected request may carry no countable sample, e.g. a body that is not JSON).
+    ingest_metrics_urls: str = "http://127.0.0.1:8080/metrics"
+    ingest_samples_metric: str = "apm_ingest_samples"
+    ingest_requests_metric: str = "apm_ingest_requests"
+    ingest_outcome_label: str = "outcome"
     reject_reason_label: str = "reason"
     scrape_timeout_seconds: float = Field(default=2.0, gt=0)
 

@@ -8,13 +8,14 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from apm.model import metric_for_topic
 
-__all__ = ["IngestCounters", "KafkaTopics", "PrometheusScraper", "parse_ingest"]
+__all__ = ["IngestCounters", "IngestNames", "KafkaTopics", "PrometheusScraper", "parse_ingest"]
 
 log = logging.getLogger(__name__)
 
@@ -58,21 +59,32 @@ class IngestCounters(dict[str, object]):
     accepted_per_s, rejected_per_s_by_reason (None until a second scrape gives a rate)."""
 
 
-def parse_ingest(text: str, accepted: str, rejected: str, reason_label: str
-                 ) -> tuple[float, dict[str, float]]:
-    """Sums the accepted counter and the rejected counter per reason label from Prometheus
-    text. Metric names are given without ``_total`` (the parser strips it)."""
+@dataclass(frozen=True)
+class IngestNames:
+    """Which counters and labels to read (DashboardSettings.ingest_*), without ``_total``."""
+
+    samples: str = "apm_ingest_samples"
+    requests: str = "apm_ingest_requests"
+    outcome_label: str = "outcome"
+    reason_label: str = "reason"
+
+
+def parse_ingest(text: str, names: IngestNames) -> tuple[float, dict[str, float]]:
+    """From Prometheus text: accepted samples in total, and rejected requests per reason."""
     accepted_total = 0.0
     by_reason: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         name = family.name.removesuffix("_total")
+        if name not in (names.samples, names.requests):
+            continue
         for sample in family.samples:
-            if not sample.name.endswith("_total") and family.type == "counter":
-                continue  # skip the _created series of counters
-            if name == accepted:
+            if not sample.name.endswith("_total"):
+                continue  # the _created series of counters
+            outcome = sample.labels.get(names.outcome_label)
+            if name == names.samples and outcome == "accepted":
                 accepted_total += sample.value
-            elif name == rejected:
-                reason = sample.labels.get(reason_label, "unknown")
+            elif name == names.requests and outcome == "rejected":
+                reason = sample.labels.get(names.reason_label, "unknown")
                 by_reason[reason] = by_reason.get(reason, 0.0) + sample.value
     return accepted_total, by_reason
 
@@ -80,11 +92,11 @@ def parse_ingest(text: str, accepted: str, rejected: str, reason_label: str
 class PrometheusScraper:
     """Scrapes each ingest endpoint and derives rates from the previous scrape of it."""
 
-    def __init__(self, urls: Sequence[str], accepted: str, rejected: str, reason_label: str,
-                 timeout_s: float = 2.0, fetch: Callable[[str, float], str] | None = None,
+    def __init__(self, urls: Sequence[str], names: IngestNames, timeout_s: float = 2.0,
+                 fetch: Callable[[str, float], str] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._urls = list(urls)
-        self._names = (accepted, rejected, reason_label)
+        self._names = names
         self._timeout = timeout_s
         self._fetch = fetch or _http_get
         self._clock = clock
@@ -99,7 +111,7 @@ class PrometheusScraper:
                              rejected_by_reason={}, accepted_per_s=None,
                              rejected_per_s_by_reason={})
         try:
-            accepted, by_reason = parse_ingest(self._fetch(url, self._timeout), *self._names)
+            accepted, by_reason = parse_ingest(self._fetch(url, self._timeout), self._names)
         except (OSError, ValueError) as exc:
             out["error"] = str(exc)
             return out

@@ -76,7 +76,9 @@ def _empty(message: str) -> dict[str, object]:
 
 
 def _read(app_ctx: AppContext, query_id: str, start: float, end: float) -> list[WindowResult]:
-    return list(app_ctx.repo.read_results(query_id, start, end))
+    if app_ctx.cache is None:
+        return list(app_ctx.repo.read_results(query_id, start, end))
+    return app_ctx.cache.read(query_id, start, end)
 
 
 def figure_for(app_ctx: AppContext, queries: list[StoredQuery], start: float, end: float

@@ -55,7 +55,8 @@ def _ingest(view: HealthView) -> html.Div:
                       f" accepting {_rate(entry.get('accepted_per_s'))} samples, "
                       f"{_total(entry.get('accepted_total'))} in total"]),
             html.Table(id="h-rejects", children=[
-                html.Tr([html.Th("reject reason"), html.Th("total"), html.Th("rate")]),
+                html.Tr([html.Th("rejected requests by reason"), html.Th("total"),
+                         html.Th("rate")]),
                 *[html.Tr([html.Td(r), html.Td(f"{n:,.0f}"), html.Td(_rate(rates.get(r)))])
                   for r, n in sorted(by_reason.items())],
             ]) if by_reason else html.Div("no rejects", className="hint"),

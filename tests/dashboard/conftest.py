@@ -44,13 +44,16 @@ def ingest_endpoint() -> Iterator[tuple[str, Any]]:
     from prometheus_client import CollectorRegistry, Counter, start_http_server
 
     registry = CollectorRegistry()
-    accepted = Counter("apm_ingest_samples_accepted", "accepted", registry=registry)
-    rejected = Counter("apm_ingest_samples_rejected", "rejected", ["reason"], registry=registry)
-    accepted.inc(1000)
-    rejected.labels("bad_value").inc(7)
-    rejected.labels("bad_server").inc(2)
+    # The ingest's own names (ingest/metrics.py): samples and requests by outcome and reason.
+    samples = Counter("apm_ingest_samples", "samples", ["outcome", "reason"], registry=registry)
+    requests = Counter("apm_ingest_requests", "requests", ["outcome", "reason"],
+                       registry=registry)
+    samples.labels("accepted", "ok").inc(1000)
+    requests.labels("accepted", "ok").inc(10)
+    requests.labels("rejected", "bad_value").inc(7)
+    requests.labels("rejected", "bad_server").inc(2)
     server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
-    yield f"http://127.0.0.1:{server.server_port}/metrics", (accepted, rejected)
+    yield f"http://127.0.0.1:{server.server_port}/metrics", (samples, requests)
     server.shutdown()
     thread.join(5)
 

@@ -5,28 +5,28 @@ from __future__ import annotations
 import pytest
 
 from dashboard.health import build_health
-from dashboard.sources import PrometheusScraper, parse_ingest
+from dashboard.sources import IngestNames, PrometheusScraper, parse_ingest
 
 pytestmark = pytest.mark.unit
 
-EXPOSITION = """# HELP apm_ingest_samples_accepted_total accepted
-# TYPE apm_ingest_samples_accepted_total counter
-apm_ingest_samples_accepted_total {accepted}
-apm_ingest_samples_accepted_created 1.7e9
-# HELP apm_ingest_samples_rejected_total rejected
-# TYPE apm_ingest_samples_rejected_total counter
-apm_ingest_samples_rejected_total{{reason="bad_value"}} {bad}
-apm_ingest_samples_rejected_total{{reason="too_old"}} 3
-apm_ingest_samples_rejected_created{{reason="too_old"}} 1.7e9
+EXPOSITION = """# HELP apm_ingest_samples_total samples
+# TYPE apm_ingest_samples_total counter
+apm_ingest_samples_total{{outcome="accepted",reason="ok"}} {accepted}
+apm_ingest_samples_created{{outcome="accepted",reason="ok"}} 1.7e9
+apm_ingest_samples_total{{outcome="rejected",reason="bad_value"}} 50
+# HELP apm_ingest_requests_total requests
+# TYPE apm_ingest_requests_total counter
+apm_ingest_requests_total{{outcome="accepted",reason="ok"}} 12
+apm_ingest_requests_total{{outcome="rejected",reason="bad_value"}} {bad}
+apm_ingest_requests_total{{outcome="rejected",reason="too_old"}} 3
+apm_ingest_requests_created{{outcome="rejected",reason="too_old"}} 1.7e9
 # TYPE other_total counter
 other_total 99
 """
 
 
 def test_parse_ingest_sums_counters_by_reason() -> None:
-    accepted, by_reason = parse_ingest(EXPOSITION.format(accepted=10, bad=4),
-                                       "apm_ingest_samples_accepted",
-                                       "apm_ingest_samples_rejected", "reason")
+    accepted, by_reason = parse_ingest(EXPOSITION.format(accepted=10, bad=4), IngestNames())
     assert accepted == 10
     assert by_reason == {"bad_value": 4, "too_old": 3}
 
@@ -35,8 +35,7 @@ def test_scraper_rates_come_from_consecutive_scrapes() -> None:
     pages = iter([EXPOSITION.format(accepted=100, bad=4), EXPOSITION.format(accepted=300, bad=8),
                   EXPOSITION.format(accepted=5, bad=0)])
     times = iter([10.0, 12.0, 14.0])
-    scraper = PrometheusScraper(["http://i/metrics"], "apm_ingest_samples_accepted",
-                                "apm_ingest_samples_rejected", "reason",
+    scraper = PrometheusScraper(["http://i/metrics"], IngestNames(),
                                 fetch=lambda url, timeout: next(pages), clock=lambda: next(times))
     first = scraper.scrape()[0]
     assert first["ok"] and first["accepted_per_s"] is None
@@ -51,7 +50,7 @@ def test_scraper_reports_an_unreachable_endpoint() -> None:
     def fail(url: str, timeout: float) -> str:
         raise OSError("connection refused")
 
-    out = PrometheusScraper(["http://down/metrics"], "a", "r", "reason", fetch=fail).scrape()
+    out = PrometheusScraper(["http://down/metrics"], IngestNames(), fetch=fail).scrape()
     assert out == [{"url": "http://down/metrics", "ok": False, "error": "connection refused",
                     "accepted_total": None, "rejected_by_reason": {}, "accepted_per_s": None,
                     "rejected_per_s_by_reason": {}}]
@@ -69,6 +68,15 @@ def test_health_view_splits_servers_and_reads_the_aggregator_status() -> None:
     assert view.lag == {"apm.metric.cpu": 10, "apm.metric.mem": 0}
     assert [s.server for s in view.silent] == ["db-1", "web-2"]  # longest silent first
     assert [s.server for s in view.reporting] == ["web-1"]
+
+
+def test_freshness_falls_back_to_the_watermark() -> None:
+    status = {"agg": {"watermark": "1970-01-01T00:01:00.000Z", "lag": {"apm.metric.a": 3},
+                      "lag_total": 3}}
+    view = build_health(status, {}, [], now=100.0, silent_after_s=30)
+    assert view.components[0].freshness_s == 40.0
+    assert view.components[0].other == {"lag_total": 3, "watermark": "1970-01-01T00:01:00.000Z"}
+    assert view.lag == {"apm.metric.a": 3}
 
 
 def test_health_view_tolerates_unknown_or_odd_payloads() -> None:
