@@ -1,0 +1,205 @@
+"""``apm storage migrate`` and ``apm query add|list|pause|resume|delete|results``.
+
+Standard library only at top level: apm.cli imports this module for every command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = ["parse_time", "register"]
+
+# Exit codes: 0 ok, 1 not found or Cassandra unreachable, 2 bad input.
+EXIT_NOT_FOUND, EXIT_BAD_INPUT = 1, 2
+
+
+def parse_time(text: str, now: float | None = None) -> float:
+    """``now``, epoch seconds (``1763800000``, ``1763800000.5``) or ISO-8601
+    (``2025-11-22T10:00:00Z``; without an offset the time is UTC) -> float epoch seconds.
+    Raises ValueError."""
+    raw = text.strip()
+    if raw.lower() == "now":
+        return time.time() if now is None else now
+    try:
+        value = float(raw)
+    except ValueError:
+        pass
+    else:
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"time {text!r} must be epoch seconds >= 0 or ISO-8601")
+        return value
+    try:
+        moment = datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"time {text!r} is neither epoch seconds nor ISO-8601 "
+                         "(such as 2025-11-22T10:00:00Z)") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def _time_arg(text: str) -> float:
+    try:
+        return parse_time(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    storage = sub.add_parser("storage", help="Cassandra schema of the platform",
+                             description="Schema management. Connection from APM_STORAGE_* "
+                             "(hosts, port, keyspace, retention_days, replication).")
+    verbs = storage.add_subparsers(dest="verb", required=True)
+    migrate = verbs.add_parser("migrate", help="create the keyspace and tables (idempotent) "
+                               "and align the results TTL with the retention")
+    migrate.add_argument("--keyspace", help="default: APM_STORAGE_KEYSPACE or apm")
+    migrate.add_argument("--retention-days", type=int, help="default: APM_STORAGE_RETENTION_DAYS"
+                         " or 30")
+    storage.set_defaults(func=_run_storage)
+
+    query = sub.add_parser("query", help="stored window queries and their results",
+                           description='Queries: FROM <servers> SELECT <metric> WINDOW '
+                           '<duration> COMPUTE <functions>, e.g. "FROM web-* SELECT cpu '
+                           'WINDOW 1m COMPUTE avg, p99".')
+    verbs = query.add_subparsers(dest="verb", required=True)
+    add = verbs.add_parser("add", help="store a query and print its id")
+    add.add_argument("text", help="the query text (quote it)")
+    listing = verbs.add_parser("list", help="every stored query")
+    listing.add_argument("--active", action="store_true", help="leave paused queries out")
+    listing.add_argument("--json", action="store_true", help="one JSON object per line")
+    for verb, what in (("pause", "stop evaluating"), ("resume", "evaluate again"),
+                       ("delete", "delete (its results expire with the retention)")):
+        verbs.add_parser(verb, help=f"{what} a query").add_argument("id")
+    results = verbs.add_parser("results", help="a query's windows in [--from, --to)")
+    results.add_argument("id")
+    results.add_argument("--from", dest="start", type=_time_arg, metavar="T",
+                         help="now, epoch seconds or ISO-8601 (default: an hour before --to)")
+    results.add_argument("--to", dest="end", type=_time_arg, metavar="T",
+                         help="now, epoch seconds or ISO-8601, exclusive (default: now)")
+    results.add_argument("--json", action="store_true", help="one JSON object per line")
+    query.set_defaults(func=_run_query)
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"apm: {message}", file=sys.stderr)
+    return code
+
+
+def _connect() -> Any:
+    from storage.repository import Repository
+
+    return Repository.connect()
+
+
+def _guarded(action: Any) -> int:
+    """Runs ``action`` turning the expected failures into a message and an exit code."""
+    from cassandra import DriverException
+    from cassandra.cluster import NoHostAvailable
+    from pydantic import ValidationError
+
+    from apm.query import QueryError
+
+    try:
+        return int(action())
+    except QueryError as exc:
+        return _fail(f"bad query: {exc}", EXIT_BAD_INPUT)
+    except ValidationError as exc:
+        return _fail(f"bad APM_STORAGE_* setting: {exc}", EXIT_BAD_INPUT)
+    except KeyError as exc:
+        return _fail(f"no query with id {exc} (see `apm query list`)", EXIT_NOT_FOUND)
+    except (NoHostAvailable, DriverException, LookupError) as exc:
+        return _fail(f"storage unavailable: {exc}", EXIT_NOT_FOUND)
+
+
+def _run_storage(args: argparse.Namespace) -> int:
+    def action() -> int:
+        from storage.repository import open_cluster
+        from storage.schema import migrate
+        from storage.settings import StorageSettings
+
+        overrides = {k: v for k, v in (("keyspace", args.keyspace),
+                                       ("retention_days", args.retention_days)) if v is not None}
+        settings = StorageSettings(**overrides)
+        cluster = open_cluster(settings)
+        try:
+            changes = migrate(cluster.connect(), settings.keyspace, settings.retention_days,
+                              settings.replication)
+        finally:
+            cluster.shutdown()
+        for change in changes:
+            print(f"created/changed: {change}")
+        print(f"keyspace {settings.keyspace} is up to date "
+              f"(retention {settings.retention_days} days)")
+        return 0
+
+    return _guarded(action)
+
+
+def _row(stored: Any) -> dict[str, Any]:
+    return {"id": stored.id, "paused": stored.paused, "text": stored.text,
+            "created_at": stored.created_at.isoformat() if stored.created_at else None,
+            "updated_at": stored.updated_at.isoformat() if stored.updated_at else None}
+
+
+def _run_query(args: argparse.Namespace) -> int:
+    def action() -> int:
+        with _connect() as repo:
+            return _QUERY_VERBS[args.verb](repo, args)
+
+    return _guarded(action)
+
+
+def _add(repo: Any, args: argparse.Namespace) -> int:
+    print(repo.save_query(args.text).id)
+    return 0
+
+
+def _list(repo: Any, args: argparse.Namespace) -> int:
+    for stored in repo.list_queries(include_paused=not args.active):
+        if args.json:
+            print(json.dumps(_row(stored)))
+        else:
+            print(f"{stored.id}  {'paused' if stored.paused else 'active'}  {stored.text}")
+    return 0
+
+
+def _set_state(repo: Any, args: argparse.Namespace) -> int:
+    try:
+        if args.verb == "delete":
+            if not repo.delete_query(args.id):
+                raise KeyError(args.id)
+        else:
+            repo.set_paused(args.id, args.verb == "pause")
+    except KeyError:
+        return _fail(f"no query with id {args.id!r} (see `apm query list`)", EXIT_NOT_FOUND)
+    print(f"{args.verb}d {args.id}" if args.verb != "pause" else f"paused {args.id}")
+    return 0
+
+
+def _results(repo: Any, args: argparse.Namespace) -> int:
+    end = args.end if args.end is not None else time.time()
+    start = args.start if args.start is not None else end - 3600
+    if start >= end:
+        return _fail(f"--from ({start}) must be before --to ({end})", EXIT_BAD_INPUT)
+    if repo.get_query(args.id) is None and next(iter(repo.read_results(args.id, start, end)),
+                                                None) is None:
+        return _fail(f"no query with id {args.id!r} (see `apm query list`)", EXIT_NOT_FOUND)
+    for row in repo.read_results(args.id, start, end):
+        if args.json:
+            print(json.dumps({"window_start": row.window_start,
+                              "window_seconds": row.window_seconds, "values": row.values,
+                              "samples": row.samples, "updated_at": row.updated_at}))
+        else:
+            stamp = datetime.fromtimestamp(row.window_start, UTC).isoformat()
+            values = " ".join(f"{k}={v:g}" for k, v in row.values.items())
+            print(f"{stamp}  n={row.samples}  {values}")
+    return 0
+
+
+_QUERY_VERBS = {"add": _add, "list": _list, "pause": _set_state, "resume": _set_state,
+                "delete": _set_state, "results": _results}

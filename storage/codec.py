@@ -1,0 +1,122 @@
+"""Conversions between the API's types (float epoch seconds, WindowResult, StoredQuery) and
+Cassandra's (millisecond timestamps, naive-UTC datetimes), with the checks on what we accept."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from apm.model import server_name_error
+from apm.query import StoredQuery, WindowResult, parse
+
+__all__ = [
+    "dumps_payload",
+    "epoch",
+    "finite",
+    "from_ms",
+    "result_error",
+    "server_row_error",
+    "stored_query",
+    "to_ms",
+    "to_us",
+    "window_result",
+]
+
+_EPOCH = datetime(1970, 1, 1)
+
+
+def to_ms(ts: float) -> int:
+    """Float epoch seconds -> the integer milliseconds a CQL timestamp holds."""
+    return round(ts * 1000)
+
+
+def to_us(ts: float) -> int:
+    """Float epoch seconds -> microseconds, the unit of Cassandra write timestamps."""
+    return round(ts * 1_000_000)
+
+
+def epoch(dt: datetime | None) -> float | None:
+    """A datetime from the driver (naive UTC) or an aware one -> float epoch seconds."""
+    if dt is None:
+        return None
+    if dt.tzinfo is not None:
+        return dt.timestamp()
+    return (dt - _EPOCH).total_seconds()
+
+
+def from_ms(ms: int) -> datetime:
+    """Milliseconds since the epoch -> an aware UTC datetime, as read back from a timestamp."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def _aware(dt: datetime | None) -> datetime | None:
+    return None if dt is None else dt.replace(tzinfo=UTC)
+
+
+def finite(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def result_error(row: object) -> str | None:
+    """Why ``row`` cannot be stored as a window result, or None."""
+    if not isinstance(row, WindowResult):
+        if not (isinstance(row, tuple) and len(row) == len(WindowResult._fields)):
+            return f"expected a WindowResult, got {type(row).__name__}"
+        row = WindowResult(*row)
+    if not isinstance(row.query_id, str) or not row.query_id:
+        return f"query_id must be a non-empty string, got {row.query_id!r}"
+    if not finite(row.window_start) or row.window_start < 0:
+        return f"window_start must be finite epoch seconds >= 0, got {row.window_start!r}"
+    if not isinstance(row.window_seconds, int) or row.window_seconds < 1:
+        return f"window_seconds must be a whole number >= 1, got {row.window_seconds!r}"
+    if not isinstance(row.samples, int) or isinstance(row.samples, bool) or row.samples < 0:
+        return f"samples must be a whole number >= 0, got {row.samples!r}"
+    if not finite(row.updated_at) or row.updated_at <= 0:
+        return f"updated_at must be finite epoch seconds > 0, got {row.updated_at!r}"
+    if not isinstance(row.values, Mapping):
+        return f"values must be a mapping of function key to number, got {row.values!r}"
+    for key, value in row.values.items():
+        if not isinstance(key, str) or not key:
+            return f"values keys must be function keys such as 'p99', got {key!r}"
+        if not finite(value):
+            return f"values[{key!r}] must be a finite number, got {value!r}"
+    return None
+
+
+def server_row_error(server: object, last_seen: object) -> str | None:
+    if (err := server_name_error(server)) is not None:
+        return f"server {server!r}: {err}"
+    if not finite(last_seen) or last_seen <= 0:  # type: ignore[operator]
+        return f"server {server!r}: last_seen must be finite epoch seconds > 0, got {last_seen!r}"
+    return None
+
+
+def window_result(query_id: str, row: Sequence[Any]) -> WindowResult:
+    """(window_start, window_seconds, vals, samples, updated_at) -> WindowResult."""
+    start, seconds, vals, samples, updated = row
+    return WindowResult(query_id, epoch(start) or 0.0, int(seconds),
+                        {k: float(v) for k, v in (vals or {}).items()}, int(samples or 0),
+                        epoch(updated) or 0.0)
+
+
+def stored_query(row: Sequence[Any]) -> StoredQuery:
+    """(id, text, paused, created_at, updated_at) -> StoredQuery; the text is the source of
+    truth (the parsed columns are for people reading the table), so it is parsed again."""
+    qid, text, paused, created, updated = row
+    return StoredQuery(id=qid, query=parse(text), paused=bool(paused),
+                       created_at=_aware(created), updated_at=_aware(updated))
+
+
+def dumps_payload(component: object, payload: object) -> str:
+    if not isinstance(component, str) or not component.strip():
+        raise ValueError(f"component must be a non-empty string, got {component!r}")
+    if not isinstance(payload, Mapping):
+        raise ValueError(f"status payload of {component!r} must be a mapping, got "
+                         f"{type(payload).__name__}")
+    try:
+        return json.dumps(dict(payload), allow_nan=False, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"status payload of {component!r} is not plain JSON: {exc}") from None

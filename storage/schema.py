@@ -1,0 +1,116 @@
+"""The Cassandra schema and its idempotent migration.
+
+``results`` is partitioned by (query_id, bucket) where ``bucket`` is the UTC day of the window
+start (``window_start // 86400``). One day bounds a partition at 86,400 rows even for 1s windows
+(within Cassandra's ~100k rows / ~100 MB guidance), keeps the largest window (1d) in exactly one
+partition, and lines up with the one-day TimeWindowCompactionStrategy window, so a whole day's
+SSTables expire together. ``result_buckets`` indexes which buckets of a query hold rows, so a
+read of any range costs one index query plus one query per non-empty day. See docs/storage.md.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from storage.settings import DEFAULT_REPLICATION, keyspace_error
+
+__all__ = ["BUCKET_SECONDS", "INDEX_EXTRA_TTL_S", "TABLES", "bucket_of", "migrate",
+           "missing_tables"]
+
+log = logging.getLogger(__name__)
+
+BUCKET_SECONDS = 86_400
+TABLES = ("queries", "results", "result_buckets", "servers", "status")
+# The bucket index outlives the newest row of its bucket: index rows are refreshed at most hourly
+# by a writer, results rows expire one retention after their own write.
+INDEX_EXTRA_TTL_S = 86_400
+# Rows only ever expire (no deletes, frozen maps), so tombstones need little grace time.
+_RESULTS_GC_GRACE_S = 3 * 3600
+
+
+_TTL_TABLES = {"results": 0, "result_buckets": INDEX_EXTRA_TTL_S, "servers": 0}
+
+
+def bucket_of(window_start: float) -> int:
+    """The partition bucket of a window: its UTC day number since the epoch."""
+    return int(window_start // BUCKET_SECONDS)
+
+
+def _ddl(keyspace: str, ttl_s: int) -> dict[str, str]:
+    return {
+        "queries": f"""
+            CREATE TABLE IF NOT EXISTS {keyspace}.queries (
+                id text PRIMARY KEY, text text, metric text, servers list<text>,
+                window_seconds int, functions list<text>, paused boolean,
+                created_at timestamp, updated_at timestamp)""",
+        # vals is frozen: an upsert then overwrites one cell instead of writing a collection
+        # tombstone plus cells, which TWCS could otherwise keep around across windows.
+        "results": f"""
+            CREATE TABLE IF NOT EXISTS {keyspace}.results (
+                query_id text, bucket int, window_start timestamp,
+                window_seconds int, vals frozen<map<text, double>>, samples bigint,
+                updated_at timestamp,
+                PRIMARY KEY ((query_id, bucket), window_start))
+            WITH CLUSTERING ORDER BY (window_start DESC)
+            AND compaction = {{'class': 'TimeWindowCompactionStrategy',
+                               'compaction_window_unit': 'DAYS', 'compaction_window_size': 1}}
+            AND default_time_to_live = {ttl_s}
+            AND gc_grace_seconds = {_RESULTS_GC_GRACE_S}""",
+        # Which buckets of a query hold results, so that reading a range (or finding the newest
+        # window) touches only those partitions instead of every day of the range.
+        "result_buckets": f"""
+            CREATE TABLE IF NOT EXISTS {keyspace}.result_buckets (
+                query_id text, bucket int, PRIMARY KEY ((query_id), bucket))
+            WITH CLUSTERING ORDER BY (bucket DESC)
+            AND default_time_to_live = {ttl_s + INDEX_EXTRA_TTL_S}""",
+        # A server silent for the whole retention is forgotten rather than listed forever.
+        "servers": f"""
+            CREATE TABLE IF NOT EXISTS {keyspace}.servers (
+                server text PRIMARY KEY, last_seen timestamp)
+            WITH default_time_to_live = {ttl_s}""",
+        "status": f"""
+            CREATE TABLE IF NOT EXISTS {keyspace}.status (
+                component text PRIMARY KEY, payload text, updated_at timestamp)""",
+    }
+
+
+def _existing(session: Any, keyspace: str) -> dict[str, int]:
+    """table name -> default_time_to_live, read from the schema tables (no driver metadata lag)."""
+    stmt = session.prepare("SELECT table_name, default_time_to_live FROM system_schema.tables "
+                           "WHERE keyspace_name = ?")
+    return {row[0]: int(row[1] or 0) for row in session.execute(stmt, (keyspace,))}
+
+
+def missing_tables(session: Any, keyspace: str) -> list[str]:
+    """The tables of this schema that ``keyspace`` lacks (all of them if it does not exist)."""
+    existing = _existing(session, keyspace)
+    return [t for t in TABLES if t not in existing]
+
+
+def migrate(session: Any, keyspace: str, retention_days: int,
+            replication: str = DEFAULT_REPLICATION) -> list[str]:
+    """Creates the keyspace and tables that are missing and aligns the tables' TTLs with
+    ``retention_days``. Idempotent: a second run changes nothing. Returns what it changed."""
+    if (err := keyspace_error(keyspace)) is not None:
+        raise ValueError(err)
+    if not isinstance(retention_days, int) or retention_days < 1:
+        raise ValueError(f"retention_days must be a whole number >= 1, got {retention_days!r}")
+    ttl_s = retention_days * 86_400
+    changes: list[str] = []
+    existing = _existing(session, keyspace)
+    if not existing:
+        session.execute(f"CREATE KEYSPACE IF NOT EXISTS {keyspace} "
+                        f"WITH replication = {replication}")
+        changes.append(f"keyspace {keyspace}")
+    for table, ddl in _ddl(keyspace, ttl_s).items():
+        if table not in existing:
+            session.execute(ddl)
+            changes.append(f"table {keyspace}.{table}")
+        elif table in _TTL_TABLES and existing[table] != (want := ttl_s + _TTL_TABLES[table]):
+            # Applies to rows written from now on; older rows keep the TTL they were written with.
+            session.execute(f"ALTER TABLE {keyspace}.{table} WITH default_time_to_live = {want}")
+            changes.append(f"ttl {keyspace}.{table} {existing[table]}s -> {want}s")
+    for change in changes:
+        log.info("migrate: %s", change)
+    return changes
