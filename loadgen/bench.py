@@ -85,8 +85,8 @@ def _rows(stages: list[Stage]) -> list[list[Any]]:
 
 
 def _capacity(stages: list[Stage], args: argparse.Namespace, prefix: str) -> None:
-    # The per-core rates come from the busiest stage the pipeline sustained (or the first).
-    ok = [s for s in stages if s.sustained] or stages[:1]
+    # The per-core rates come from the busiest stage without loss (or the first).
+    ok = [s for s in stages if not s.summary["lost"] and not s.check["lost"]] or stages[:1]
     best = max(ok, key=lambda s: s.rate)
     rate = best.summary["accepted_per_s"]
     bytes_per_sample = wire_bytes_per_sample(args.metrics, prefix)
@@ -134,8 +134,10 @@ def main(argv: list[str] | None = None) -> int:
             stage = _stage(procs, i, rate, args, prefix)
             stages.append(stage)
             progress(f"bench-pipeline: {stage.describe()}")
-            if not stage.sustained:
-                progress("bench-pipeline: not sustained; higher rates skipped")
+            # Stale results alone still leave throughput to learn from; loss, or a loadgen that
+            # could not keep real time, means the next rate would only measure a backlog.
+            if stage.summary["lost"] or stage.check["lost"] or stage.summary["late_ticks"]:
+                progress("bench-pipeline: loss or lateness; higher rates skipped")
                 break
     rows = _rows(stages)
     freshness = [s.check["fresh_p99"] for s in stages]
