@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -57,7 +58,13 @@ def _aware(dt: datetime | None) -> datetime | None:
 
 
 def finite(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite real number (numpy scalars included), not a bool."""
+    return (isinstance(value, numbers.Real) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def result_error(row: object) -> str | None:
@@ -70,9 +77,9 @@ def result_error(row: object) -> str | None:
         return f"query_id must be a non-empty string, got {row.query_id!r}"
     if not finite(row.window_start) or row.window_start < 0:
         return f"window_start must be finite epoch seconds >= 0, got {row.window_start!r}"
-    if not isinstance(row.window_seconds, int) or row.window_seconds < 1:
+    if not _whole(row.window_seconds) or row.window_seconds < 1:
         return f"window_seconds must be a whole number >= 1, got {row.window_seconds!r}"
-    if not isinstance(row.samples, int) or isinstance(row.samples, bool) or row.samples < 0:
+    if not _whole(row.samples) or row.samples < 0:
         return f"samples must be a whole number >= 0, got {row.samples!r}"
     if not finite(row.updated_at) or row.updated_at <= 0:
         return f"updated_at must be finite epoch seconds > 0, got {row.updated_at!r}"

@@ -1,0 +1,114 @@
+"""`apm storage migrate` and `apm query ...` end to end through the real Cassandra."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+
+from apm.cli import main
+
+pytestmark = pytest.mark.integration
+
+DAY = 86_400
+
+
+@pytest.fixture
+def apm(capsys, monkeypatch, storage_keyspace, stack):
+    """Runs ``apm ARGS`` in-process against the test keyspace: (exit code, stdout, stderr)."""
+    monkeypatch.setenv("APM_STORAGE_KEYSPACE", storage_keyspace)
+    monkeypatch.setenv("APM_STORAGE_HOSTS", stack.host)
+    monkeypatch.setenv("APM_STORAGE_PORT", str(stack.cassandra_port))
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def test_add_list_pause_resume_delete(apm):
+    code, out, _ = apm("query", "add", "FROM web-* SELECT cpu WINDOW 1m COMPUTE avg, p99")
+    assert code == 0
+    qid = out.strip()
+    uuid.UUID(qid)
+    code, out, _ = apm("query", "list")
+    line = next(ln for ln in out.splitlines() if ln.startswith(qid))
+    assert "active" in line
+    assert line.endswith("FROM web-* SELECT cpu WINDOW 1m COMPUTE avg, percentile(99)")
+
+    assert apm("query", "pause", qid)[0] == 0
+    _, out, _ = apm("query", "list", "--json")
+    listed = {row["id"]: row for row in map(json.loads, out.splitlines())}
+    assert listed[qid]["paused"] is True
+    assert qid not in apm("query", "list", "--active")[1]
+    assert apm("query", "resume", qid)[0] == 0
+    assert qid in apm("query", "list", "--active")[1]
+
+    assert apm("query", "delete", qid) == (0, f"deleted {qid}\n", "")
+    code, _, err = apm("query", "delete", qid)
+    assert code == 1 and f"no query with id '{qid}'" in err
+    code, _, err = apm("query", "pause", qid)
+    assert code == 1 and "no query with id" in err
+
+
+def test_bad_query_text_exits_2_naming_the_position(apm):
+    code, out, err = apm("query", "add", "FROM * SELECT cpu WINDOW 1m COMPUTE median")
+    assert code == 2 and out == ""
+    assert "at position 36" in err and "expected a function" in err
+
+
+def test_results_as_json_between_epoch_or_iso_times(apm, make_repo, make_results):
+    code, out, _ = apm("query", "add", "FROM * SELECT mem WINDOW 10s COMPUTE min, max")
+    qid = out.strip()
+    start = 20_600 * DAY - 30
+    rows = make_results(qid, start, 9)
+    make_repo().upsert_results(rows)
+
+    code, out, err = apm("query", "results", qid, "--from", str(start + 10), "--to",
+                         str(start + 60), "--json")
+    assert code == 0, err
+    got = [json.loads(line) for line in out.splitlines()]
+    assert [g["window_start"] for g in got] == [r.window_start for r in rows[1:6]]
+    assert [g["values"] for g in got] == [r.values for r in rows[1:6]]
+    assert [g["samples"] for g in got] == [r.samples for r in rows[1:6]]
+
+    iso = datetime.fromtimestamp(start, UTC).isoformat().replace("+00:00", "Z")
+    code, out, _ = apm("query", "results", qid, "--from", iso, "--to", str(start + 1000))
+    assert code == 0 and len(out.splitlines()) == len(rows)
+    assert datetime.fromtimestamp(start, UTC).isoformat() in out.splitlines()[0]
+
+    code, _, err = apm("query", "results", qid, "--from", str(start + 60), "--to", str(start))
+    assert code == 2 and "--from" in err
+    code, _, err = apm("query", "results", str(uuid.uuid4()), "--from", "0", "--to", "now")
+    assert code == 1 and "no query with id" in err
+
+
+def test_migrate_creates_a_keyspace_and_reports_nothing_to_do_next_time(apm, fresh_keyspace,
+                                                                       cassandra_session):
+    from storage.schema import missing_tables
+
+    keyspace = fresh_keyspace()
+    code, out, _ = apm("storage", "migrate", "--keyspace", keyspace, "--retention-days", "5")
+    assert code == 0 and f"table {keyspace}.results" in out
+    assert missing_tables(cassandra_session, keyspace) == []
+    code, out, _ = apm("storage", "migrate", "--keyspace", keyspace, "--retention-days", "5")
+    assert code == 0 and "created" not in out
+    code, _, err = apm("storage", "migrate", "--keyspace", "bad-name")
+    assert code == 2 and "keyspace" in err
+
+
+def test_an_unreachable_cassandra_is_a_clear_error(apm, monkeypatch):
+    import socket
+
+    with socket.socket() as sock:  # a port that nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("APM_STORAGE_PORT", str(port))
+    monkeypatch.setenv("APM_STORAGE_CONNECT_TIMEOUT_S", "2")
+    code, out, err = apm("query", "list")
+    assert code == 1 and out == "" and "storage unavailable" in err
