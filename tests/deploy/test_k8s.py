@@ -1,0 +1,86 @@
+"""The optional Kubernetes manifests: well-formed objects whose selectors, Services, config
+keys and shard counts agree with each other and with the code's settings (no API server here,
+so kubectl cannot validate them; this checks what such a validation would, and more)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import yaml
+
+from apm.settings import PROJECT_ROOT
+from tests.deploy.test_compose import unknown_settings
+
+pytestmark = pytest.mark.unit
+
+K8S = PROJECT_ROOT / "deploy" / "k8s"
+WORKLOADS = ("Deployment", "StatefulSet", "Job")
+
+
+@pytest.fixture(scope="module")
+def objects() -> list[dict[str, Any]]:
+    docs = [d for f in sorted(K8S.glob("*.yaml")) for d in yaml.safe_load_all(f.read_text())]
+    return [d for d in docs if d]
+
+
+def _pod(obj: dict[str, Any]) -> dict[str, Any]:
+    return obj["spec"]["template"]
+
+
+def test_every_object_is_well_formed_and_uniquely_named(objects):
+    assert len(objects) >= 8
+    seen = set()
+    for obj in objects:
+        assert {"apiVersion", "kind", "metadata"} <= set(obj), obj
+        key = (obj["kind"], obj["metadata"]["name"])
+        assert key not in seen
+        seen.add(key)
+        assert obj["metadata"]["labels"]["app.kubernetes.io/part-of"] == "apm"
+
+
+def test_selectors_match_their_pods_and_services_find_them(objects):
+    pods = []
+    for obj in objects:
+        if obj["kind"] in ("Deployment", "StatefulSet"):
+            labels = _pod(obj)["metadata"]["labels"]
+            assert obj["spec"]["selector"]["matchLabels"].items() <= labels.items()
+            pods.append(labels)
+    for svc in (o for o in objects if o["kind"] == "Service"):
+        selector = svc["spec"]["selector"].items()
+        assert any(selector <= labels.items() for labels in pods), svc["metadata"]["name"]
+
+
+def test_config_and_env_name_only_real_settings(objects):
+    names = set()
+    for obj in objects:
+        if obj["kind"] == "ConfigMap":
+            names |= set(obj["data"])
+        if obj["kind"] in WORKLOADS:
+            for c in _pod(obj)["spec"]["containers"]:
+                names |= {e["name"] for e in c.get("env", [])}
+    assert "APM_INGEST_TOPIC_REPLICATION" in names
+    assert unknown_settings(names) == []
+
+
+def test_references_resolve(objects):
+    configmaps = {o["metadata"]["name"] for o in objects if o["kind"] == "ConfigMap"}
+    deployments = {o["metadata"]["name"] for o in objects if o["kind"] == "Deployment"}
+    for obj in objects:
+        if obj["kind"] == "HorizontalPodAutoscaler":
+            assert obj["spec"]["scaleTargetRef"]["name"] in deployments
+        if obj["kind"] in WORKLOADS:
+            for c in _pod(obj)["spec"]["containers"]:
+                assert c["image"] == "apm-platform:0.1.0"
+                for ref in c.get("envFrom", []):
+                    if "configMapRef" in ref:
+                        assert ref["configMapRef"]["name"] in configmaps
+
+
+def test_aggregator_shards_cover_every_metric_once(objects):
+    agg = next(o for o in objects if o["metadata"]["name"] == "apm-aggregator"
+               and o["kind"] == "StatefulSet")
+    args = " ".join(_pod(agg)["spec"]["containers"][0]["args"])
+    shard = re.search(r'--shard "\$\{HOSTNAME##\*-\}/(\d+)"', args)
+    assert shard and int(shard.group(1)) == agg["spec"]["replicas"]
