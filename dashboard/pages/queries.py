@@ -5,6 +5,7 @@ parser's message beside the field at fault."""
 from __future__ import annotations
 
 import logging
+import time
 from functools import partial
 
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
@@ -90,15 +91,33 @@ def _servers(app_ctx: AppContext) -> tuple[list[str], str | None]:
         return [], str(exc)
 
 
-def _table(app_ctx: AppContext) -> html.Table | html.Div:
+class _LastResults:
+    """last_result_at per query, remembered briefly: a query with no result yet makes storage
+    search back through many day buckets, and the list refreshes every few seconds."""
+
+    def __init__(self, app_ctx: AppContext, ttl_s: float = 10.0) -> None:
+        self._ctx, self._ttl = app_ctx, ttl_s
+        self._seen: dict[str, tuple[float, float | None]] = {}
+
+    def get(self, query_id: str) -> float | None:
+        now = time.monotonic()
+        hit = self._seen.get(query_id)
+        if hit is not None and now - hit[0] < self._ttl:
+            return hit[1]
+        value = guarded(self._ctx.metrics, "last_result_at",
+                        partial(self._ctx.repo.last_result_at, query_id))
+        self._seen[query_id] = (now, value)
+        return value
+
+
+def _table(app_ctx: AppContext, last_results: _LastResults) -> html.Table | html.Div:
     queries = guarded(app_ctx.metrics, "list_queries", app_ctx.repo.list_queries)
     if not queries:
         return html.Div("No queries yet: build one below.", id="q-empty")
     now = app_ctx.clock()
     rows = []
     for q in sorted(queries, key=lambda q: q.text):
-        last = guarded(app_ctx.metrics, "last_result_at",
-                       partial(app_ctx.repo.last_result_at, q.id))
+        last = last_results.get(q.id)
         status = "paused" if q.paused else ("active" if last is not None else "waiting")
         toggle = ("Resume", "q-resume") if q.paused else ("Pause", "q-pause")
         rows.append(html.Tr(id={"type": "q-row", "id": q.id}, className=f"status-{status}",
@@ -120,11 +139,13 @@ def _table(app_ctx: AppContext) -> html.Table | html.Div:
 
 
 def register(app: Dash, app_ctx: AppContext) -> None:
+    last_results = _LastResults(app_ctx, max(10.0, app_ctx.settings.refresh_floor_seconds))
+
     @app.callback(Output("q-list", "children"), Output("q-banner", "children"),
                   Input("q-version", "data"), Input("q-tick", "n_intervals"))
     def render_list(_version: int, _tick: int | None) -> tuple[object, object]:
         try:
-            return _table(app_ctx), banner(None)
+            return _table(app_ctx, last_results), banner(None)
         except StorageUnavailable as exc:
             return no_update, banner(str(exc))
 

@@ -56,11 +56,12 @@ def _type(chrome: Any, element_id: str, text: str) -> None:
 
 
 def _row_status(chrome: Any, query_id: str) -> str:
-    rows = chrome.find_elements(By.CSS_SELECTOR, "#q-table tr")
-    for row in rows:
-        if query_id in (row.get_attribute("id") or ""):
-            return str(row.find_element(By.CSS_SELECTOR, ".q-status").text)
-    return ""
+    # One script, so the list's periodic re-render cannot stale the elements mid-way.
+    return str(chrome.execute_script(
+        "for (const row of document.querySelectorAll('#q-table tr')) {"
+        "  if ((row.id || '').includes(arguments[0])) {"
+        "    return row.querySelector('.q-status').innerText; } }"
+        "return '';", query_id))
 
 
 def test_create_a_query_through_the_form_then_see_it_in_the_list(
@@ -122,9 +123,11 @@ def test_once_results_are_written_the_chart_has_the_right_points(
 def test_pause_a_query_from_the_list(chrome: Any, login: Any, wait: Wait, repo: Any) -> None:
     saved = repo.save_query("FROM * SELECT pausable WINDOW 1m COMPUTE max")
     login()
-    button = wait(lambda d: d.find_elements(By.XPATH, f"//button[contains(@id, '{saved.id}') "
-                                                      "and contains(@id, 'q-pause')]"))
-    button[0].click()
+    # Found and clicked in one script: the list re-renders on every refresh tick.
+    wait(lambda d: d.execute_script(
+        "for (const b of document.querySelectorAll('#q-table button')) {"
+        "  if (b.id.includes(arguments[0]) && b.id.includes('q-pause')) {"
+        "    b.click(); return true; } } return false;", saved.id))
     wait(lambda d: _row_status(d, saved.id) == "paused")
     assert repo.get_query(saved.id).paused is True
     resume = wait(lambda d: d.find_elements(By.XPATH, f"//button[contains(@id, '{saved.id}') "
