@@ -112,3 +112,6 @@ def test_an_unreachable_cassandra_is_a_clear_error(apm, monkeypatch):
     monkeypatch.setenv("APM_STORAGE_CONNECT_TIMEOUT_S", "2")
     code, out, err = apm("query", "list")
     assert code == 1 and out == "" and "storage unavailable" in err
+    # Bad query text is reported as such even with no Cassandra to talk to.
+    code, _, err = apm("query", "add", "FROM * SELECT cpu WINDOW 1m")
+    assert code == 2 and "expected COMPUTE" in err
