@@ -40,7 +40,7 @@ def create_app(settings: IngestSettings | None = None, publisher: Publisher | No
     if keys.path is None:
         log.warning("no API key file (APM_INGEST_KEYS_FILE): every request will get 401")
     state = State(settings=settings, publisher=publisher, keys=keys,
-                  metrics=IngestMetrics(publisher.queue_depth),
+                  metrics=IngestMetrics(publisher.queue_depth, publisher.lingering),
                   validator=Validator(settings.max_samples, settings.max_future_s,
                                       settings.topic_retention_s))
 

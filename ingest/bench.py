@@ -21,6 +21,7 @@ from apm.model import topic_for
 from apm.settings import ServiceSettings
 from ingest.auth import add_key
 from ingest.launcher import free_port, ingest_url, start_ingest
+from ingest.settings import IngestSettings
 
 __all__ = ["main"]
 
@@ -32,11 +33,17 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _bodies(servers: int, metrics: int, count: int) -> list[bytes]:
+def _metric(run: str, m: int) -> str:
+    # A fresh name per run: Kafka deletes topics asynchronously, and re-creating the names a
+    # previous run just deleted stalls the producer on vanishing partitions.
+    return f"bench.ingest.{run}.m{m:03d}"
+
+
+def _bodies(servers: int, metrics: int, count: int, run: str = "r") -> list[bytes]:
     now = time.time()
     return [orjson.dumps({"snapshots": [
         {"server": f"bench-{s:05d}", "ts": now + i % 60,
-         "metrics": {f"bench.ingest.m{m:03d}": (s * 7 + m * 13 + i) % 1000 / 10.0
+         "metrics": {_metric(run, m): (s * 7 + m * 13 + i) % 1000 / 10.0
                      for m in range(metrics)}}
         for s in range(servers)]}) for i in range(count)]
 
@@ -97,12 +104,12 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def _delete_topics(bootstrap: str, metrics: int) -> None:
+def _delete_topics(bootstrap: str, metrics: int, run: str) -> None:
     from kafka import KafkaAdminClient
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
-        ours = {topic_for(f"bench.ingest.m{m:03d}") for m in range(metrics)}
+        ours = {topic_for(_metric(run, m)) for m in range(metrics)}
         doomed = sorted(ours & set(admin.list_topics()))
         if doomed:
             admin.delete_topics(doomed)
@@ -117,54 +124,64 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=4, help="concurrent connections")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=10.0, help="per round")
+    parser.add_argument("--linger-ms", type=float, default=IngestSettings().linger_ms,
+                        help="APM_INGEST_LINGER_MS of the ingest (0: no coalescing)")
     parser.add_argument("--no-doc", action="store_true", help="do not write BENCHMARKS.md")
     args = parser.parse_args(argv)
     bootstrap = ServiceSettings().kafka_bootstrap
     per_request = args.servers * args.metrics
+    run = f"r{os.getpid()}"
 
     with tempfile.TemporaryDirectory(prefix="apm-bench-ingest-") as tmp:
         home = Path(tmp)
         key = add_key(home / "keys", "bench")
         port = free_port()
         progress(f"starting apm ingest on :{port} (Kafka {bootstrap})")
-        proc = start_ingest(port, home / "keys", bootstrap, home)
+        proc = start_ingest(port, home / "keys", bootstrap, home,
+                            env={"APM_INGEST_LINGER_MS": str(args.linger_ms)})
         pid = proc.pid()
         assert pid is not None
         url = ingest_url(port)
         try:
-            bodies = _bodies(args.servers, args.metrics, 8)
+            bodies = _bodies(args.servers, args.metrics, 8, run)
             progress(f"warm-up (creates {args.metrics} topics), body {len(bodies[0])} bytes")
             _warm_up(url, key, bodies[0])
             _drive(url, key, bodies, 2.0, args.threads)
             rounds = []
             for n in range(args.rounds):
-                cpu0, t0 = _cpu_seconds(pid), time.monotonic()
+                cpu0, t0, mine0 = _cpu_seconds(pid), time.monotonic(), time.process_time()
                 samples, latencies, errors = _drive(url, key, bodies, args.seconds, args.threads)
                 wall = time.monotonic() - t0
                 cpu = (_cpu_seconds(pid) - cpu0) / wall
+                client = (time.process_time() - mine0) / wall
                 rate = samples / wall
-                rounds.append((rate, cpu, latencies, errors))
+                rounds.append((rate, cpu, latencies, errors, client))
                 progress(f"round {n + 1}/{args.rounds}: {rate:,.0f} samples/s, ingest CPU "
-                         f"{cpu:.2f} cores, p50 {_pct(latencies, 0.5) * 1000:.1f} ms, "
+                         f"{cpu:.2f} cores ({rate / max(cpu, 1e-9):,.0f}/core), client CPU "
+                         f"{client:.2f}, p50 {_pct(latencies, 0.5) * 1000:.1f} ms, "
                          f"p99 {_pct(latencies, 0.99) * 1000:.1f} ms, {errors} errors")
         finally:
             proc.stop(30)
-            _delete_topics(bootstrap, args.metrics)
+            _delete_topics(bootstrap, args.metrics, run)
 
     rate = statistics.median(r[0] for r in rounds)
     cpu = statistics.median(r[1] for r in rounds)
     p50 = statistics.median(_pct(r[2], 0.5) for r in rounds) * 1000
     p99 = statistics.median(_pct(r[2], 0.99) for r in rounds) * 1000
     errors = sum(r[3] for r in rounds)
+    client = statistics.median(r[4] for r in rounds)
+    per_core = statistics.median(r[0] / max(r[1], 1e-9) for r in rounds)
     rows = [["figure", "value"],
             ["accepted samples/s (one ingest process, acks=all)", f"{rate:,.0f}"],
-            ["samples/s per ingest CPU core", f"{rate / max(cpu, 1e-9):,.0f}"],
+            ["samples/s per ingest CPU core", f"{per_core:,.0f}"],
             ["ingest process CPU (cores)", f"{cpu:.2f}"],
+            ["bench client CPU (cores, same machine)", f"{client:.2f}"],
             ["request latency p50 (ms)", f"{p50:.1f}"],
             ["request latency p99 (ms)", f"{p99:.1f}"],
             ["request shape", f"{args.servers} servers x {args.metrics} metrics = "
                               f"{per_request} samples, {len(bodies[0]) // 1024} KiB JSON"],
             ["client connections", str(args.threads)],
+            ["linger (APM_INGEST_LINGER_MS)", f"{args.linger_ms:g} ms"],
             ["non-202 answers", str(errors)]]
     notes = (f"Medians of {args.rounds} rounds of {args.seconds:g}s after a 3s warm-up. The "
              "client runs in the bench process, Kafka and the ingest share the same 2 cores, "

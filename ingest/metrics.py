@@ -10,7 +10,8 @@ __all__ = ["IngestMetrics"]
 
 
 class IngestMetrics:
-    def __init__(self, queue_depth: Callable[[], float]) -> None:
+    def __init__(self, queue_depth: Callable[[], float],
+                 lingering: Callable[[], float] = lambda: 0) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "apm_ingest_requests", "POST /v1/metrics requests by outcome and reason",
@@ -26,6 +27,10 @@ class IngestMetrics:
                            "records handed to the producer and not yet acknowledged",
                            registry=self.registry)
         self.queue.set_function(queue_depth)
+        self.lingering = Gauge("apm_ingest_linger_requests",
+                               "requests waiting in the open linger window to share records",
+                               registry=self.registry)
+        self.lingering.set_function(lingering)
 
     def accepted(self, samples: int) -> None:
         self.requests.labels("accepted", "ok").inc()

@@ -1,20 +1,21 @@
 """Publishing a validated batch: the Publisher protocol and its Kafka implementation.
 
-All of a batch's records are handed to the producer first and only then are their futures
-awaited, so one request costs one round of produce requests, not one per record. Topics are
-created on first sight through the admin client; the set of known topics is cached.
+A batch's records join those of concurrent requests for ``linger_ms`` (ingest.linger) and
+are sent as shared records; only then are the futures awaited, so one request costs a share
+of one round of produce requests, not one record per metric. Topics are created on first
+sight through the admin client; the set of known topics is cached.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from apm.model import topic_for
 from apm.wire import ENCODING_HEADER
+from ingest.linger import Coalescer
 from ingest.settings import IngestSettings
 from ingest.validate import Line
 
@@ -37,6 +38,10 @@ class Publisher(Protocol):
 
     def queue_depth(self) -> int:
         """Records handed to the producer and not yet acknowledged or failed."""
+        ...
+
+    def lingering(self) -> int:
+        """Requests waiting in the open linger window, not yet handed to the producer."""
         ...
 
     def close(self, timeout_s: float) -> None: ...
@@ -64,19 +69,23 @@ def to_records(by_metric: Mapping[str, list[Line]], max_bytes: int) -> dict[str,
 
 class KafkaPublisher:
     """kafka-python producer with acks=all. Connections are made lazily and retried on each
-    call, so the service starts, and recovers, while Kafka is down."""
+    call, so the service starts, and recovers, while Kafka is down. ``producer`` and
+    ``admin`` replace the kafka-python clients (unit tests of the coalescing)."""
 
-    def __init__(self, settings: IngestSettings) -> None:
+    def __init__(self, settings: IngestSettings, producer: Any = None,
+                 admin: Any = None) -> None:
         self.settings = settings
         self._lock = threading.Lock()
         self._count_lock = threading.Lock()
-        self._producer: Any = None
-        self._admin: Any = None
+        self._producer: Any = producer
+        self._admin: Any = admin
         self._known: set[str] = set()
         self._inflight = 0
-        self._turn = 0
         self._inflight_bytes = 0
         self._closed = False
+        self._headers = [ENCODING_HEADER]
+        self._coalescer = Coalescer(self._send, settings.linger_ms / 1000,
+                                    settings.record_max_bytes, settings.linger_max_bytes)
 
     # --- connections -----------------------------------------------------------------------
     def _common(self) -> dict[str, Any]:
@@ -94,10 +103,10 @@ class KafkaPublisher:
             # partitions; timing it out early only closes the connection and resends it all.
             self._producer = KafkaProducer(
                 **self._common(), acks="all", request_timeout_ms=s.produce_timeout_ms,
-                linger_ms=s.linger_ms, batch_size=s.batch_bytes,
+                linger_ms=s.producer_linger_ms, batch_size=s.batch_bytes,
                 max_block_ms=s.max_block_ms,
                 max_request_size=max(s.record_max_bytes * 2, 1024 * 1024),
-                delivery_timeout_ms=max(s.produce_timeout_ms + s.linger_ms, 120_000))
+                delivery_timeout_ms=max(s.produce_timeout_ms + s.producer_linger_ms, 120_000))
         return self._producer
 
     def _get_admin(self) -> Any:
@@ -160,10 +169,26 @@ class KafkaPublisher:
         # ours: a batch that would push unacknowledged bytes past it is refused whole.
         size = sum(len(v) for values in records.values() for v in values)
         with self._count_lock:
-            if self._inflight_bytes and self._inflight_bytes + size > self.settings.buffer_bytes:
+            waiting = self._inflight_bytes + self._coalescer.pending_bytes
+            if waiting and waiting + size > self.settings.buffer_bytes:
                 raise PublishUnavailable(
-                    f"the producer's buffer is full ({self._inflight_bytes} bytes waiting "
+                    f"the producer's buffer is full ({waiting} bytes waiting "
                     f"for Kafka, limit {self.settings.buffer_bytes})")
+
+    def _send(self, topic: str, value: bytes, turn: int) -> Any:
+        """Hands one record to the producer (called by the coalescer for each record)."""
+        with self._lock:
+            producer = self._get_producer()
+        # All records of a window go to the same partition index, rotating per window:
+        # fewer, fuller batches than the sticky partitioner's per-record choice.
+        partitions = producer.partitions_for(topic)
+        partition = turn % len(partitions) if partitions else None
+        future = producer.send(topic, value=value, headers=self._headers, partition=partition)
+        with self._count_lock:
+            self._inflight += 1
+            self._inflight_bytes += len(value)
+        future.add_both(self._done, len(value))
+        return future
 
     def publish(self, records: Mapping[str, Sequence[bytes]]) -> None:
         from kafka.errors import KafkaError
@@ -172,28 +197,8 @@ class KafkaPublisher:
             raise PublishUnavailable("the service is shutting down")
         self._reserve(records)
         self.ensure_topics(records)
-        deadline = time.monotonic() + self.settings.publish_timeout_s
-        futures = []
         try:
-            with self._lock:
-                producer = self._get_producer()
-            headers = [ENCODING_HEADER]
-            # All records of a request go to the same partition index, rotating per request:
-            # fewer, fuller batches than the sticky partitioner's per-record choice.
-            self._turn += 1
-            for topic, values in records.items():
-                partitions = producer.partitions_for(topic)
-                partition = self._turn % len(partitions) if partitions else None
-                for value in values:
-                    future = producer.send(topic, value=value, headers=headers,
-                                           partition=partition)
-                    with self._count_lock:
-                        self._inflight += 1
-                        self._inflight_bytes += len(value)
-                    future.add_both(self._done, len(value))
-                    futures.append(future)
-            for future in futures:
-                future.get(timeout=max(0.0, deadline - time.monotonic()))
+            self._coalescer.publish(records, self.settings.publish_timeout_s)
         except (KafkaError, OSError) as exc:
             raise PublishUnavailable(f"Kafka did not acknowledge the batch: "
                                      f"{type(exc).__name__}: {exc}") from exc
@@ -214,8 +219,12 @@ class KafkaPublisher:
     def queue_depth(self) -> int:
         return self._inflight
 
+    def lingering(self) -> int:
+        return self._coalescer.lingering()
+
     def close(self, timeout_s: float) -> None:
         self._closed = True
+        self._coalescer.flush()  # a window still lingering goes out now
         with self._lock:
             if self._producer is not None:
                 self._producer.flush(timeout=timeout_s)

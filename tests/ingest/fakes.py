@@ -32,5 +32,8 @@ class FakePublisher:
     def queue_depth(self) -> int:
         return 0
 
+    def lingering(self) -> int:
+        return 0
+
     def close(self, timeout_s: float) -> None:
         self.closed = True

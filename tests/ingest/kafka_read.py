@@ -1,4 +1,4 @@
-"""Reading back what the ingest published: every record of some topics, decoded."""
+"""Reading back what the ingest published: every record of some topics, raw or decoded."""
 
 from __future__ import annotations
 
@@ -6,11 +6,12 @@ from kafka import KafkaConsumer, TopicPartition
 
 from apm.wire import decode
 
-__all__ = ["read_samples"]
+__all__ = ["read_records", "read_samples"]
 
 
-def read_samples(bootstrap: str, topics: list[str]) -> list[tuple[str, str, float, float]]:
-    """(topic, server, ts, value) for every sample now in ``topics`` (missing topics: none)."""
+def read_records(bootstrap: str, topics: list[str]) -> list[tuple[str, bytes]]:
+    """(topic, value) of every record now in ``topics`` (missing topics: none), each checked
+    to carry the ``enc=tsv1`` header."""
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
                              consumer_timeout_ms=2000)
     try:
@@ -21,12 +22,18 @@ def read_samples(bootstrap: str, topics: list[str]) -> list[tuple[str, str, floa
         consumer.assign(parts)
         consumer.seek_to_beginning(*parts)
         end = consumer.end_offsets(parts)
-        rows: list[tuple[str, str, float, float]] = []
+        out: list[tuple[str, bytes]] = []
         while any(consumer.position(tp) < end[tp] for tp in parts):
             for records in consumer.poll(timeout_ms=1000).values():
                 for record in records:
                     assert dict(record.headers).get("enc") == b"tsv1"
-                    rows += [(record.topic, *row) for row in decode(record.value)]
-        return rows
+                    out.append((record.topic, record.value))
+        return out
     finally:
         consumer.close()
+
+
+def read_samples(bootstrap: str, topics: list[str]) -> list[tuple[str, str, float, float]]:
+    """(topic, server, ts, value) for every sample now in ``topics``."""
+    return [(topic, *row) for topic, value in read_records(bootstrap, topics)
+            for row in decode(value)]
