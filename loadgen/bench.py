@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 import uuid
 from typing import Any
 
@@ -131,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     with Procs.start(home, bootstrap, prefix, args.metrics, f"bench_{run}") as procs:
         procs.warm_up(args.window)
         for i, rate in enumerate(rates):
+            # Start in a window no earlier sample touched, so each window's truth is whole.
+            time.sleep(args.window - time.time() % args.window + 0.05)
             stage = _stage(procs, i, rate, args, prefix)
             stages.append(stage)
             progress(f"bench-pipeline: {stage.describe()}")
