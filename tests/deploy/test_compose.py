@@ -164,6 +164,9 @@ def test_every_file_the_stack_needs_exists(compose):
             for src in line.split()[1:-1]:
                 assert (context / src).exists(), f"{dockerfile.name}: {src} is missing"
     assert (COMPOSE_DIR / ".env.example").is_file()
+    # Local state and secrets never go into the image's build context.
+    ignored = (COMPOSE_DIR / "Dockerfile.dockerignore").read_text().split()
+    assert {".venv", "var", "deploy/compose/secrets", "deploy/compose/.env"} <= set(ignored)
     services = compose["services"]
     for name, service in services.items():
         for dep in service.get("depends_on", {}):
