@@ -7,7 +7,8 @@ APM := $(VENV)/bin/apm
 STAMP := $(VENV)/.installed
 
 .PHONY: help install jars up down status run test test-unit test-integration test-e2e lint \
-        browser bench bench-ingest bench-agent bench-aggregator bench-dashboard bench-pipeline clean
+        browser bench bench-ingest bench-agent bench-aggregator bench-dashboard bench-storage bench-pipeline \
+        clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
@@ -62,7 +63,7 @@ test-integration: jars
 test-e2e: jars browser
 	$(call run_pytest,-m e2e tests)
 
-bench: bench-agent bench-ingest bench-aggregator bench-dashboard bench-pipeline  ## every benchmark, then docs/BENCHMARKS.md
+bench: bench-agent bench-ingest bench-storage bench-aggregator bench-dashboard bench-pipeline  ## every benchmark, then docs/BENCHMARKS.md
 
 bench-agent: install
 	$(PY) -m agent.bench
@@ -75,6 +76,9 @@ bench-aggregator: up
 
 bench-dashboard: up
 	$(PY) -m dashboard.bench
+
+bench-storage: up
+	$(PY) -m storage.bench
 
 bench-pipeline: up
 	$(PY) -m loadgen.bench
