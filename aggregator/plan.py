@@ -1,5 +1,5 @@
 """The streaming plan: Kafka records -> samples -> the samples active queries want -> per
-(query, window) sets of distinct samples held in Spark's state store.
+(query, window) lists of samples held in Spark's state store.
 
 The plan's shape never depends on which queries are active: they arrive as a small static
 DataFrame joined by metric, so a changed query set restarts the stream from the same
@@ -71,10 +71,11 @@ def keep_shard(samples: DataFrame, shard: tuple[int, int] | None) -> DataFrame:
 
 
 def window_sets(samples: DataFrame, queries: DataFrame, delay_seconds: int) -> DataFrame:
-    """Per (query_id, window_seconds, window_end): the set of distinct (server, ts, value).
+    """Per (query_id, window_seconds, window_end): the list of (server, ts, value) seen.
 
-    Identical retries collapse in the set, so every function computed from it is
-    duplicate-proof, and replaying a batch after a crash rebuilds the same set. The watermark
+    The evaluation keeps one sample per (server, ts), so retries change no result; a replayed
+    batch after a crash starts from the state version before it, so nothing is counted twice.
+    collect_list measured 3.7x faster than collect_set here (docs/aggregator.md). The watermark
     is on ``window_end``; ``delay_seconds`` must cover the allowed lateness plus the longest
     active window (see docs/aggregator.md)."""
     from pyspark.sql import functions as F
@@ -89,4 +90,4 @@ def window_sets(samples: DataFrame, queries: DataFrame, delay_seconds: int) -> D
         F.struct("server", "ts", "value").alias("sample"))
     return (keyed.withWatermark("window_end", f"{int(delay_seconds)} seconds")
             .groupBy("query_id", "window_seconds", "window_end")
-            .agg(F.collect_set("sample").alias("samples")))
+            .agg(F.collect_list("sample").alias("samples")))
