@@ -129,7 +129,10 @@ def _glob_to_regex(glob: str) -> str:
             end = glob.find("]", i + 1)
             body = glob[i + 1:end]
             negate = body.startswith("!")
-            out.append("[" + ("^" if negate else "") + re.escape(body[1 if negate else 0:]) + "]")
+            # Inside a class only '-' (a range, as in shell globs) and '[' need care; the
+            # glob alphabet admits no backslash, caret or ']' there. Valid in Java too.
+            members = body[1 if negate else 0:].replace("[", "\\[")
+            out.append("[" + ("^" if negate else "") + members + "]")
             i = end
         else:
             out.append(re.escape(ch))
@@ -237,6 +240,10 @@ def parse(text: str) -> Query:
             raise QueryError(f"expected {expected} before SELECT", pos, expected)
         if not _GLOB.fullmatch(tok) or tok.count("[") != tok.count("]"):
             raise QueryError(f"expected {expected}, got {tok!r}", pos, expected)
+        try:
+            re.compile(_glob_to_regex(tok))
+        except re.error as exc:  # an empty class, or a range such as [z-a]
+            raise QueryError(f"invalid server glob {tok!r}: {exc.msg}", pos, expected) from None
         if tok not in servers:
             servers.append(tok)
         if not tokens.comma():

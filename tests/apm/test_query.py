@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -40,12 +42,21 @@ def test_star_wins_over_names_and_duplicates_collapse():
     ("FROM * SELECT m WINDOW 1s COMPUTE p101", 35, "0 < p < 100"),
     ("FROM * SELECT m WINDOW 1s COMPUTE min max", 38, "unexpected 'max'"),
     ("FROM w$b SELECT m WINDOW 1s COMPUTE min", 5, "a glob"),
+    ("FROM a, web-[z-a] SELECT m WINDOW 1s COMPUTE min", 8, "invalid server glob"),
+    ("FROM web-[] SELECT m WINDOW 1s COMPUTE min", 5, "invalid server glob"),
 ])
 def test_errors_name_position_and_expectation(text, position, fragment):
     with pytest.raises(QueryError) as info:
         parse(text)
     assert info.value.position == position
     assert fragment in str(info.value)
+
+
+def test_glob_ranges_and_negation_match_like_shell_globs():
+    q = parse("FROM web-[a-c], db-[!0-4] SELECT m WINDOW 1s COMPUTE min")
+    assert q.matches("web-b") and not q.matches("web-d") and not q.matches("web--")
+    assert q.matches("db-7") and not q.matches("db-2")
+    assert re.fullmatch(q.server_regex(), "web-a")
 
 
 def test_server_globs_match_like_shell_globs():
