@@ -63,6 +63,7 @@ class Stage:
     summary: dict[str, Any]
     cores: dict[str, float]
     check: dict[str, Any]
+    cpu_seconds: dict[str, float] = field(default_factory=dict)  # start until settled
 
     @property
     def sustained(self) -> bool:
