@@ -171,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
                             "aggregator -> Cassandra)", COMMAND, rows, notes))
     if stages:
         _capacity(stages, args, prefix)
-    return 0 if stages and stages[0].sustained else 1
+    # Measured, not asserted: a run that completed its stages succeeded, whatever it found.
+    return 0 if stages else 1
 
 
 if __name__ == "__main__":
