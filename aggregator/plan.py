@@ -13,20 +13,46 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from apm.model import TOPIC_PREFIX
-from apm.query import StoredQuery
+from apm.query import Query, StoredQuery
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["QUERY_SCHEMA", "decode", "keep_shard", "queries_frame", "window_sets"]
+__all__ = ["QUERY_SCHEMA", "decode", "keep_shard", "queries_frame", "server_match",
+           "window_sets"]
 
 # Percentile levels ride along for the evaluation step; the stream join uses the first five.
-QUERY_SCHEMA = ("query_id string, metric string, server_regex string, all_servers boolean, "
-                "window_seconds int, pcts array<double>")
-_JOIN_COLUMNS = ("query_id", "metric", "server_regex", "all_servers", "window_seconds")
+QUERY_SCHEMA = ("query_id string, metric string, all_servers boolean, names array<string>, "
+                "prefixes array<string>, server_regex string, window_seconds int, "
+                "pcts array<double>")
+_JOIN_COLUMNS = ("query_id", "metric", "all_servers", "names", "prefixes", "server_regex",
+                 "window_seconds")
 # Names cannot be empty, so this row matches nothing. It keeps the static side non-empty:
 # an empty relation could be optimised away and change the plan's shape between restarts.
-_SENTINEL: tuple[object, ...] = ("", "", "^$", False, 1, [])
+_SENTINEL: tuple[object, ...] = ("", "", False, [], [], None, 1, [])
+_GLOB_CHARS = frozenset("*?[")
+
+
+def server_match(query: Query) -> tuple[bool, list[str], list[str], str | None]:
+    """(all servers, exact names, name prefixes, regex of the other globs or None).
+
+    Most selections are ``*``, plain names or ``prefix*``: those are matched by a boolean,
+    set membership and ``startswith``. A per-row ``RLIKE`` with a per-row pattern recompiles
+    whenever consecutive rows belong to different queries, so only the rest take the regex."""
+    if query.all_servers:
+        return True, [], [], None
+    names, prefixes, others = [], [], []
+    for glob in query.servers:
+        head = glob[:-1] if glob.endswith("*") else None
+        if not _GLOB_CHARS & set(glob):
+            names.append(glob)
+        elif head is not None and not _GLOB_CHARS & set(head):
+            prefixes.append(head)
+        else:
+            others.append(glob)
+    regex = Query(tuple(others), query.metric, query.window_seconds,
+                  query.functions).server_regex() if others else None
+    return False, names, prefixes, regex
 
 
 def queries_frame(spark: SparkSession, queries: Sequence[StoredQuery]) -> DataFrame:
@@ -34,8 +60,7 @@ def queries_frame(spark: SparkSession, queries: Sequence[StoredQuery]) -> DataFr
     for stored in queries:
         q = stored.query
         pcts = [float(f.p) for f in q.functions if f.p is not None]
-        rows.append((stored.id, q.metric, q.server_regex(), q.all_servers, q.window_seconds,
-                     pcts))
+        rows.append((stored.id, q.metric, *server_match(q), q.window_seconds, pcts))
     return spark.createDataFrame(rows, QUERY_SCHEMA)
 
 
@@ -81,8 +106,12 @@ def window_sets(samples: DataFrame, queries: DataFrame, delay_seconds: int) -> D
     from pyspark.sql import functions as F
 
     wanted = F.broadcast(queries.select(*_JOIN_COLUMNS))
+    # Or short-circuits left to right: the cheap tests first, the regex only for odd globs.
+    server = F.col("server")
     joined = samples.join(wanted, "metric").where(
-        F.col("all_servers") | F.expr("server RLIKE server_regex"))
+        F.col("all_servers") | F.array_contains("names", server)
+        | ((F.size("prefixes") > 0) & F.exists("prefixes", lambda p: F.startswith(server, p)))
+        | (F.col("server_regex").isNotNull() & F.expr("server RLIKE server_regex")))
     width = F.col("window_seconds")
     end: Column = F.timestamp_seconds(F.floor(F.col("ts") / width) * width + width)
     keyed = joined.select(

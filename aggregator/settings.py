@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
 import zlib
 from pathlib import Path
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings
 
 from apm.model import TOPIC_PATTERN, metric_name_error, topic_for
@@ -42,7 +43,11 @@ class AggregatorSettings(BaseSettings):
     trigger_seconds: float = 2.0
     allowed_lateness_seconds: int = 600
     starting_offsets: str = "earliest"  # only for a fresh checkpoint
-    max_offsets_per_trigger: int = 0  # 0 = no cap
+    # Records (not samples; one record holds up to ~15,000 samples) per micro-batch; 0 = no
+    # cap. A fresh checkpoint over a large backlog would otherwise make one giant first batch.
+    max_offsets_per_trigger: int = 100
+    # Tasks that read and decode a micro-batch's Kafka partitions; 0 = one per partition.
+    source_tasks: int = Field(default_factory=lambda: os.cpu_count() or 2, ge=0)
     metrics_port: int = 9102  # Prometheus /metrics; 0 = off
     metrics_host: str = "127.0.0.1"
     track_servers: bool = True  # a second, stateless stream records each server's last sample

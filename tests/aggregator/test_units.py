@@ -74,3 +74,20 @@ def test_checkpoint_offsets_take_the_newest_committed_batch(tmp_path):
         (tmp_path / "commits" / str(batch)).write_text("v1\n{}\n")
     assert checkpoint_offsets(tmp_path) == {("t", 0): 9}
     assert checkpoint_offsets(tmp_path / "missing") == {}
+
+
+def test_server_selection_splits_into_names_prefixes_and_regex_equivalent_to_the_glob():
+    import re
+
+    from aggregator.plan import server_match
+
+    assert server_match(parse("FROM * SELECT cpu WINDOW 1s COMPUTE min")) == (True, [], [], None)
+    q = parse("FROM db-1, web-*, api-?, x[12]* SELECT cpu WINDOW 1s COMPUTE min")
+    everyone, names, prefixes, regex = server_match(q)
+    assert (everyone, names, prefixes) == (False, ["db-1"], ["web-"])
+    assert regex is not None
+    for server in ("db-1", "db-10", "web-", "web-7", "api-1", "api-12", "x1", "x2y", "x3",
+                   "web", "Db-1"):
+        split = (server in names or any(server.startswith(p) for p in prefixes)
+                 or re.fullmatch(regex[1:-1], server) is not None)
+        assert split == q.matches(server), server
