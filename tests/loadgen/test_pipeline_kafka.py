@@ -12,6 +12,7 @@ import uuid
 import pytest
 
 from apm.model import topic_for
+from loadgen.fleet import metric_catalog
 from loadgen.runner import expected_samples, run_load
 from tests.ingest.kafka_read import read_samples
 
@@ -33,8 +34,7 @@ def test_backfill_through_the_real_ingest_lands_whole_in_kafka(
     settings = make_settings(servers=60, metrics=6, duration_s=15, api_key=key, target=url,
                              start=float(int(time.time()) - 120), metric_prefix=_prefix(),
                              servers_per_request=25, silent_fraction=0.1)
-    own_topics.extend(topic_for(m) for m in
-                      run_load(settings, progress=False, dry_run=True).fleet.metric_names)
+    own_topics.extend(topic_for(m) for m, _ in metric_catalog(6, settings.metric_prefix))
     result = run_load(settings, progress=False)
     s = result.summary
     assert s["lost"] == 0 and s["errors"] == {} and s["ambiguous_retries"] == 0, s
@@ -47,8 +47,8 @@ def test_direct_kafka_writes_the_same_records(make_settings, own_topics, kafka_b
     settings = make_settings(servers=50, metrics=5, duration_s=10, direct_kafka=True,
                              kafka_bootstrap=kafka_bootstrap, metric_prefix=_prefix(),
                              topic_partitions=2, record_max_bytes=1024)
+    own_topics.extend(topic_for(m) for m, _ in metric_catalog(5, settings.metric_prefix))
     result = run_load(settings, progress=False)
-    own_topics.extend(topic_for(m) for m in result.fleet.metric_names)
     s = result.summary
     assert s["lost"] == 0 and s["errors"] == {}, s
     # Small records: one tick of one metric spans several of them.
