@@ -61,6 +61,8 @@ def test_cli_in_real_time_reports_progress_and_a_summary(real_ingest, own_topics
     url, key = real_ingest
     prefix = _prefix()
     truth = tmp_path / "truth.json"
+    own_topics.extend(topic_for(f"{prefix}{m}") for m in ("cpu.util", "mem.used_pct",
+                                                          "rpc.count"))
     done = subprocess.run(
         [sys.executable, "-m", "apm.cli", "loadgen", "--servers", "30", "--metrics", "3",
          "--duration", "3s", "--target", url, "--metric-prefix", prefix, "--expect",
@@ -70,8 +72,6 @@ def test_cli_in_real_time_reports_progress_and_a_summary(real_ingest, own_topics
         capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
-    own_topics.extend(topic_for(f"{prefix}{m}") for m in ("cpu.util", "mem.used_pct",
-                                                          "rpc.count"))
     assert summary["pacing"] == "realtime" and summary["ticks"] == 3 and summary["lost"] == 0
     assert "[loadgen" in done.stderr and "samples/s=" in done.stderr and "p99=" in done.stderr
     rows = read_samples(kafka_bootstrap, own_topics)
