@@ -28,18 +28,24 @@ def build_session(app_name: str = "apm", *, master: str | None = None,
     from apm.stack.jars import spark_jars
 
     cores = os.cpu_count() or 2
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Under spark-submit the JVM is up before Python and owns the cluster settings (master,
+    # driver address, --jars, parallelism); only a local session gets our single-box defaults.
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
     os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)  # type: ignore[attr-defined]
+    builder = SparkSession.builder.appName(app_name)
+    if not submitted:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = (
+            builder.master(master or f"local[{cores}]")
+            .config("spark.jars", ",".join(spark_jars()))
+            .config("spark.driver.memory", driver_memory)
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.sql.shuffle.partitions", str(cores))
+            .config("spark.default.parallelism", str(cores))
+        )
     builder = (
-        SparkSession.builder.appName(app_name)
-        .master(master or f"local[{cores}]")
-        .config("spark.jars", ",".join(spark_jars()))
-        .config("spark.driver.memory", driver_memory)
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", str(cores))
-        .config("spark.default.parallelism", str(cores))
+        builder.config("spark.ui.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.streaming.stateStore.providerClass",
                 "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider")

@@ -8,6 +8,7 @@ log under ``var/run/``; Ctrl-C, ``apm run --down`` or ``make down`` stop them al
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -140,6 +141,16 @@ def _run(args: argparse.Namespace) -> int:
         _stop_platform(home)
         control.down(settings)
         return 0
+    # Every service finds the engines where `apm stack` put them (APM_STACK_* ports included);
+    # the children inherit this environment, and an operator's own APM_* values win.
+    for name, value in {
+        "APM_AGGREGATOR_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
+        "APM_DASHBOARD_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
+        "APM_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
+        "APM_STORAGE_HOSTS": settings.host,
+        "APM_STORAGE_PORT": str(settings.cassandra_port),
+    }.items():
+        os.environ.setdefault(name, value)
     try:
         control.up(settings)
         token = _start_platform(home, settings.kafka_bootstrap, fleet=not args.no_fleet)
