@@ -78,7 +78,12 @@ def _settings(args: argparse.Namespace) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import logging
+
     from pydantic import ValidationError
+
+    # httpx logs every request at INFO: thousands of lines a minute that bury the progress line.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
 
     from apm.query import QueryError, parse
     from loadgen.runner import run_load
