@@ -34,6 +34,12 @@ def _example_queries(host: str) -> list[str]:
 
 EXAMPLE_QUERIES = _example_queries("<this host>")
 
+# The local aggregator takes the fleet's metrics and a few of this host's: Spark's Kafka source
+# pays a consumer per topic-partition, and this host's agent alone emits ~90 metric topics,
+# which one local[2] job reads far too slowly. More metrics: a second `apm aggregator
+# --metrics ...` job, the work split the design scales out with.
+HOST_METRICS = ("cpu.util", "mem.util", "load.1")
+
 # name -> marker: what `--down` looks for in each pid file's process.
 _PLATFORM = ("loadgen", "agent", "dashboard", "aggregator", f"ingest-{INGEST_PORT}")
 
@@ -100,7 +106,12 @@ def _start_platform(home: Path, bootstrap: str, fleet: bool) -> str:
         aggregator = home / "aggregator"
         if not metrics_up(AGGREGATOR_METRICS_PORT):
             _say("starting aggregator (Spark, local mode)")
-            proc = start_aggregator(aggregator, metrics_port=AGGREGATOR_METRICS_PORT)
+            from loadgen.fleet import metric_catalog
+
+            metrics = dict.fromkeys([m for m, _ in metric_catalog(FLEET_METRICS)]
+                                    + list(HOST_METRICS))
+            proc = start_aggregator(aggregator, metrics_port=AGGREGATOR_METRICS_PORT,
+                                    metrics=list(metrics))
             proc.wait_healthy(lambda: metrics_up(AGGREGATOR_METRICS_PORT), 120, _say)
         _say(f"starting dashboard on http://127.0.0.1:{DASHBOARD_PORT}")
         start_dashboard(home / "dashboard", DASHBOARD_PORT,
