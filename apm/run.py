@@ -40,8 +40,14 @@ EXAMPLE_QUERIES = _example_queries("<this host>")
 # --metrics ...` job, the work split the design scales out with.
 HOST_METRICS = ("cpu.util", "mem.util", "load.1")
 
-# name -> marker: what `--down` looks for in each pid file's process.
-_PLATFORM = ("loadgen", "agent", "dashboard", "aggregator", f"ingest-{INGEST_PORT}")
+# name -> the marker its launcher puts in the command line, in the order `--down` stops them.
+_PLATFORM = {
+    "loadgen": "apm.cli loadgen",
+    "agent": "apm.cli agent run",
+    "dashboard": "dashboard.serve",
+    "aggregator": "apm-aggregator-aggregator",
+    f"ingest-{INGEST_PORT}": f"ingest serve --host 127.0.0.1 --port {INGEST_PORT} ",
+}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -65,14 +71,8 @@ def _home(root: Path) -> Path:
 def _stop_platform(home: Path) -> None:
     from apm.stack.supervisor import ManagedProcess
 
-    for name in _PLATFORM:
-        pidfile = home / name / f"{name}.pid"
-        if not pidfile.exists():
-            continue
-        # Markers differ per launcher; a pid file under var/run is ours unless its process
-        # is gone, so match on the python module path every platform process runs under.
-        proc = ManagedProcess(name, home / name, marker=sys.executable)
-        if proc.stop(30):
+    for name, marker in _PLATFORM.items():
+        if ManagedProcess(name, home / name, marker=marker).stop(30):
             _say(f"stopped {name}")
 
 
