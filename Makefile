@@ -37,9 +37,11 @@ status:  ## what runs where
 run: up  ## install, fetch, start the engines, then the whole platform (Ctrl-C stops it)
 	$(APM) run
 
-browser:  ## Debian's chromium + chromedriver for the browser tests
-	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
-	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
+browser:  ## Debian's chromium + chromedriver (browser tests) and docker-compose (compose config test)
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null && \
+	  command -v docker-compose >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      chromium chromium-driver docker-compose; }
 
 lint: install  ## ruff and mypy
 	$(VENV)/bin/ruff check .
