@@ -8,17 +8,15 @@ retried by the project's one retry helper.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import httpx
 
 from apm.retry import Backoff, RetryableError, call_with_retry
 from loadgen.fleet import Fleet, Tick
+from loadgen.inflight import BoundedExecutor
 from loadgen.payload import Batch, build_request, split_tick
 from loadgen.settings import LoadgenSettings
 from loadgen.stats import Stats
@@ -61,36 +59,20 @@ class HttpSink:
                               max_keepalive_connections=settings.concurrency)
         self._own_client = client is None
         self.client = client or httpx.Client(timeout=settings.request_timeout_s, limits=limits)
-        self._pool = ThreadPoolExecutor(settings.concurrency, thread_name_prefix="loadgen-http")
+        self._work = BoundedExecutor(settings.concurrency, settings.concurrency, "loadgen-http")
         self._backoff = (backoff_initial_s, backoff_cap_s)
-        self._slots: asyncio.Semaphore | None = None
-        self._pending: set[asyncio.Future[Any]] = set()
         self._logged: set[str] = set()
 
     async def submit(self, tick: Tick) -> None:
         """Queues the tick's requests, waiting while ``concurrency`` requests are in flight."""
-        loop = asyncio.get_running_loop()
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self.settings.concurrency)
         for batch in split_tick(tick, self.settings.servers_per_request):
-            await self._slots.acquire()
-            future = loop.run_in_executor(self._pool, self._send, batch)
-            self._pending.add(future)
-            future.add_done_callback(self._done)
-
-    def _done(self, future: asyncio.Future[Any]) -> None:
-        self._pending.discard(future)
-        assert self._slots is not None
-        self._slots.release()
-        if not future.cancelled() and future.exception() is not None:
-            log.error("send failed unexpectedly: %r", future.exception())
+            await self._work.submit(self._send, batch)
 
     async def drain(self) -> None:
-        while self._pending:
-            await asyncio.gather(*list(self._pending), return_exceptions=True)
+        await self._work.drain()
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
+        self._work.shutdown()
         if self._own_client:
             self.client.close()
 

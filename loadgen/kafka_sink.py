@@ -10,7 +10,6 @@ import logging
 import threading
 import time
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -18,6 +17,7 @@ import numpy as np
 from apm.model import topic_for
 from apm.wire import ENCODING_HEADER, encode_chunks
 from loadgen.fleet import Fleet, Tick
+from loadgen.inflight import BoundedExecutor
 from loadgen.settings import LoadgenSettings
 from loadgen.stats import Stats
 
@@ -66,26 +66,12 @@ class KafkaSink:
                 batch_size=1024 * 1024, max_request_size=4 * settings.record_max_bytes,
                 retries=10, client_id="apm-loadgen")
         self.producer = producer
-        # One encoding thread keeps the records of a topic in time order.
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="loadgen-kafka")
-        self._slots: asyncio.Semaphore | None = None
-        self._pending: set[asyncio.Future[Any]] = set()
+        # One encoding thread keeps the records of a topic in time order; two ticks in flight
+        # let one encode while the last one sends.
+        self._work = BoundedExecutor(1, 2, "loadgen-kafka")
 
     async def submit(self, tick: Tick) -> None:
-        loop = asyncio.get_running_loop()
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(2)  # encode one tick while the last one sends
-        await self._slots.acquire()
-        future = loop.run_in_executor(self._pool, self._send_tick, tick)
-        self._pending.add(future)
-        future.add_done_callback(self._done)
-
-    def _done(self, future: asyncio.Future[Any]) -> None:
-        self._pending.discard(future)
-        assert self._slots is not None
-        self._slots.release()
-        if not future.cancelled() and future.exception() is not None:
-            log.error("encoding failed: %r", future.exception())
+        await self._work.submit(self._send_tick, tick)
 
     def _send_tick(self, tick: Tick) -> None:
         alive = np.flatnonzero(tick.alive)
@@ -117,10 +103,9 @@ class KafkaSink:
         future.add_errback(failed)
 
     async def drain(self) -> None:
-        while self._pending:
-            await asyncio.gather(*list(self._pending), return_exceptions=True)
+        await self._work.drain()
         await asyncio.get_running_loop().run_in_executor(None, self.producer.flush)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
+        self._work.shutdown()
         self.producer.close()
