@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.collectors import REGISTRY, Collector, CollectorContext, Registry
+from agent.exposition import MetricsServer
 from agent.http import HttpClient, StdlibHttpClient
 from agent.push import Pusher
 from agent.sdnotify import notify
@@ -122,6 +123,11 @@ class Agent:
             self.listener = StatsdListener(self.aggregator, self.settings.statsd_host,
                                            self.settings.statsd_port)
             self.listener.start()
+        exposition = None
+        if self.settings.metrics_port:
+            exposition = MetricsServer(self.stats, self.spool, self.settings.metrics_host,
+                                       self.settings.metrics_port)
+            exposition.start()
         self.collect(self.clock())  # primes the counters so the first tick has rates
         pusher = threading.Thread(target=self.pusher.run, args=(self.stop_event,),
                                   name="push", daemon=True)
@@ -145,5 +151,7 @@ class Agent:
             notify("STOPPING=1")
             if self.listener is not None:
                 self.listener.stop()
+            if exposition is not None:
+                exposition.stop()
             pusher.join(timeout=self.settings.push_timeout_s + 1)
             self.spool.close()

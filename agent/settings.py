@@ -67,6 +67,8 @@ class AgentSettings(BaseSettings):
     statsd_prefix: str = ""
     statsd_timer_stats: list[Literal["count", "avg", "p99"]] = Field(default_factory=list)
     statsd_idle_ttl_s: float = Field(60.0, ge=0)
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = Field(9101, ge=0, le=65535, description="Prometheus /metrics; 0 = off")
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings],
