@@ -43,9 +43,11 @@ class AggregatorSettings(BaseSettings):
     trigger_seconds: float = 2.0
     allowed_lateness_seconds: int = 600
     starting_offsets: str = "earliest"  # only for a fresh checkpoint
-    # Records (not samples; one record holds up to ~15,000 samples) per micro-batch; 0 = no
+    # Records (not samples; one record holds 1 to ~15,000 samples) per micro-batch; 0 = no
     # cap. A fresh checkpoint over a large backlog would otherwise make one giant first batch.
-    max_offsets_per_trigger: int = 100
+    # It must stay above the steady record rate x trigger: an agent alone writes one record
+    # per metric topic a second, so a cap of a few hundred would let lag grow for ever.
+    max_offsets_per_trigger: int = 5000
     # Tasks that read and decode a micro-batch's Kafka partitions; 0 = one per partition.
     source_tasks: int = Field(default_factory=lambda: os.cpu_count() or 2, ge=0)
     metrics_port: int = 9102  # Prometheus /metrics; 0 = off
