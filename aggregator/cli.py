@@ -75,8 +75,7 @@ def _run(args: argparse.Namespace) -> int:
         metrics.serve(settings.metrics_port, settings.metrics_host)
     offsets = KafkaOffsets(settings.kafka_bootstrap, settings.topic_pattern, settings.topics,
                            settings.shard_tuple)
-    spark = build_session(settings.identity, driver_memory=settings.driver_memory,
-                          extra={"spark.ui.showConsoleProgress": "false"})
+    spark = build_session(settings.identity, driver_memory=settings.driver_memory)
     Aggregator(spark, store, settings, metrics, offsets).run(stop)
     spark.stop()
     return 0
