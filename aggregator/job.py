@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from aggregator.evaluate import evaluate, to_results
 from aggregator.metrics import AggregatorMetrics
-from aggregator.plan import decode, keep_shard, queries_frame, window_sets
+from aggregator.plan import decode, keep_shard, queries_frame, window_summaries
 from aggregator.settings import AggregatorSettings, shard_of
 from aggregator.store import AggregatorStore
 from apm.query import StoredQuery, WindowResult
@@ -90,7 +90,7 @@ class Aggregator:
         table = queries_frame(self.spark, active)
         by_id = {q.id: q.query for q in active}
         longest = max((q.query.window_seconds for q in active), default=1)
-        sets = window_sets(self._samples(), table, s.allowed_lateness_seconds + longest)
+        sets = window_summaries(self._samples(), table, s.allowed_lateness_seconds + longest)
 
         def write_batch(batch: DataFrame, batch_id: int) -> None:
             rows = evaluate(batch, table).collect()

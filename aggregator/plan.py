@@ -1,10 +1,20 @@
-"""The streaming plan: Kafka records -> samples -> the samples active queries want -> per
-(query, window) lists of samples held in Spark's state store.
+"""The streaming plan: Kafka records -> samples -> distinct samples -> the samples active
+queries want -> one mergeable summary per (query, window) in Spark's state store.
+
+Two stateful operators, both bounded by one event-time watermark:
+
+1. ``dropDuplicates(metric, server, event_time)`` before the fan-out to queries, so a retried
+   sample is dropped once, whatever number of queries want it. Its state is one key per
+   distinct sample within the lateness horizon (docs/aggregator.md sizes it).
+2. A streaming aggregation per (query_id, window_seconds, window_end) into count, sum, min,
+   max and a KLL sketch. All five merge in O(sketch) per trigger, however many samples the
+   window already holds: the per-window sample list this replaced was rewritten and re-sorted
+   on every trigger, which capped the job below 1,000 samples/s.
 
 The plan's shape never depends on which queries are active: they arrive as a small static
 DataFrame joined by metric, so a changed query set restarts the stream from the same
-checkpoint and the state, keyed by (query_id, window_seconds, window_end), carries over.
-Decoding uses built-in SQL functions only (no Python UDF), following ``apm.wire``.
+checkpoint and the state carries over. Decoding uses built-in SQL functions only (no Python
+UDF), following ``apm.wire``.
 """
 
 from __future__ import annotations
@@ -16,10 +26,26 @@ from apm.model import TOPIC_PREFIX
 from apm.query import Query, StoredQuery
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["QUERY_SCHEMA", "decode", "keep_shard", "queries_frame", "server_match",
-           "window_sets"]
+__all__ = ["KLL_K", "QUERY_SCHEMA", "decode", "keep_shard", "queries_frame", "server_match",
+           "window_summaries"]
+
+# A KLL sketch holds every value until it has seen k of them, so percentiles are exact up to
+# k samples a window; beyond, its rank error is ~0.02% (measured; DataSketches bounds it
+# near 2.3/k^0.97), far inside the 0.5% the platform promises. Sketch size: <= 80 KB exact,
+# ~160 KB at 50k samples.
+KLL_K = 10_000
+# Spark marks event-time columns with this metadata key (EventTimeWatermark.delayKey). The
+# window_end column is derived from the watermarked event time, so it carries the mark too:
+# that is what lets the aggregation evict windows the watermark has passed.
+_EVENT_TIME_KEY = "spark.watermarkDelayMs"
+# Sums are kept in fixed point, which is exact and so independent of the order samples arrive
+# in: a job restarted after a crash sees other micro-batches, and a float sum would differ in
+# its last bits. 20 integer and 18 fractional digits; a window with a value outside that
+# range (try_cast gives null) or a sum that overflows (try_sum gives null) falls back to the
+# float sum (evaluate.py).
+_FIXED_POINT = "decimal(38,18)"
 
 # Percentile levels ride along for the evaluation step; the stream join uses the first five.
 QUERY_SCHEMA = ("query_id string, metric string, all_servers boolean, names array<string>, "
@@ -95,28 +121,40 @@ def keep_shard(samples: DataFrame, shard: tuple[int, int] | None) -> DataFrame:
     return samples.where(F.pmod(F.crc32(F.col("metric").cast("binary")), F.lit(count)) == index)
 
 
-def window_sets(samples: DataFrame, queries: DataFrame, delay_seconds: int) -> DataFrame:
-    """Per (query_id, window_seconds, window_end): the list of (server, ts, value) seen.
+def window_summaries(samples: DataFrame, queries: DataFrame, delay_seconds: int) -> DataFrame:
+    """Per (query_id, window_seconds, window_end): n, the sums, min, max and a KLL sketch of
+    the distinct samples seen so far.
 
-    The evaluation keeps one sample per (server, ts), so retries change no result; a replayed
-    batch after a crash starts from the state version before it, so nothing is counted twice.
-    collect_list measured 3.7x faster than collect_set here (docs/aggregator.md). The watermark
-    is on ``window_end``; ``delay_seconds`` must cover the allowed lateness plus the longest
-    active window (see docs/aggregator.md)."""
+    A (server, ts) pair of a metric counts once, so an agent's retry changes no result; the
+    first copy processed wins if two disagree on the value. A replayed micro-batch after a
+    crash starts from the state version before it, so nothing is counted twice.
+
+    ``delay_seconds`` is the watermark delay on event time: the allowed lateness plus the
+    longest active window, so that every window that ended less than the allowed lateness
+    ago still accepts samples. Samples older than the watermark are dropped by the dedup
+    operator and reported in its ``numRowsDroppedByWatermark``."""
     from pyspark.sql import functions as F
+
+    delay = f"{int(delay_seconds)} seconds"
+    timed = (samples.withColumn("event_time", F.timestamp_seconds("ts"))
+             .withWatermark("event_time", delay))
+    distinct = timed.dropDuplicates(["metric", "server", "event_time"])
 
     wanted = F.broadcast(queries.select(*_JOIN_COLUMNS))
     # Or short-circuits left to right: the cheap tests first, the regex only for odd globs.
     server = F.col("server")
-    joined = samples.join(wanted, "metric").where(
+    joined = distinct.join(wanted, "metric").where(
         F.col("all_servers") | F.array_contains("names", server)
         | ((F.size("prefixes") > 0) & F.exists("prefixes", lambda p: F.startswith(server, p)))
         | (F.col("server_regex").isNotNull() & F.expr("server RLIKE server_regex")))
     width = F.col("window_seconds")
-    end: Column = F.timestamp_seconds(F.floor(F.col("ts") / width) * width + width)
-    keyed = joined.select(
-        "query_id", "window_seconds", end.alias("window_end"),
-        F.struct("server", "ts", "value").alias("sample"))
-    return (keyed.withWatermark("window_end", f"{int(delay_seconds)} seconds")
-            .groupBy("query_id", "window_seconds", "window_end")
-            .agg(F.collect_list("sample").alias("samples")))
+    end = F.timestamp_seconds(F.floor(F.col("ts") / width) * width + width).alias(
+        "window_end", metadata={_EVENT_TIME_KEY: int(delay_seconds) * 1000})
+    keyed = joined.select("query_id", "window_seconds", end, "value",
+                          F.col("value").try_cast(_FIXED_POINT).alias("fixed"))
+    return (keyed.groupBy("query_id", "window_seconds", "window_end")
+            .agg(F.count("value").alias("n"),
+                 F.try_sum("fixed").alias("fixed_sum"), F.count("fixed").alias("n_fixed"),
+                 F.sum("value").alias("float_sum"),
+                 F.min("value").alias("min"), F.max("value").alias("max"),
+                 F.kll_sketch_agg_double("value", KLL_K).alias("sketch")))

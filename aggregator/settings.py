@@ -13,7 +13,10 @@ from pydantic_settings import BaseSettings
 from apm.model import TOPIC_PATTERN, metric_name_error, topic_for
 from apm.settings import PROJECT_ROOT, env_config
 
-__all__ = ["AggregatorSettings", "parse_shard", "shard_of"]
+__all__ = ["STATE_LAYOUT", "AggregatorSettings", "parse_shard", "shard_of"]
+
+# v1 held per-window sample lists (HDFS state store); v2 holds summaries + dedup keys (RocksDB).
+STATE_LAYOUT = "v2"
 
 
 def parse_shard(text: str) -> tuple[int, int] | None:
@@ -101,4 +104,6 @@ class AggregatorSettings(BaseSettings):
 
     @property
     def checkpoint(self) -> Path:
-        return self.checkpoint_dir / self.identity
+        # The layout names the state schema: a job of another layout cannot read it, so a new
+        # one starts fresh (from ``starting_offsets``) instead of failing on the old state.
+        return self.checkpoint_dir / self.identity / STATE_LAYOUT

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from aggregator.evaluate import evaluate, to_results
-from aggregator.plan import decode, keep_shard, queries_frame, window_sets
+from aggregator.plan import decode, keep_shard, queries_frame, window_summaries
 from apm.model import topic_for
 from apm.wire import encode_chunks
 from tests.aggregator.conftest import BASE, FakeStore, assert_matches, expected
@@ -21,7 +21,7 @@ def _run(spark, records, queries):
     raw = spark.createDataFrame([(topic_for(m), bytearray(v)) for m, v in records],
                                 "topic string, value binary")
     table = queries_frame(spark, queries)
-    rows = evaluate(window_sets(decode(raw), table, 600), table).collect()
+    rows = evaluate(window_summaries(decode(raw), table, 600), table).collect()
     results = to_results(rows, {q.id: q.query for q in queries})
     return {(r.query_id, r.window_start): r for r in results}
 
@@ -68,20 +68,49 @@ def test_duplicates_change_no_result(spark, fleet_rows):
     assert_matches(clean, expected(rows, q.query))
 
 
-def test_percentiles_exact_beyond_ten_thousand_samples_and_inside_min_max(spark):
-    store = FakeStore()
-    q = store.add("FROM * SELECT lat WINDOW 1m COMPUTE min, max, count, p50, p99, "
-                  "percentile(99.99), percentile(0.01), percentile(33.3)")
-    rng = np.random.default_rng(5)
-    # 24,000 samples in one window, heavy-tailed with ties.
-    rows = [(f"s-{i % 400}", BASE + (i // 400) + 0.5, float(np.round(rng.lognormal(3, 1), 2)))
-            for i in range(24_000)]
+def _heavy_tailed(n: int, seed: int) -> list[tuple[str, float, float]]:
+    """n samples in one 1 m window from 400 servers, lognormal with ties."""
+    rng = np.random.default_rng(seed)
+    return [(f"s-{i % 400}", BASE + (i // 400) * 60 / (n // 400 + 1) + 0.5,
+             float(np.round(rng.lognormal(3, 1), 2))) for i in range(n)]
+
+
+_PCT_QUERY = ("FROM * SELECT lat WINDOW 1m COMPUTE min, max, count, p50, p99, "
+              "percentile(99.99), percentile(0.01), percentile(33.3)")
+
+
+def test_percentiles_are_numpys_exactly_up_to_ten_thousand_samples(spark):
+    q = FakeStore().add(_PCT_QUERY)
+    rows = _heavy_tailed(10_000, seed=5)
     got = _of(_run(spark, _records("lat", rows, 200_000), [q]), q.id)
     assert_matches(got, expected(rows, q.query))
-    for row in got.values():
-        for key, value in row.values.items():
-            if key.startswith("p"):
-                assert row.values["min"] <= value <= row.values["max"], key
+
+
+def test_percentiles_beyond_ten_thousand_stay_within_half_a_percent_of_rank(spark):
+    q = FakeStore().add(_PCT_QUERY)
+    rows = _heavy_tailed(60_000, seed=6)
+    values = np.sort([v for _s, _t, v in rows])
+    [row] = _of(_run(spark, _records("lat", rows, 200_000), [q]), q.id).values()
+    want = expected(rows, q.query)[BASE]
+    for key in ("min", "max", "count"):
+        assert row.values[key] == want[key]
+    for f in q.query.functions:
+        if f.p is None:
+            continue
+        got = row.values[f.key]
+        # The bound: the value lies between numpy's percentiles 0.5 points of rank either side.
+        low = np.percentile(values, max(f.p - 0.5, 0.0))
+        high = np.percentile(values, min(f.p + 0.5, 100.0))
+        assert low <= got <= high, (f.key, low, got, high)
+        assert row.values["min"] <= got <= row.values["max"]
+
+
+def test_values_beyond_the_fixed_point_range_fall_back_to_the_float_sum(spark):
+    q = FakeStore().add("FROM * SELECT big WINDOW 10s COMPUTE sum, avg, max, count")
+    rows = [("a", BASE + 1.0, 3e25), ("b", BASE + 2.0, -1.5), ("c", BASE + 3.0, 1e-3),
+            ("a", BASE + 11.0, 1e19), ("b", BASE + 12.0, 9e19)]  # the second sum overflows
+    got = _of(_run(spark, _records("big", rows), [q]), q.id)
+    assert_matches(got, expected(rows, q.query))
 
 
 def test_malformed_lines_are_skipped_and_good_ones_kept(spark):

@@ -6,7 +6,7 @@ import pytest
 
 from aggregator.evaluate import to_results
 from aggregator.lag import checkpoint_offsets, lag_per_topic, parse_source_offsets
-from aggregator.settings import AggregatorSettings, parse_shard, shard_of
+from aggregator.settings import STATE_LAYOUT, AggregatorSettings, parse_shard, shard_of
 from apm.query import parse
 
 pytestmark = pytest.mark.unit
@@ -29,7 +29,7 @@ def test_settings_validate_and_name_the_job(tmp_path):
     s = AggregatorSettings(metrics="cpu, mem", checkpoint_dir=tmp_path)
     assert s.topics == ["apm.metric.cpu", "apm.metric.mem"]
     assert s.identity == "aggregator-metrics-cpu_mem"
-    assert s.checkpoint == tmp_path / s.identity
+    assert s.checkpoint == tmp_path / s.identity / STATE_LAYOUT
     assert AggregatorSettings(shard="1/4").identity == "aggregator-shard-1-of-4"
     with pytest.raises(ValueError, match="metric name"):
         AggregatorSettings(metrics="cpu,9bad")
@@ -47,13 +47,21 @@ def test_env_is_read_and_explicit_arguments_win(monkeypatch):
 
 
 def test_results_hold_exactly_the_querys_functions_in_order():
+    import numpy as np
+    from datasketches import kll_doubles_sketch
+
+    values = [4.0, 1.0, 9.0, 3.0, 5.0, 6.0, 2.0]
+    sketch = kll_doubles_sketch(10_000)
+    for v in values:
+        sketch.update(v)
     q = parse("FROM * SELECT cpu WINDOW 10s COMPUTE p99, count, percentile(12.5), max")
     row = {"query_id": "q", "window_seconds": 10, "window_start": 1_700_000_000, "n": 7,
-           "min": 1.0, "max": 9.0, "sum": 30.0, "avg": 30 / 7, "pvals": [8.5, 2.0]}
+           "min": 1.0, "max": 9.0, "sum": 30.0, "avg": 30 / 7, "sketch": sketch.serialize()}
     other = {**row, "query_id": "gone"}
     redefined = {**row, "window_seconds": 60}
     [result] = to_results([row, other, redefined], {"q": q}, clock=lambda: 42.0)
-    assert result.values == {"p99": 8.5, "count": 7.0, "p12.5": 2.0, "max": 9.0}
+    assert result.values == {"p99": float(np.percentile(values, 99)), "count": 7.0,
+                             "p12.5": float(np.percentile(values, 12.5)), "max": 9.0}
     assert (result.window_start, result.samples, result.updated_at) == (1.7e9, 7, 42.0)
 
 
