@@ -7,7 +7,7 @@ APM := $(VENV)/bin/apm
 STAMP := $(VENV)/.installed
 
 .PHONY: help install jars up down status run test test-unit test-integration test-e2e lint \
-        browser bench bench-ingest bench-agent bench-aggregator bench-dashboard bench-storage bench-pipeline \
+        browser bench bench-ingest bench-agent bench-aggregator bench-aggregator-nodedup bench-dashboard bench-storage bench-pipeline \
         clean
 
 help:  ## list the targets
@@ -75,6 +75,9 @@ bench-ingest: up
 
 bench-aggregator: up
 	$(PY) -m aggregator.bench
+
+bench-aggregator-nodedup: up  ## the aggregator without its dedup stage (the cost of exact dedup)
+	$(PY) -m aggregator.bench --no-dedup
 
 bench-dashboard: up
 	$(PY) -m dashboard.bench

@@ -158,10 +158,12 @@ def _step(job: Any, offsets: Any, repo: Any, metrics: list[str], query_id: str, 
                 "commitOffsets", "triggerExecution"):
         values = [p["durationMs"].get(key, 0) / 1000 for p in reports]
         phases[key] = statistics.median(values) if values else float("nan")
-    ops = [p["stateOperators"][0] for p in reports if p.get("stateOperators")]
-    for key in ("commitTimeMs", "allUpdatesTimeMs", "numRowsTotal", "memoryUsedBytes"):
-        values = [float(op.get(key, 0)) for op in ops]
-        phases[key] = statistics.median(values) if values else float("nan")
+    for name, label in (("stateStoreSave", "windows"), ("dedupe", "dedup")):
+        ops = [op for p in reports for op in p.get("stateOperators", [])
+               if op.get("operatorName") == name]
+        for key in ("commitTimeMs", "allUpdatesTimeMs", "numRowsTotal", "memoryUsedBytes"):
+            values = [float(op.get(key, 0)) for op in ops]
+            phases[f"{label} {key}"] = statistics.median(values) if values else float("nan")
     return {"rate": rate, "growth": growth, "sustained": growth <= 0.05 * rate,
             "durations": [p["durationMs"]["triggerExecution"] / 1000 for p in reports],
             "fresh": fresh, "phases": phases, "per_record": per_record}
@@ -180,6 +182,7 @@ def _run_config(config: str, rates: list[int], args: argparse.Namespace, spark: 
     run = uuid.uuid4().hex[:8]
     metrics = [f"bench{run}-m{i}" for i in range(METRICS)]
     settings = AggregatorSettings(metrics=",".join(metrics), metrics_port=0,
+                                  dedup=not args.no_dedup,
                                   trigger_seconds=args.trigger_seconds,
                                   checkpoint_dir=Path(tempfile.mkdtemp(prefix="aggbench-")))
     admin = KafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap)
@@ -230,7 +233,7 @@ def _run_config(config: str, rates: list[int], args: argparse.Namespace, spark: 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m aggregator.bench")
-    parser.add_argument("--rates", default="2000,5000,10000,20000,50000,100000,200000,400000",
+    parser.add_argument("--rates", default="20000,50000,100000,150000,200000,300000,400000",
                         help="samples/s steps, ascending; stops at the first unsustained one")
     # One config per invocation by default: in the one run that tried two in a row, the
     # second job in the same SparkSession made no batch at all (not yet understood).
@@ -239,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup-seconds", type=int, default=20)
     parser.add_argument("--trigger-seconds", type=float, default=2.0)
     parser.add_argument("--partitions", type=int, default=2, help="per metric topic")
+    parser.add_argument("--no-dedup", action="store_true",
+                        help="run the job with APM_AGGREGATOR_DEDUP=false (its own doc section)")
     parser.add_argument("--no-doc", action="store_true", help="print only")
     args = parser.parse_args(argv)
     rates = [int(r) for r in args.rates.split(",")]
@@ -256,13 +261,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for config in configs:
             rows, best, phases = _run_config(config, rates, args, spark, args.warmup_seconds)
+            if args.no_dedup:
+                rows = [[f"{row[0]} (no dedup)", *row[1:]] for row in rows]
             table.extend(rows)
             shown = ", ".join(f"{k} {v:.2f} s" for k, v in phases.items() if k in (
                 "addBatch", "queryPlanning", "walCommit", "commitOffsets", "latestOffset"))
             summary.append(f"`{config}`: highest sustained {best:,} samples/s; median phases "
                            f"of its batches: {shown or '-'}; state commit "
-                           f"{phases.get('commitTimeMs', float('nan')):.0f} ms, state rows "
-                           f"{phases.get('numRowsTotal', float('nan')):.0f}.")
+                           f"{phases.get('windows commitTimeMs', float('nan')):.0f} ms, "
+                           "dedup state updates (task time) "
+                           f"{phases.get('dedup allUpdatesTimeMs', float('nan')):.0f} ms, "
+                           "windows in state "
+                           f"{phases.get('windows numRowsTotal', float('nan')):.0f}, dedup keys "
+                           f"{phases.get('dedup numRowsTotal', float('nan')):.0f}.")
     finally:
         spark.stop()
     notes = (f"Job on local[2] in-process, {METRICS} metric topics x {args.partitions} "
@@ -278,8 +289,13 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(" | ".join(map(str, row)) for row in table))
     print(notes)
     if not args.no_doc:
-        write_section("aggregator", "Aggregator (Spark Structured Streaming, local[2])",
-                      "make bench-aggregator", table, notes)
+        if args.no_dedup:
+            write_section("aggregator-nodedup", "Aggregator without the dedup stage "
+                          "(APM_AGGREGATOR_DEDUP=false)", "make bench-aggregator-nodedup",
+                          table, notes)
+        else:
+            write_section("aggregator", "Aggregator (Spark Structured Streaming, local[2])",
+                          "make bench-aggregator", table, notes)
     return 0
 
 

@@ -45,12 +45,18 @@ class AggregatorSettings(BaseSettings):
     checkpoint_dir: Path = PROJECT_ROOT / "var" / "aggregator"
     trigger_seconds: float = 2.0
     allowed_lateness_seconds: int = 600
+    # Drop a resent (metric, server, ts) exactly. Its state is one key per distinct sample in
+    # the lateness horizon and it costs about half the throughput (docs/BENCHMARKS.md); turn
+    # it off only for sources that never resend.
+    dedup: bool = True
     starting_offsets: str = "earliest"  # only for a fresh checkpoint
     # Records (not samples; one record holds 1 to ~15,000 samples) per micro-batch; 0 = no
     # cap. A fresh checkpoint over a large backlog would otherwise make one giant first batch.
     # It must stay above the steady record rate x trigger: an agent alone writes one record
     # per metric topic a second, so a cap of a few hundred would let lag grow for ever.
     max_offsets_per_trigger: int = 5000
+    # How long the broker may hold a fetch for more data; every partition's range pays it.
+    kafka_fetch_wait_ms: int = Field(default=10, ge=0)
     # Tasks that read and decode a micro-batch's Kafka partitions; 0 = one per partition.
     source_tasks: int = Field(default_factory=lambda: os.cpu_count() or 2, ge=0)
     metrics_port: int = 9102  # Prometheus /metrics; 0 = off
@@ -106,4 +112,5 @@ class AggregatorSettings(BaseSettings):
     def checkpoint(self) -> Path:
         # The layout names the state schema: a job of another layout cannot read it, so a new
         # one starts fresh (from ``starting_offsets``) instead of failing on the old state.
-        return self.checkpoint_dir / self.identity / STATE_LAYOUT
+        layout = STATE_LAYOUT if self.dedup else f"{STATE_LAYOUT}-nodedup"
+        return self.checkpoint_dir / self.identity / layout
