@@ -77,7 +77,9 @@ def _kafka_prepare(settings: StackSettings) -> None:
     if (data / "meta.properties").exists():
         return
     id_file = home / "cluster.id"
-    if not id_file.exists():
+    # As Kafka's own Uuid.randomUuid: an id starting with "-" would be read as an option by
+    # kafka-storage's argument parser (1 in 64 ids; it failed a CI run).
+    while not id_file.exists() or id_file.read_text().startswith("-"):
         id_file.write_text(base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode())
     cmd = [*_jvm(settings, "kafka-format", "256m"),
            "-cp", str(jar_dir(settings, "kafka") / "*"),

@@ -103,3 +103,18 @@ def test_private_stack_up_is_idempotent_and_down_leaves_no_process(stack, tmp_pa
             f"/proc/{pid}/cmdline").read_bytes()
     status = _apm(["stack", "status"], env)
     assert status.returncode == 3 and status.stdout.count("stopped") == 2
+
+
+@pytest.mark.integration
+def test_kafka_format_replaces_a_cluster_id_the_format_tool_would_read_as_an_option(
+        stack, tmp_path: Path):
+    from apm.stack.config import StackSettings
+    from apm.stack.services import SERVICES
+
+    settings = StackSettings(var_dir=tmp_path)
+    (tmp_path / "kafka").mkdir(parents=True)
+    (tmp_path / "kafka" / "cluster.id").write_text("-leading-dash-id0000000")
+    kafka = next(s for s in SERVICES if s.name == "kafka")
+    kafka.prepare(settings)  # the real kafka-storage format; it failed on such an id
+    assert not (tmp_path / "kafka" / "cluster.id").read_text().startswith("-")
+    assert (tmp_path / "kafka" / "data" / "meta.properties").exists()
