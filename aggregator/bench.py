@@ -19,51 +19,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from aggregator.bench_feed import LINES_PER_RECORD, METRICS, SERVERS, produce, wait_for_topics
 from apm.benchdoc import progress, write_section
 from apm.model import topic_for
 
 __all__ = ["main"]
-
-SERVERS = 10_000
-METRICS = 10
-LINES_PER_RECORD = 5_000
-_PH = b"@@@@@@@@@@"  # 10-digit epoch seconds go here
-
-
-def _templates(metric_index: int, per_second: int) -> list[bytes]:
-    """Records for one metric-second: ``per_second`` lines over the fleet, (server, ts) unique."""
-    import random
-
-    rng = random.Random(metric_index)
-    rounds = -(-per_second // SERVERS)
-    lines = []
-    for i in range(per_second):
-        frac = f"{(i // SERVERS) / rounds:.4f}"[1:]  # ".0000", ".5000" ...
-        lines.append(b"srv-%d\t%s%s\t%r" % (i % SERVERS, _PH, frac.encode(),
-                                            round(rng.gauss(50, 15), 3)))
-    return [b"\n".join(lines[i:i + LINES_PER_RECORD])
-            for i in range(0, len(lines), LINES_PER_RECORD)]
-
-
-def _produce(bootstrap: str, metrics: list[str], rate: int, seconds: int) -> None:
-    from kafka import KafkaProducer
-
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=10,
-                             batch_size=1 << 20, max_request_size=4 << 20)
-    templates = [_templates(i, rate // len(metrics)) for i in range(len(metrics))]
-    second = int(time.time()) + 1
-    end = second + seconds
-    while second < end:
-        time.sleep(max(0.0, second - time.time()))
-        stamp = str(second).encode()
-        for metric, records in zip(metrics, templates, strict=True):
-            for record in records:
-                producer.send(topic_for(metric), value=record.replace(_PH, stamp),
-                              headers=[("enc", b"tsv1")])
-        producer.flush()
-        second += 1
-    producer.close()
-
 
 CONFIGS = {
     # The issue's configuration: 100 active queries, ten per metric.
@@ -82,24 +42,6 @@ def _queries(config: str, metric: str) -> list[str]:
         return [f"FROM * {base}"]
     return ([f"FROM * {base}"] + [f"FROM srv-{d}* {base}" for d in range(1, 9)]
             + [f"FROM * SELECT {metric} WINDOW 1m COMPUTE avg, p99"])
-
-
-def _wait_for_topics(bootstrap: str, topics: list[str], timeout_s: float = 60) -> None:
-    """Waits until the broker serves metadata for every topic (else Spark's first plan sees
-    UNKNOWN_TOPIC_OR_PARTITION and the feeder's first sends stall)."""
-    from kafka import KafkaConsumer
-
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap)
-    deadline = time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline:
-            if all(consumer.partitions_for_topic(t) for t in topics):
-                return
-            time.sleep(0.5)
-            consumer.topics()  # refreshes the metadata
-        raise RuntimeError(f"topics not ready in {timeout_s:.0f}s: {topics}")
-    finally:
-        consumer.close()
 
 
 def _pct(values: list[float], p: float) -> float:
@@ -125,7 +67,7 @@ def _step(job: Any, offsets: Any, repo: Any, metrics: list[str], query_id: str, 
           seconds: int, trigger_s: float, bootstrap: str) -> dict[str, Any]:
     """Feeds ``rate`` samples/s for ``seconds``; returns lag growth, batches and freshness."""
     per_record = min(LINES_PER_RECORD, max(1, rate // METRICS))
-    feeder = mp.get_context("spawn").Process(target=_produce,
+    feeder = mp.get_context("spawn").Process(target=produce,
                                              args=(bootstrap, metrics, rate, seconds))
     fresh: list[float] = []
     stop = threading.Event()
@@ -194,7 +136,7 @@ def _run_config(config: str, rates: list[int], args: argparse.Namespace, spark: 
     best, phases = 0, {}
     job = None
     try:
-        _wait_for_topics(settings.kafka_bootstrap, topics)
+        wait_for_topics(settings.kafka_bootstrap, topics)
         stored = [repo.save_query(text) for m in metrics for text in _queries(config, m)]
         progress(f"{config}: {len(stored)} queries over {METRICS} topics x {args.partitions}")
         offsets = KafkaOffsets(settings.kafka_bootstrap, settings.topic_pattern,

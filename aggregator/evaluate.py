@@ -48,8 +48,6 @@ def to_results(rows: list[Row], queries: Mapping[str, Query],
         stats = {"min": row["min"], "max": row["max"], "sum": row["sum"], "avg": row["avg"],
                  "count": float(row["n"])}
         levels = [float(f.p) for f in query.functions if f.p is not None]
-        if levels and row["sketch"] is None:
-            continue  # planned before the query asked for percentiles; the next batch has it
         pvals = iter(percentiles(row["sketch"], levels, row["min"], row["max"])
                      if levels else [])
         values = {f.key: (next(pvals) if f.p is not None else stats[f.name])

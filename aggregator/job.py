@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from aggregator.evaluate import evaluate, to_results
 from aggregator.metrics import AggregatorMetrics
 from aggregator.plan import decode, keep_shard, queries_frame, window_summaries
+from aggregator.progress import ProgressCounter, state_figures
 from aggregator.settings import AggregatorSettings, shard_of
 from aggregator.store import AggregatorStore
 from apm.query import StoredQuery, WindowResult
@@ -48,10 +49,9 @@ class Aggregator:
         self.windows: StreamingQuery | None = None
         self.servers: StreamingQuery | None = None
         self.active: list[StoredQuery] = []
-        self.late_rows_total = 0
         self.last_restart_s: float | None = None
         self.last_lag: dict[str, int] = {}
-        self._counted: set[tuple[str, int, str]] = set()  # progress reports already counted
+        self.progress = ProgressCounter(self.metrics)
 
     # --- the streams ------------------------------------------------------------------------
 
@@ -199,25 +199,11 @@ class Aggregator:
         """Feeds unseen progress reports into the counters; returns the newest report."""
         if self.windows is None:
             return None
-        newest = None
-        seen: set[tuple[str, int, str]] = set()
-        for progress in self.windows.recentProgress:
-            report = json.loads(progress.json)
-            newest = report
-            key = (report["runId"], report["batchId"], report["timestamp"])
-            seen.add(key)
-            if key in self._counted:
-                continue
-            self._counted.add(key)
-            self.metrics.input_rows.inc(report.get("numInputRows", 0))
-            self.metrics.batch_seconds.observe(report["durationMs"].get("triggerExecution", 0)
-                                               / 1000)
-            late = sum(op.get("numRowsDroppedByWatermark", 0)
-                       for op in report.get("stateOperators", []))
-            self.late_rows_total += late
-            self.metrics.late_rows.inc(late)
-        self._counted &= seen  # recentProgress is a bounded window; forget what left it
-        return newest
+        return self.progress.feed(self.windows.recentProgress)
+
+    @property
+    def late_rows_total(self) -> int:
+        return self.progress.late_rows_total
 
     def processed_offsets(self) -> dict[tuple[str, int], int]:
         from aggregator.lag import checkpoint_offsets, parse_source_offsets
@@ -231,12 +217,7 @@ class Aggregator:
 
     def publish_status(self) -> dict[str, object]:
         newest = self._collect_progress() or {}
-        ops = newest.get("stateOperators") or []
-        windows = sum(op.get("numRowsTotal") or 0 for op in ops
-                      if op.get("operatorName") != "dedupe")
-        dedup_keys = sum(op.get("numRowsTotal") or 0 for op in ops
-                         if op.get("operatorName") == "dedupe")
-        state_bytes = sum(op.get("memoryUsedBytes") or 0 for op in ops)
+        windows, dedup_keys, state_bytes = state_figures(newest)
         if self.offsets is not None:
             try:
                 self.last_lag = self.offsets.lag(self.processed_offsets())

@@ -7,7 +7,7 @@ driver heap, and the Kafka connector handed in through ``spark.jars`` from the M
 Per-task overhead matters because the Kafka source makes one task and one cached consumer per
 topic-partition with new data: the consumer cache is sized far above any partition count we
 run (the default 64 thrashes with one topic per metric), locality waits are off (everything
-is local anyway) and the state store keeps fewer old versions in memory.
+is local anyway).
 
 The state store is RocksDB (see below) with changelog checkpointing.
 """
@@ -59,7 +59,6 @@ def build_session(app_name: str = "apm", *, master: str | None = None,
         .config("spark.kafka.consumer.cache.capacity", "4096")
         .config("spark.kafka.consumer.fetchedData.cache.timeout", "5m")
         .config("spark.locality.wait", "0")
-        .config("spark.sql.streaming.maxBatchesToRetainInMemory", "1")
         .config("spark.ui.showConsoleProgress", "false")
     )
     for key, value in (extra or {}).items():

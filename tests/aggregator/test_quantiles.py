@@ -34,15 +34,17 @@ def test_beyond_k_each_percentile_is_within_half_a_percent_of_rank_and_inside_mi
     ordered = np.sort(values)
     got = percentiles(_sketch(values), LEVELS, values.min(), values.max())
     for p, value in zip(LEVELS, got, strict=True):
-        low = np.percentile(ordered, max(p - 0.5, 0.0))
-        high = np.percentile(ordered, min(p + 0.5, 100.0))
+        # Held to 0.05 points of rank (measured 0.015; the promise is 0.5).
+        low = np.percentile(ordered, max(p - 0.05, 0.0))
+        high = np.percentile(ordered, min(p + 0.05, 100.0))
         assert low <= value <= high, (p, low, value, high)
         assert values.min() <= value <= values.max()
 
 
-def test_the_clamp_to_min_max_holds_even_if_the_sketch_disagrees():
-    values = np.arange(5, dtype=float)
-    assert percentiles(_sketch(values), [50.0, 99.0], 2.5, 3.0) == [2.5, 3.0]
+@pytest.mark.parametrize("n", [5, 3 * KLL_K])  # exact mode, then estimation mode
+def test_the_clamp_to_min_max_holds_even_if_the_sketch_disagrees(n):
+    values = np.arange(n, dtype=float)
+    assert percentiles(_sketch(values), [1.0, 99.0], n / 2, n / 2 + 0.5) == [n / 2, n / 2 + 0.5]
 
 
 def test_no_levels_reads_no_sketch():

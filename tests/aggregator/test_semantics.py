@@ -83,7 +83,10 @@ def test_percentiles_are_numpys_exactly_up_to_ten_thousand_samples(spark):
     q = FakeStore().add(_PCT_QUERY)
     rows = _heavy_tailed(10_000, seed=5)
     got = _of(_run(spark, _records("lat", rows, 200_000), [q]), q.id)
-    assert_matches(got, expected(rows, q.query))
+    want = expected(rows, q.query)
+    assert_matches(got, want)
+    for f in q.query.functions:  # not merely close: the same float
+        assert got[BASE].values[f.key] == want[BASE][f.key], f.key
 
 
 def test_percentiles_beyond_ten_thousand_stay_within_half_a_percent_of_rank(spark):
@@ -98,9 +101,10 @@ def test_percentiles_beyond_ten_thousand_stay_within_half_a_percent_of_rank(spar
         if f.p is None:
             continue
         got = row.values[f.key]
-        # The bound: the value lies between numpy's percentiles 0.5 points of rank either side.
-        low = np.percentile(values, max(f.p - 0.5, 0.0))
-        high = np.percentile(values, min(f.p + 0.5, 100.0))
+        # The promise is 0.5 points of rank either side; the sketch measured 0.015, so the
+        # test holds it to 0.05 (DataSketches bounds k = 10,000 near 0.03).
+        low = np.percentile(values, max(f.p - 0.05, 0.0))
+        high = np.percentile(values, min(f.p + 0.05, 100.0))
         assert low <= got <= high, (f.key, low, got, high)
         assert row.values["min"] <= got <= row.values["max"]
 
@@ -111,6 +115,30 @@ def test_values_beyond_the_fixed_point_range_fall_back_to_the_float_sum(spark):
             ("a", BASE + 11.0, 1e19), ("b", BASE + 12.0, 9e19)]  # the second sum overflows
     got = _of(_run(spark, _records("big", rows), [q]), q.id)
     assert_matches(got, expected(rows, q.query))
+
+
+def test_values_with_more_than_eighteen_decimals_take_the_float_sum(spark):
+    q = FakeStore().add("FROM * SELECT tiny WINDOW 10s COMPUTE sum, count")
+    rows = [("a", BASE + 1.0, 1.2345678901234567e-5), ("b", BASE + 2.0, 0.25)]
+    raw = spark.createDataFrame([(topic_for("tiny"), bytearray(v))
+                                 for _m, v in _records("tiny", rows)], "topic string, value binary")
+    [summary] = window_summaries(decode(raw), queries_frame(spark, [q]), 600).collect()
+    assert (summary["n"], summary["n_fixed"]) == (2, 1)  # 0.25 is exact, the other is not
+    got = _of(_run(spark, _records("tiny", rows), [q]), q.id)
+    assert got[BASE].values["sum"] == 1.2345678901234567e-5 + 0.25
+
+
+def test_without_the_dedup_stage_a_resent_sample_counts_twice(spark, fleet_rows):
+    q = FakeStore().add("FROM * SELECT cpu WINDOW 10s COMPUTE count")
+    rows = fleet_rows(2, 10)
+    raw = spark.createDataFrame([(topic_for("cpu"), bytearray(v))
+                                 for _m, v in _records("cpu", rows + rows[:3])],
+                                "topic string, value binary")
+    table = queries_frame(spark, [q])
+    counts = {dedup: sum(r["n"] for r in window_summaries(decode(raw), table, 600,
+                                                          dedup=dedup).collect())
+              for dedup in (True, False)}
+    assert counts == {True: len(rows), False: len(rows) + 3}
 
 
 def test_malformed_lines_are_skipped_and_good_ones_kept(spark):

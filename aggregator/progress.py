@@ -1,0 +1,55 @@
+"""Spark's streaming progress reports -> the aggregator's counters and state figures.
+
+``recentProgress`` is a sliding window of reports, so each report is counted once by its
+(runId, batchId, timestamp) and forgotten when it leaves the window.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from aggregator.metrics import AggregatorMetrics
+
+__all__ = ["ProgressCounter", "state_figures"]
+
+_DEDUP = "dedupe"  # Spark's operatorName for dropDuplicates
+
+
+class ProgressCounter:
+    def __init__(self, metrics: AggregatorMetrics) -> None:
+        self.metrics = metrics
+        self.late_rows_total = 0
+        self._counted: set[tuple[str, int, str]] = set()
+
+    def feed(self, progresses: Iterable[Any]) -> dict[str, Any] | None:
+        """Counts the reports not seen before (``StreamingQueryProgress`` objects); returns
+        the newest report as a dict."""
+        newest = None
+        seen: set[tuple[str, int, str]] = set()
+        for progress in progresses:
+            report = json.loads(progress.json)
+            newest = report
+            key = (report["runId"], report["batchId"], report["timestamp"])
+            seen.add(key)
+            if key in self._counted:
+                continue
+            self._counted.add(key)
+            self.metrics.input_rows.inc(report.get("numInputRows", 0))
+            self.metrics.batch_seconds.observe(report["durationMs"].get("triggerExecution", 0)
+                                               / 1000)
+            late = sum(op.get("numRowsDroppedByWatermark", 0)
+                       for op in report.get("stateOperators", []))
+            self.late_rows_total += late
+            self.metrics.late_rows.inc(late)
+        self._counted &= seen
+        return newest
+
+
+def state_figures(report: dict[str, Any]) -> tuple[int, int, int]:
+    """(open windows, dedup keys, state memory bytes) of one progress report."""
+    ops = report.get("stateOperators") or []
+    windows = sum(op.get("numRowsTotal") or 0 for op in ops if op.get("operatorName") != _DEDUP)
+    keys = sum(op.get("numRowsTotal") or 0 for op in ops if op.get("operatorName") == _DEDUP)
+    return windows, keys, sum(op.get("memoryUsedBytes") or 0 for op in ops)
