@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from apm.stack.config import StackSettings
 
 __all__ = ["EXAMPLE_QUERIES", "register"]
 
@@ -181,11 +186,33 @@ Stop with Ctrl-C{'' if not args.detach else ' (not attached: use make down)'} or
 """, flush=True)
     if args.detach:
         return 0
+    return _attach(home, settings)
+
+
+def _attach(home: Path, settings: StackSettings) -> int:
+    """Waits in the foreground until Ctrl-C or SIGTERM (then stops everything) or until the
+    platform was stopped from elsewhere (`make down`), which leaves nothing to wait for."""
+    from apm.stack import control
+
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
-        while True:
+        while any(_running(home).values()):
             time.sleep(1)
+        _say("the platform was stopped from elsewhere (make down)")
+        return 0
     except KeyboardInterrupt:
         _say("stopping")
         _stop_platform(home)
         control.down(settings)
     return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _running(home: Path) -> dict[str, bool]:
+    from apm.stack.supervisor import ManagedProcess
+
+    return {name: ManagedProcess(name, home / name, marker=marker).pid() is not None
+            for name, marker in _PLATFORM.items()}
