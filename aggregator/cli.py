@@ -37,7 +37,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     status.set_defaults(func=_status)
 
 
-def _settings(args: argparse.Namespace) -> AggregatorSettings:
+def _settings(args: argparse.Namespace) -> AggregatorSettings | None:
+    """The settings from env and flags; None (after saying why on stderr) if they are bad."""
+    from pydantic import ValidationError
+
     from aggregator.settings import AggregatorSettings
 
     overrides = {key: value for key, value in {
@@ -46,19 +49,19 @@ def _settings(args: argparse.Namespace) -> AggregatorSettings:
         "allowed_lateness_seconds": getattr(args, "lateness_seconds", None),
         "metrics_port": getattr(args, "metrics_port", None),
     }.items() if value is not None}
-    return AggregatorSettings(**overrides)
+    try:
+        return AggregatorSettings(**overrides)
+    except ValidationError as exc:
+        print(f"apm aggregator: {exc}", file=sys.stderr)
+        return None
 
 
 def _run(args: argparse.Namespace) -> int:
     import signal
     import threading
 
-    from pydantic import ValidationError
-
-    try:
-        settings = _settings(args)
-    except ValidationError as exc:
-        print(f"apm aggregator: {exc}", file=sys.stderr)
+    settings = _settings(args)
+    if settings is None:
         return 2
     from aggregator.job import Aggregator
     from aggregator.lag import KafkaOffsets
@@ -82,12 +85,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
-    try:
-        settings = _settings(args)
-    except ValidationError as exc:
-        print(f"apm aggregator: {exc}", file=sys.stderr)
+    settings = _settings(args)
+    if settings is None:
         return 2
     from aggregator.lag import KafkaOffsets, checkpoint_offsets
 
