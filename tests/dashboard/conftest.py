@@ -113,11 +113,17 @@ def chrome() -> Iterator[Any]:
 
 @pytest.fixture
 def wait(chrome: Any) -> Callable[..., Any]:
-    """wait(condition, timeout=20): polls ``condition(driver)`` until truthy."""
+    """wait(condition, timeout=20): polls ``condition(driver)`` until truthy.
+
+    An element that Dash re-renders between being found and being read is stale: that poll
+    counts as not yet, like an element not there yet (it failed a CI run)."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
     def run(condition: Callable[[Any], Any], timeout: float = 20.0) -> Any:
-        return WebDriverWait(chrome, timeout, poll_frequency=0.1).until(condition)
+        return WebDriverWait(chrome, timeout, poll_frequency=0.1,
+                             ignored_exceptions=(StaleElementReferenceException,)
+                             ).until(condition)
 
     return run
 
