@@ -21,7 +21,7 @@ from typing import Any
 
 from aggregator.bench_feed import LINES_PER_RECORD, METRICS, SERVERS, produce, wait_for_topics
 from apm.benchdoc import progress, write_section
-from apm.model import topic_for
+from apm.model import TOPIC_PARTITIONS, topic_for
 
 __all__ = ["main"]
 
@@ -183,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--step-seconds", type=int, default=30)
     parser.add_argument("--warmup-seconds", type=int, default=20)
     parser.add_argument("--trigger-seconds", type=float, default=2.0)
-    parser.add_argument("--partitions", type=int, default=2, help="per metric topic")
+    parser.add_argument("--partitions", type=int, default=TOPIC_PARTITIONS,
+                        help="per metric topic (default: apm.model.TOPIC_PARTITIONS)")
     parser.add_argument("--no-dedup", action="store_true",
                         help="run the job with APM_AGGREGATOR_DEDUP=false (its own doc section)")
     parser.add_argument("--no-doc", action="store_true", help="print only")

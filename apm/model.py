@@ -12,15 +12,20 @@ import re
 from typing import NamedTuple
 
 __all__ = [
+    "BYTES_PER_SAMPLE",
+    "DESIGN_SERVERS",
     "MAX_NAME_LEN",
     "METRIC_NAME_RE",
+    "PARTITION_BYTES_PER_S",
     "SERVER_NAME_RE",
+    "TOPIC_PARTITIONS",
     "TOPIC_PATTERN",
     "TOPIC_PREFIX",
     "Sample",
     "Snapshot",
     "metric_for_topic",
     "metric_name_error",
+    "partitions_for",
     "server_name_error",
     "topic_for",
     "value_error",
@@ -35,6 +40,36 @@ SERVER_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}")
 TOPIC_PREFIX = "apm.metric."
 # A Java regex for Kafka consumers that subscribe to every metric topic (Spark's subscribePattern).
 TOPIC_PATTERN = r"apm\.metric\..+"
+
+# Partitions per metric topic, sized by volume. A metric topic carries at most one sample per
+# server per second, so its bytes/s are servers x bytes per sample, whatever the metric count.
+# A deliberately conservative planning figure for what one partition takes: a Kafka partition
+# sustains ~10 MB/s of appends on ordinary disks (the case study quotes ~100 MB/s per broker),
+# so 1 MB/s leaves a tenfold margin for replication, catch-up reads and slow disks.
+PARTITION_BYTES_PER_S = 1_000_000
+# Measured bytes of one sample in a Kafka record (an apm.wire line: server, ts, value), before
+# replication: 33.6 in the capacity section of docs/BENCHMARKS.md (make bench-pipeline).
+BYTES_PER_SAMPLE = 34
+# The fleet the design is sized for (the case study: 10,000 servers).
+DESIGN_SERVERS = 10_000
+
+
+def partitions_for(servers: int, bytes_per_sample: float = BYTES_PER_SAMPLE,
+                   partition_bytes_per_s: float = PARTITION_BYTES_PER_S) -> int:
+    """Partitions one metric topic needs for ``servers`` servers sending one sample per second:
+    ceil(servers x bytes_per_sample / partition_bytes_per_s), at least 1."""
+    if isinstance(servers, bool) or not isinstance(servers, int) or servers < 1:
+        raise ValueError(f"servers must be a whole number >= 1, got {servers!r}")
+    if not bytes_per_sample > 0 or not partition_bytes_per_s > 0:
+        raise ValueError(f"bytes_per_sample and partition_bytes_per_s must be > 0, got "
+                         f"{bytes_per_sample!r} and {partition_bytes_per_s!r}")
+    return max(1, math.ceil(servers * bytes_per_sample / partition_bytes_per_s))
+
+
+# The default partition count of every metric topic the ingest (or the loadgen) creates:
+# 10,000 x 34 B = 340 KB/s per topic, a third of one partition's planning figure -> 1.
+# Topics keep the count they were created with; Kafka can add partitions, never remove them.
+TOPIC_PARTITIONS = partitions_for(DESIGN_SERVERS)
 
 
 class Sample(NamedTuple):

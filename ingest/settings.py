@@ -7,6 +7,7 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings
 
+from apm.model import TOPIC_PARTITIONS
 from apm.settings import env_config
 
 __all__ = ["IngestSettings"]
@@ -29,8 +30,10 @@ class IngestSettings(BaseSettings):
     max_samples: int = 200_000
     max_future_s: float = 300.0
 
-    # Topics: created on first sight; samples older than the retention are refused.
-    topic_partitions: int = 4
+    # Topics: created on first sight; samples older than the retention are refused. Partitions
+    # are sized by volume (apm.model.partitions_for): one suffices for the design's 10,000
+    # servers. A topic keeps the count it was created with.
+    topic_partitions: int = Field(default=TOPIC_PARTITIONS, ge=1)
     topic_replication: int = 1
     topic_retention_s: float = 24 * 3600.0
 

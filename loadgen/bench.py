@@ -20,7 +20,7 @@ from apm.benchdoc import progress, write_section
 from apm.query import parse
 from apm.settings import PROJECT_ROOT, ServiceSettings
 from loadgen.bench_stage import Procs, Stage, check_results, cpu_seconds, wire_bytes_per_sample
-from loadgen.capacity import Measured, plan
+from loadgen.capacity import Measured, plan, topic_partitions_note
 from loadgen.fleet import metric_catalog
 from loadgen.runner import run_load
 from loadgen.settings import LoadgenSettings
@@ -120,6 +120,7 @@ def _capacity(stages: list[Stage], args: argparse.Namespace, prefix: str) -> Non
              f"core, {bytes_per_sample:.1f} bytes per sample in Kafka records.\n\n"
              "Reasoning for 10,000 servers x 2,000 metrics:\n\n" +
              "\n".join(f"- {line}" for line in big.reasoning) +
+             "\n\n" + topic_partitions_note() +
              "\n\nThe other stages' own figures (ingest, aggregator, dashboard, agent) are in "
              "their sections of this file, measured in isolation.")
     if args.no_doc:

@@ -7,12 +7,21 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["Measured", "Plan", "plan"]
+from apm.model import (
+    BYTES_PER_SAMPLE,
+    DESIGN_SERVERS,
+    PARTITION_BYTES_PER_S,
+    TOPIC_PARTITIONS,
+    partitions_for,
+)
+
+__all__ = ["Measured", "Plan", "plan", "topic_partitions_note"]
 
 # Assumptions, stated where they are used in the reasoning.
 HEADROOM = 1.5  # run each stage at <= 2/3 of its measured capacity at peak
 BROKER_WRITE_MB_S = 100.0  # one broker's sustained write throughput (the case study's figure)
 BROKER_MAX_PARTITIONS = 4000  # a comfortable partition count per KRaft broker
+READS_PER_CORE = 4  # partitions per aggregator core, so its reads spread and shards rebalance
 CASSANDRA_WRITES_PER_NODE = 10_000.0  # small upserts per second per node, conservatively
 KAFKA_RF = 3
 CASSANDRA_RF = 3
@@ -69,18 +78,36 @@ def plan(measured: Measured, servers: int, metrics: int, queries: int | None = N
         why.append(f"Kafka CPU (measured {measured.broker_cpu_per_mb:.3f} cores per MB/s "
                    f"written): {cores:,.1f} cores in all, spread over the brokers.")
 
-    # Partitions: the aggregator's cores must each have partitions to read (4 per core, so
-    # shards rebalance evenly), and never fewer than 2 per topic, so that a topic's reads can
-    # be spread and its leaders moved without a stop.
-    per_topic = max(2, min(16, math.ceil(agg * 4 / max(1, metrics))))
-    per_topic = 1 << (per_topic - 1).bit_length()  # a power of two: shards stay even
+    # Partitions per topic, by volume: a metric topic carries one sample per server per second,
+    # so its bytes/s are servers x bytes per sample whatever the metric count (apm.model).
+    topic_bytes_s = servers * measured.bytes_per_sample
+    by_volume = partitions_for(servers, measured.bytes_per_sample)
+    # The aggregator's read parallelism comes from the number of topics: Spark reads each
+    # partition of each topic as its own task, so metrics x partitions must cover the
+    # aggregator's cores, READS_PER_CORE times over so reads and shards spread evenly.
+    per_topic = by_volume
+    wanted = READS_PER_CORE * agg
+    reads = f"{metrics:,} topics x {by_volume} = {metrics * by_volume:,} partitions " + (
+        ">=" if metrics * by_volume >= agg else "<") + f" {agg:,} aggregator cores"
+    if metrics * by_volume >= wanted:
+        reads += f" and >= {READS_PER_CORE} x {agg:,} = {wanted:,}: holds"
+    else:
+        per_topic = math.ceil(wanted / metrics)
+        reads += (f", but < {READS_PER_CORE} per core ({wanted:,}): raised to ceil({wanted:,} / "
+                  f"{metrics:,}) = {per_topic} per topic so every core has partitions to read "
+                  f"and shards rebalance evenly")
     total_partitions = per_topic * metrics
     by_partitions = math.ceil(total_partitions * KAFKA_RF / BROKER_MAX_PARTITIONS)
     brokers = max(KAFKA_RF, by_throughput, by_partitions)
-    why.append(f"Partitions: {per_topic} per topic x {metrics:,} topics = "
-               f"{total_partitions:,}; x RF {KAFKA_RF} / {BROKER_MAX_PARTITIONS:,} replicas per "
-               f"broker = {by_partitions} brokers by partition count. Brokers = max(RF "
-               f"{KAFKA_RF}, {by_throughput}, {by_partitions}) = {brokers}.")
+    why.append(f"Partitions: {servers:,} servers x {measured.bytes_per_sample:.1f} B/sample = "
+               f"{topic_bytes_s / 1e3:,.1f} KB/s per topic; / {PARTITION_BYTES_PER_S / 1e3:,.0f} "
+               f"KB/s per partition (apm.model.PARTITION_BYTES_PER_S, a conservative planning "
+               f"figure) = {by_volume} per topic by volume. The aggregator's read parallelism "
+               f"comes from the number of topics: {reads}. {per_topic} per topic x "
+               f"{metrics:,} topics = {total_partitions:,}; x RF {KAFKA_RF} / "
+               f"{BROKER_MAX_PARTITIONS:,} replicas per broker = {by_partitions} brokers by "
+               f"partition count. Brokers = max(RF {KAFKA_RF}, {by_throughput}, {by_partitions}) "
+               f"= {brokers}.")
 
     open_windows = 2  # the current window and the one still inside the lateness allowance
     writes = queries * open_windows / measured.trigger_seconds
@@ -92,3 +119,27 @@ def plan(measured: Measured, servers: int, metrics: int, queries: int | None = N
                f"{CASSANDRA_WRITES_PER_NODE:,.0f} per node -> {nodes} nodes (RF {CASSANDRA_RF} "
                f"is the floor). Storage grows with queries x windows, not with servers.")
     return Plan(rate, ingest, agg, brokers, per_topic, metrics, nodes, why)
+
+
+def topic_partitions_note() -> str:
+    """The paragraph of the capacity section on the default partition count of a metric topic,
+    from the contract's figures (apm.model)."""
+    load = DESIGN_SERVERS * BYTES_PER_SAMPLE
+    return (f"**Partitions per metric topic.** Every metric topic the ingest (or `apm loadgen "
+            f"--direct-kafka`) creates gets `apm.model.TOPIC_PARTITIONS` = {TOPIC_PARTITIONS} "
+            f"partition{'s' if TOPIC_PARTITIONS != 1 else ''} unless `APM_INGEST_TOPIC_PARTITIONS` "
+            f"(`APM_LOADGEN_TOPIC_PARTITIONS`) says otherwise. A metric topic carries at most one "
+            f"sample per server per second, so its volume does not grow with the number of "
+            f"metrics: {DESIGN_SERVERS:,} servers (`DESIGN_SERVERS`) x {BYTES_PER_SAMPLE} B per "
+            f"sample (`BYTES_PER_SAMPLE`, measured as above) = {load / 1e3:,.0f} KB/s, / "
+            f"{PARTITION_BYTES_PER_S / 1e3:,.0f} KB/s per partition (`PARTITION_BYTES_PER_S`, a "
+            f"deliberately conservative planning figure: a partition sustains ~10 MB/s of "
+            f"appends on ordinary disks, and the case study quotes ~100 MB/s per broker) = "
+            f"ceil({load / PARTITION_BYTES_PER_S:.2f}) = {TOPIC_PARTITIONS} "
+            f"(`apm.model.partitions_for`). More partitions than that are for the aggregator's "
+            f"read parallelism, not volume: it comes from topics x partitions, and the model "
+            f"above raises the count when that falls short of {READS_PER_CORE} per aggregator "
+            f"core (set `APM_INGEST_TOPIC_PARTITIONS` to its figure before the topics are "
+            f"created). Existing topics keep the partition count they were created with: Kafka can "
+            f"add partitions (`kafka-topics --alter --topic T --partitions N`) but never remove "
+            f"them.")

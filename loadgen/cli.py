@@ -1,6 +1,7 @@
 """``apm loadgen``: a synthetic fleet pushed through the ingest contract (or straight to Kafka).
 
-Only the standard library is imported here; numpy, httpx and Kafka load inside the handler.
+Only the standard library (and apm.model, which uses only it) is imported here; numpy, httpx
+and Kafka load inside the handler.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import sys
 import threading
 from pathlib import Path
 from typing import Any
+
+from apm.model import TOPIC_PARTITIONS
 
 __all__ = ["register"]
 
@@ -54,7 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--direct-kafka", action="store_true",
                    help="write encoded records to Kafka instead of the ingest")
     p.add_argument("--kafka-bootstrap", help="with --direct-kafka (default APM_KAFKA_BOOTSTRAP)")
-    p.add_argument("--partitions", type=int, help="partitions of topics it creates (default 4)")
+    p.add_argument("--partitions", type=int, help="partitions of topics it creates (default: "
+                   f"apm.model.TOPIC_PARTITIONS ({TOPIC_PARTITIONS}), sized by volume)")
     p.add_argument("--dry-run", action="store_true", help="generate only, send nothing")
     p.add_argument("--query", help="stored-query text whose truth --expect writes")
     p.add_argument("--expect", type=Path, metavar="FILE",

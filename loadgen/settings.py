@@ -11,6 +11,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings
 
+from apm.model import TOPIC_PARTITIONS
 from apm.settings import ServiceSettings, env_config
 
 __all__ = ["INGEST_PATH", "LoadgenSettings", "metrics_url", "parse_duration", "parse_start"]
@@ -83,7 +84,7 @@ class LoadgenSettings(BaseSettings):
     retry_deadline_s: float = Field(default=120.0, gt=0)
     direct_kafka: bool = False
     kafka_bootstrap: str = Field(default_factory=lambda: ServiceSettings().kafka_bootstrap)
-    topic_partitions: int = Field(default=4, ge=1)
+    topic_partitions: int = Field(default=TOPIC_PARTITIONS, ge=1)  # sized by volume (apm.model)
     topic_replication: int = Field(default=1, ge=1)
     record_max_bytes: int = Field(default=512 * 1024, ge=1024)
     progress_interval_s: float = Field(default=1.0, gt=0)

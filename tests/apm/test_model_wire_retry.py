@@ -8,9 +8,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from apm.model import (
+    BYTES_PER_SAMPLE,
+    PARTITION_BYTES_PER_S,
+    TOPIC_PARTITIONS,
     Snapshot,
     metric_for_topic,
     metric_name_error,
+    partitions_for,
     server_name_error,
     topic_for,
     value_error,
@@ -131,3 +135,22 @@ def test_call_with_retry_stops_when_shutdown_is_set():
     with pytest.raises(RetryableError):
         call_with_retry(failing, deadline_s=60, stop=stop)
     assert len(calls) == 1
+
+
+def test_partitions_for_sizes_a_topic_by_its_bytes_per_second():
+    assert partitions_for(1) == 1  # 34 B/s: never fewer than one partition
+    assert TOPIC_PARTITIONS == partitions_for(10_000) == 1  # 340 KB/s
+    assert partitions_for(100_000) == 4  # 3.4 MB/s
+    # Exactly one partition's worth stays at 1; one more server needs a second.
+    at = PARTITION_BYTES_PER_S // BYTES_PER_SAMPLE
+    assert partitions_for(10, bytes_per_sample=100, partition_bytes_per_s=1000) == 1
+    assert partitions_for(11, bytes_per_sample=100, partition_bytes_per_s=1000) == 2
+    assert partitions_for(at, bytes_per_sample=BYTES_PER_SAMPLE) == 1
+    assert partitions_for(at + 1, bytes_per_sample=BYTES_PER_SAMPLE) == 2
+    for bad in (0, -5, 1.5, True, "10"):
+        with pytest.raises(ValueError, match="servers must be"):
+            partitions_for(bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="must be > 0"):
+        partitions_for(10, bytes_per_sample=0)
+    with pytest.raises(ValueError, match="must be > 0"):
+        partitions_for(10, partition_bytes_per_s=math.nan)
