@@ -139,8 +139,7 @@ def _run_config(config: str, rates: list[int], args: argparse.Namespace, spark: 
         wait_for_topics(settings.kafka_bootstrap, topics)
         stored = [repo.save_query(text) for m in metrics for text in _queries(config, m)]
         progress(f"{config}: {len(stored)} queries over {METRICS} topics x {args.partitions}")
-        offsets = KafkaOffsets(settings.kafka_bootstrap, settings.topic_pattern,
-                               settings.topics)
+        offsets = KafkaOffsets(settings.kafka_bootstrap)
         job = Aggregator(spark, repo, settings, offsets=offsets)
         job.start()
         common = (job, offsets, repo, metrics, stored[0].id)
@@ -160,7 +159,7 @@ def _run_config(config: str, rates: list[int], args: argparse.Namespace, spark: 
                 break
             best, phases = rate, got["phases"]
             drain_until = time.monotonic() + 90
-            while (sum(offsets.lag(job.processed_offsets()).values()) > 0
+            while (sum(offsets.lag(job.processed_offsets(), topics).values()) > 0
                    and time.monotonic() < drain_until):
                 time.sleep(2)
     finally:

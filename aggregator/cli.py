@@ -76,8 +76,7 @@ def _run(args: argparse.Namespace) -> int:
     metrics = AggregatorMetrics()
     if settings.metrics_port:
         metrics.serve(settings.metrics_port, settings.metrics_host)
-    offsets = KafkaOffsets(settings.kafka_bootstrap, settings.topic_pattern, settings.topics,
-                           settings.shard_tuple)
+    offsets = KafkaOffsets(settings.kafka_bootstrap)
     spark = build_session(settings.identity, driver_memory=settings.driver_memory)
     Aggregator(spark, store, settings, metrics, offsets).run(stop)
     spark.stop()
@@ -85,34 +84,26 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
+    """Every job that published a status (or the one job named by --metrics/--shard/
+    --checkpoint-dir): live or stale, its scope, the metrics it reads and their lag. Exit 1
+    when no job is live."""
     settings = _settings(args)
     if settings is None:
         return 2
-    from aggregator.lag import KafkaOffsets, checkpoint_offsets
+    from aggregator.status import collect, render
 
-    offsets = KafkaOffsets(settings.kafka_bootstrap, settings.topic_pattern, settings.topics,
-                           settings.shard_tuple)
+    named = any(v is not None for v in (args.metrics, args.shard, args.checkpoint_dir))
     try:
-        lag = offsets.lag(checkpoint_offsets(settings.checkpoint / "windows"))
-    finally:
-        offsets.close()
-    published: dict = {}
-    try:
-        from aggregator.store import connect_store
-
-        published = connect_store(args.keyspace).get_status().get(settings.identity, {})
-    except Exception as exc:  # storage down: the lag from Kafka and the checkpoint still helps
-        print(f"apm aggregator: no published status ({exc})", file=sys.stderr)
-    report = {"identity": settings.identity, "lag": lag, "lag_total": sum(lag.values()),
-              "published": published}
+        jobs = collect(settings, args.keyspace, only_named=named)
+    except Exception as exc:  # storage and Kafka both unreachable: nothing to report
+        print(f"apm aggregator: cannot read job status: {exc}", file=sys.stderr)
+        return 1
     if args.json:
-        print(json.dumps(report, indent=2, sort_keys=True, default=str))
-        return 0
-    print(f"{settings.identity}: lag {report['lag_total']} records over {len(lag)} topics")
-    for topic, n in sorted(lag.items()):
-        print(f"  {topic:<40} {n}")
-    for key in ("active_queries", "batch_duration_s", "late_rows_dropped", "watermark",
-                "updated_at"):
-        if key in published:
-            print(f"  {key}: {published[key]}")
+        print(json.dumps(jobs, indent=2, sort_keys=True, default=str))
+    else:
+        print(render(jobs))
+    if not any(j["live"] for j in jobs):
+        print("apm aggregator: no aggregator job is running (`apm aggregator run`, or "
+              "`make run`, starts one)", file=sys.stderr)
+        return 1
     return 0

@@ -8,13 +8,9 @@ up to, and ``commits/N`` exists once batch N finished.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
-
-from aggregator.settings import shard_of
-from apm.model import metric_for_topic
 
 __all__ = ["KafkaOffsets", "checkpoint_offsets", "lag_per_topic", "parse_source_offsets"]
 
@@ -59,37 +55,23 @@ def lag_per_topic(end: Mapping[tuple[str, int], int], start: Mapping[tuple[str, 
 
 
 class KafkaOffsets:
-    """Start and end offsets of the metric topics this job reads, from the broker."""
+    """Start and end offsets of the metric topics a job reads, from the broker."""
 
-    def __init__(self, bootstrap: str, pattern: str, topics: Iterable[str] = (),
-                 shard: tuple[int, int] | None = None) -> None:
+    def __init__(self, bootstrap: str) -> None:
         from kafka import KafkaConsumer
 
         self._consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
                                        request_timeout_ms=15000)
-        self._topics = list(topics)
-        self._pattern = re.compile(pattern)
-        self._shard = shard
 
-    def _mine(self, topic: str) -> bool:
-        if not self._pattern.fullmatch(topic):
-            return False
-        metric = metric_for_topic(topic)
-        return self._shard is None or (metric is not None
-                                       and shard_of(metric, self._shard[1]) == self._shard[0])
-
-    def partitions(self) -> list[Any]:
+    def partitions(self, topics: Iterable[str]) -> list[Any]:
+        """The partitions of ``topics``; a topic that does not exist (yet) has none."""
         from kafka import TopicPartition
 
-        topics = self._topics or sorted(t for t in self._consumer.topics() if self._mine(t))
-        out = []
-        for topic in topics:
-            for part in self._consumer.partitions_for_topic(topic) or ():
-                out.append(TopicPartition(topic, part))
-        return out
+        return [TopicPartition(topic, part) for topic in topics
+                for part in sorted(self._consumer.partitions_for_topic(topic) or ())]
 
-    def start_end(self) -> tuple[Offsets, Offsets]:
-        parts = self.partitions()
+    def start_end(self, topics: Iterable[str]) -> tuple[Offsets, Offsets]:
+        parts = self.partitions(topics)
         if not parts:
             return {}, {}
         begin = self._consumer.beginning_offsets(parts)
@@ -97,8 +79,9 @@ class KafkaOffsets:
         return ({(tp.topic, tp.partition): o for tp, o in begin.items()},
                 {(tp.topic, tp.partition): o for tp, o in end.items()})
 
-    def lag(self, processed: Mapping[tuple[str, int], int]) -> dict[str, int]:
-        start, end = self.start_end()
+    def lag(self, processed: Mapping[tuple[str, int], int], topics: Iterable[str]
+            ) -> dict[str, int]:
+        start, end = self.start_end(topics)
         return lag_per_topic(end, start, processed)
 
     def close(self) -> None:

@@ -32,6 +32,8 @@ class AggregatorMetrics:
                                registry=r)
         self.active = Gauge("apm_aggregator_active_queries", "queries being evaluated",
                             registry=r)
+        self.reads = Gauge("apm_aggregator_subscribed_metrics", "metric topics the job reads "
+                           "(those of its active queries)", registry=r)
         self.state_rows = Gauge("apm_aggregator_state_windows", "open (query, window) "
                                 "groups in the state store", registry=r)
         self.state_bytes = Gauge("apm_aggregator_state_memory_bytes", "state store memory",

@@ -15,11 +15,20 @@ The plan's shape never depends on which queries are active: they arrive as a sma
 DataFrame joined by metric, so a changed query set restarts the stream from the same
 checkpoint and the state carries over. Decoding uses built-in SQL functions only (no Python
 UDF), following ``apm.wire``.
+
+A query counts the samples that reached Kafka from the moment it became active (created,
+resumed, or given another metric: ``StoredQuery.active_from``): ``admit`` keeps a sample only
+if its record's Kafka timestamp is at or after the earliest such moment among the active
+queries on its metric. That is what makes a topic joining the subscription start at new data:
+Spark reads a topic it has no checkpointed offsets for from its earliest retained offset, and
+this filter drops what was there before. The moments come from storage, so a batch replayed
+after a crash is filtered exactly as it was the first time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from apm.model import TOPIC_PREFIX
@@ -28,8 +37,8 @@ from apm.query import Query, StoredQuery
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["KLL_K", "QUERY_SCHEMA", "decode", "keep_shard", "queries_frame", "server_match",
-           "window_summaries"]
+__all__ = ["KLL_K", "QUERY_SCHEMA", "admit", "decode", "queries_frame", "server_match",
+           "topic_regex", "window_summaries"]
 
 # A KLL sketch holds every value until it has seen k of them, so percentiles are exact up to
 # k samples a window; beyond, its rank error is ~0.02% (measured; DataSketches bounds it
@@ -50,7 +59,7 @@ _FIXED_POINT = "decimal(38,18)"
 # Percentile levels ride along for the evaluation step; the stream join uses _JOIN_COLUMNS.
 QUERY_SCHEMA = ("query_id string, metric string, all_servers boolean, names array<string>, "
                 "prefix string, prefixes array<string>, server_regex string, "
-                "window_seconds int, pcts array<double>")
+                "window_seconds int, pcts array<double>, since double")
 _JOIN_COLUMNS = ("query_id", "metric", "all_servers", "names", "prefix", "prefixes",
                  "server_regex", "window_seconds")
 # Metric and server names cannot be empty, so this row matches nothing. It keeps the static
@@ -58,7 +67,7 @@ _JOIN_COLUMNS = ("query_id", "metric", "all_servers", "names", "prefix", "prefix
 # selectors is set) into it, which is why it selects the server "": a broadcast join with an
 # empty build side skips its stream side, the dedup operator below it would then not commit
 # its state store, and Spark fails the batch (STATE_STORE_COMMIT_VALIDATION_FAILED).
-_SENTINEL: tuple[object, ...] = ("", "", False, [""], None, [], None, 1, [])
+_SENTINEL: tuple[object, ...] = ("", "", False, [""], None, [], None, 1, [], 0.0)
 _GLOB_CHARS = frozenset("*?[")
 
 
@@ -96,18 +105,29 @@ def queries_frame(spark: SparkSession, queries: Sequence[StoredQuery]) -> DataFr
         # server filter was 0.6 s of a 400k-sample batch with it).
         prefix = prefixes.pop() if len(prefixes) == 1 else None
         rows.append((stored.id, q.metric, everyone, names, prefix, prefixes, regex,
-                     q.window_seconds, pcts))
+                     q.window_seconds, pcts, stored.active_from or 0.0))
     return spark.createDataFrame(rows, QUERY_SCHEMA)
 
 
+def topic_regex(metrics: Iterable[str]) -> str:
+    """A regex that fully matches exactly the topics of ``metrics`` (Spark's subscribePattern,
+    a Java regex; metric names hold only letters, digits, ``_``, ``.`` and ``-``, which
+    ``re.escape`` escapes the same way Java reads them)."""
+    names = sorted(set(metrics))
+    if not names:
+        raise ValueError("no metrics to subscribe to")
+    return re.escape(TOPIC_PREFIX) + "(?:" + "|".join(re.escape(m) for m in names) + ")"
+
+
 def decode(raw: DataFrame) -> DataFrame:
-    """Kafka rows (topic, value) -> (metric, server, ts, value). Lines that do not parse as
-    ``server<TAB>ts<TAB>value`` with finite numbers are dropped (the ingest never writes
-    them; they can only come from a foreign producer)."""
+    """Kafka rows (topic, value, timestamp) -> (metric, server, ts, value, arrived). Lines
+    that do not parse as ``server<TAB>ts<TAB>value`` with finite numbers are dropped (the
+    ingest never writes them; they can only come from a foreign producer). ``arrived`` is the
+    record's Kafka timestamp."""
     from pyspark.sql import functions as F
 
     lines = raw.select(
-        F.col("topic"),
+        F.col("topic"), F.col("timestamp").alias("arrived"),
         F.explode(F.split(F.col("value").cast("string"), "\n")).alias("line"))
     parts = F.split(F.col("line"), "\t")
     out = lines.select(
@@ -115,20 +135,23 @@ def decode(raw: DataFrame) -> DataFrame:
         F.get(parts, 0).alias("server"),
         F.get(parts, 1).try_cast("double").alias("ts"),
         F.get(parts, 2).try_cast("double").alias("value"),
+        F.col("arrived"),
         F.size(parts).alias("n_fields"))
     finite = F.abs(F.col("value")) < F.lit(float("inf"))
     return (out.where((F.col("n_fields") == 3) & F.col("ts").isNotNull() & finite)
             .drop("n_fields"))
 
 
-def keep_shard(samples: DataFrame, shard: tuple[int, int] | None) -> DataFrame:
-    """Keeps the metrics of shard i of n: ``pmod(crc32(metric), n) = i``, as zlib.crc32."""
-    if shard is None:
-        return samples
+def admit(samples: DataFrame, queries: DataFrame) -> DataFrame:
+    """The samples some active query reads: of a queried metric, and arrived in Kafka at or
+    after the earliest ``since`` of the queries on it (the module docstring says why). A
+    broadcast join with one row per metric, which does not fan out."""
     from pyspark.sql import functions as F
 
-    index, count = shard
-    return samples.where(F.pmod(F.crc32(F.col("metric").cast("binary")), F.lit(count)) == index)
+    since = queries.groupBy("metric").agg(F.min("since").alias("since"))
+    return (samples.join(F.broadcast(since), "metric")
+            .where(F.col("arrived") >= F.timestamp_seconds("since"))
+            .drop("since", "arrived"))
 
 
 def window_summaries(samples: DataFrame, queries: DataFrame, delay_seconds: int,
@@ -145,8 +168,8 @@ def window_summaries(samples: DataFrame, queries: DataFrame, delay_seconds: int,
     ago still accepts samples. Samples older than the watermark are dropped by the dedup
     operator and reported in its ``numRowsDroppedByWatermark``.
 
-    Samples of metrics no active query reads are dropped first (a broadcast semi join, which
-    does not fan out), so they neither cost dedup state nor move the watermark.
+    Samples no active query reads are dropped first (``admit``), so they neither cost dedup
+    state nor move the watermark.
 
     ``dedup=False`` leaves the dedup operator out (``APM_AGGREGATOR_DEDUP``), for sources that
     never resend; it was most of the batch time at 100k samples/s (docs/aggregator.md). Late
@@ -154,8 +177,7 @@ def window_summaries(samples: DataFrame, queries: DataFrame, delay_seconds: int,
     from pyspark.sql import functions as F
 
     delay = f"{int(delay_seconds)} seconds"
-    read = F.broadcast(queries.select("metric").distinct())
-    timed = (samples.join(read, "metric", "left_semi")
+    timed = (admit(samples, queries)
              .withColumn("event_time", F.timestamp_seconds("ts"))
              .withWatermark("event_time", delay))
     distinct = timed.dropDuplicates(["metric", "server", "event_time"]) if dedup else timed

@@ -3,45 +3,29 @@
 from __future__ import annotations
 
 import os
-import re
-import zlib
 from pathlib import Path
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings
 
-from apm.model import TOPIC_PATTERN, metric_name_error, topic_for
+from apm.model import metric_name_error
+from apm.query_state import JobScope, parse_shard
 from apm.settings import PROJECT_ROOT, env_config
 
-__all__ = ["STATE_LAYOUT", "AggregatorSettings", "parse_shard", "shard_of"]
+__all__ = ["STATE_LAYOUT", "AggregatorSettings"]
 
 # v1 held per-window sample lists (HDFS state store); v2 holds summaries + dedup keys (RocksDB).
 STATE_LAYOUT = "v2"
-
-
-def parse_shard(text: str) -> tuple[int, int] | None:
-    """``"i/n"`` -> (i, n) with 0 <= i < n; empty -> None; anything else -> ValueError."""
-    if not text:
-        return None
-    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
-    if not m or not 0 <= int(m.group(1)) < int(m.group(2)):
-        raise ValueError(f"shard must be i/n with 0 <= i < n (e.g. 0/2), got {text!r}")
-    return int(m.group(1)), int(m.group(2))
-
-
-def shard_of(metric: str, n: int) -> int:
-    """The shard that owns ``metric``: the same as Spark's ``pmod(crc32(metric), n)``."""
-    return zlib.crc32(metric.encode()) % n
 
 
 class AggregatorSettings(BaseSettings):
     model_config = env_config("APM_AGGREGATOR_")
 
     kafka_bootstrap: str = "127.0.0.1:9092"
-    # Java regex for subscribePattern; tests narrow it to their own topics on the shared broker.
-    topic_pattern: str = TOPIC_PATTERN
-    metrics: str = ""  # comma-separated: subscribe to exactly these metrics' topics
-    shard: str = ""  # "i/n": keep the metrics with pmod(crc32(metric), n) = i
+    # The job's scope. It reads the topics of the metrics its active queries use, and only
+    # those within its scope: --metrics (comma-separated) and/or --shard i/n (crc32(metric)).
+    metrics: str = ""
+    shard: str = ""
     checkpoint_dir: Path = PROJECT_ROOT / "var" / "aggregator"
     trigger_seconds: float = 2.0
     allowed_lateness_seconds: int = 600
@@ -93,12 +77,12 @@ class AggregatorSettings(BaseSettings):
         return [m.strip() for m in self.metrics.split(",") if m.strip()]
 
     @property
-    def topics(self) -> list[str]:
-        return [topic_for(m) for m in self.metric_list]
-
-    @property
     def shard_tuple(self) -> tuple[int, int] | None:
         return parse_shard(self.shard)
+
+    @property
+    def scope(self) -> JobScope:
+        return JobScope(frozenset(self.metric_list), self.shard_tuple)
 
     @property
     def identity(self) -> str:

@@ -98,11 +98,20 @@ class StoredQuery:
     paused: bool = False
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    # When the query last started to be evaluated: created, resumed, or given another metric.
+    # The aggregator counts only samples that reached Kafka from then on (docs/aggregator.md).
+    active_since: datetime | None = None
     extra: dict[str, str] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
         return self.query.text
+
+    @property
+    def active_from(self) -> float | None:
+        """``active_since`` (else ``created_at``) in epoch seconds; None when unknown."""
+        moment = self.active_since or self.created_at
+        return None if moment is None else moment.timestamp()
 
 
 class WindowResult(NamedTuple):

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from apm.model import server_name_error
+from apm.model import metric_name_error, server_name_error
 from apm.query import StoredQuery, WindowResult, parse
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "epoch",
     "finite",
     "from_ms",
+    "metric_row_error",
     "result_error",
     "server_row_error",
     "stored_query",
@@ -101,6 +102,14 @@ def server_row_error(server: object, last_seen: object) -> str | None:
     return None
 
 
+def metric_row_error(metric: object, last_seen: object) -> str | None:
+    if (err := metric_name_error(metric)) is not None:
+        return f"metric {metric!r}: {err}"
+    if not finite(last_seen) or last_seen <= 0:  # type: ignore[operator]
+        return f"metric {metric!r}: last_seen must be finite epoch seconds > 0, got {last_seen!r}"
+    return None
+
+
 def window_result(query_id: str, row: Sequence[Any]) -> WindowResult:
     """(window_start, window_seconds, vals, samples, updated_at) -> WindowResult."""
     start, seconds, vals, samples, updated = row
@@ -110,11 +119,13 @@ def window_result(query_id: str, row: Sequence[Any]) -> WindowResult:
 
 
 def stored_query(row: Sequence[Any]) -> StoredQuery:
-    """(id, text, paused, created_at, updated_at) -> StoredQuery; the text is the source of
-    truth (the parsed columns are for people reading the table), so it is parsed again."""
-    qid, text, paused, created, updated = row
+    """(id, text, paused, created_at, updated_at, active_since) -> StoredQuery; the text is
+    the source of truth (the parsed columns are for people reading the table), so it is parsed
+    again."""
+    qid, text, paused, created, updated, since = row
     return StoredQuery(id=qid, query=parse(text), paused=bool(paused),
-                       created_at=_aware(created), updated_at=_aware(updated))
+                       created_at=_aware(created), updated_at=_aware(updated),
+                       active_since=_aware(since))
 
 
 def dumps_payload(component: object, payload: object) -> str:

@@ -91,10 +91,11 @@ class Repository:
         cols, now = self._columns(text), codec.to_ms(self.clock())
         while True:  # a uuid4 collision is all but impossible, but never overwrite a query
             qid = str(uuid.uuid4())
-            if self._run(self._cql.insert_query, (qid, *cols, now, now)).was_applied:
+            if self._run(self._cql.insert_query, (qid, *cols, now, now, now)).was_applied:
                 break
         created = codec.from_ms(now)
-        return StoredQuery(id=qid, query=parse(cols[0]), created_at=created, updated_at=created)
+        return StoredQuery(id=qid, query=parse(cols[0]), created_at=created, updated_at=created,
+                           active_since=created)
 
     def get_query(self, query_id: str) -> StoredQuery | None:
         row = self._run(self._cql.get_query, (query_id,)).one()
@@ -120,12 +121,25 @@ class Repository:
         return got
 
     def update_query(self, query_id: str, text: str) -> StoredQuery:
-        params = (*self._columns(text), codec.to_ms(self.clock()), query_id)
-        return self._applied_or_missing(query_id, self._cql.update_query, params)
+        """Redefines a query; one given another metric becomes active anew (active_since), as
+        its samples are read from that moment on."""
+        cols, now = self._columns(text), codec.to_ms(self.clock())
+        if (current := self.get_query(query_id)) is None:
+            raise KeyError(query_id)
+        since = (codec.to_ms(current.active_from) if current.active_from is not None
+                 and current.query.metric == cols[1] else now)
+        return self._applied_or_missing(query_id, self._cql.update_query,
+                                        (*cols, now, since, query_id))
 
     def set_paused(self, query_id: str, paused: bool) -> StoredQuery:
-        params = (bool(paused), codec.to_ms(self.clock()), query_id)
-        return self._applied_or_missing(query_id, self._cql.pause, params)
+        """Pauses or resumes a query; resuming a paused one makes it active from now on."""
+        now = codec.to_ms(self.clock())
+        if paused:
+            return self._applied_or_missing(query_id, self._cql.pause, (now, query_id))
+        self._run(self._cql.resume, (now, now, query_id))  # not applied: missing or active
+        if (got := self.get_query(query_id)) is None:
+            raise KeyError(query_id)
+        return got
 
     def delete_query(self, query_id: str) -> bool:
         """Deletes the query; its results stay readable until they expire with the retention
@@ -197,6 +211,19 @@ class Repository:
 
     def list_servers(self) -> dict[str, float]:
         return {row[0]: codec.epoch(row[1]) or 0.0 for row in self._run(self._cql.servers, ())}
+
+    def touch_metrics(self, last_seen: Mapping[str, float]) -> None:
+        """Records each metric's newest sample time; it only ever moves forward."""
+        params = []
+        for metric, ts in last_seen.items():
+            if (err := codec.metric_row_error(metric, ts)) is not None:
+                raise ValueError(err)
+            params.append((metric, codec.to_ms(ts), codec.to_us(ts)))
+        self._execute_many(self._cql.touch_metric, [[p] for p in params])
+
+    def list_metrics(self) -> dict[str, float]:
+        """metric -> its newest sample time, for the metrics some job has read."""
+        return {row[0]: codec.epoch(row[1]) or 0.0 for row in self._run(self._cql.metrics, ())}
 
     def put_status(self, component: str, payload: Mapping[str, object]) -> None:
         blob = codec.dumps_payload(component, payload)

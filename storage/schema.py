@@ -15,13 +15,15 @@ from typing import Any
 
 from storage.settings import DEFAULT_REPLICATION, keyspace_error
 
-__all__ = ["BUCKET_SECONDS", "INDEX_EXTRA_TTL_S", "TABLES", "bucket_of", "migrate",
+__all__ = ["ADDED_COLUMNS", "BUCKET_SECONDS", "INDEX_EXTRA_TTL_S", "TABLES", "bucket_of", "migrate",
            "missing_tables"]
 
 log = logging.getLogger(__name__)
 
 BUCKET_SECONDS = 86_400
-TABLES = ("queries", "results", "result_buckets", "servers", "status")
+TABLES = ("queries", "results", "result_buckets", "servers", "metrics", "status")
+# Columns added after a table was first released: migrate adds them to an older table.
+ADDED_COLUMNS = {"queries": {"active_since": "timestamp"}}
 # The bucket index outlives the newest row of its bucket: index rows are refreshed at most hourly
 # by a writer, results rows expire one retention after their own write.
 INDEX_EXTRA_TTL_S = 86_400
@@ -29,7 +31,7 @@ INDEX_EXTRA_TTL_S = 86_400
 _RESULTS_GC_GRACE_S = 3 * 3600
 
 
-_TTL_TABLES = {"results": 0, "result_buckets": INDEX_EXTRA_TTL_S, "servers": 0}
+_TTL_TABLES = {"results": 0, "result_buckets": INDEX_EXTRA_TTL_S, "servers": 0, "metrics": 0}
 
 
 def bucket_of(window_start: float) -> int:
@@ -43,7 +45,7 @@ def _ddl(keyspace: str, ttl_s: int) -> dict[str, str]:
             CREATE TABLE IF NOT EXISTS {keyspace}.queries (
                 id text PRIMARY KEY, text text, metric text, servers list<text>,
                 window_seconds int, functions list<text>, paused boolean,
-                created_at timestamp, updated_at timestamp)""",
+                created_at timestamp, updated_at timestamp, active_since timestamp)""",
         # vals is frozen: an upsert then overwrites one cell instead of writing a collection
         # tombstone plus cells, which TWCS could otherwise keep around across windows.
         "results": f"""
@@ -69,6 +71,12 @@ def _ddl(keyspace: str, ttl_s: int) -> dict[str, str]:
             CREATE TABLE IF NOT EXISTS {keyspace}.servers (
                 server text PRIMARY KEY, last_seen timestamp)
             WITH default_time_to_live = {ttl_s}""",
+        # When each metric last had a sample (its newest event time), for a query's state:
+        # "no sample of this metric for 5 minutes" (apm.query_state).
+        "metrics": f"""
+            CREATE TABLE IF NOT EXISTS {keyspace}.metrics (
+                metric text PRIMARY KEY, last_seen timestamp)
+            WITH default_time_to_live = {ttl_s}""",
         "status": f"""
             CREATE TABLE IF NOT EXISTS {keyspace}.status (
                 component text PRIMARY KEY, payload text, updated_at timestamp)""",
@@ -82,10 +90,28 @@ def _existing(session: Any, keyspace: str) -> dict[str, int]:
     return {row[0]: int(row[1] or 0) for row in session.execute(stmt, (keyspace,))}
 
 
+def _columns(session: Any, keyspace: str, table: str) -> set[str]:
+    stmt = session.prepare("SELECT column_name FROM system_schema.columns "
+                           "WHERE keyspace_name = ? AND table_name = ?")
+    return {row[0] for row in session.execute(stmt, (keyspace, table))}
+
+
+def _missing_columns(session: Any, keyspace: str, existing: dict[str, int]) -> list[str]:
+    """``table.column`` for each added column an existing table lacks."""
+    out = []
+    for table, columns in ADDED_COLUMNS.items():
+        if table in existing:
+            have = _columns(session, keyspace, table)
+            out += [f"{table}.{c}" for c in columns if c not in have]
+    return out
+
+
 def missing_tables(session: Any, keyspace: str) -> list[str]:
-    """The tables of this schema that ``keyspace`` lacks (all of them if it does not exist)."""
+    """The tables (and ``table.column`` added columns) of this schema that ``keyspace`` lacks
+    (every table if it does not exist)."""
     existing = _existing(session, keyspace)
-    return [t for t in TABLES if t not in existing]
+    return [t for t in TABLES if t not in existing] + _missing_columns(session, keyspace,
+                                                                       existing)
 
 
 def migrate(session: Any, keyspace: str, retention_days: int,
@@ -111,6 +137,11 @@ def migrate(session: Any, keyspace: str, retention_days: int,
             # Applies to rows written from now on; older rows keep the TTL they were written with.
             session.execute(f"ALTER TABLE {keyspace}.{table} WITH default_time_to_live = {want}")
             changes.append(f"ttl {keyspace}.{table} {existing[table]}s -> {want}s")
+    for added in _missing_columns(session, keyspace, existing):
+        table, column = added.split(".")
+        session.execute(f"ALTER TABLE {keyspace}.{table} ADD {column} "
+                        f"{ADDED_COLUMNS[table][column]}")
+        changes.append(f"column {keyspace}.{added}")
     for change in changes:
         log.info("migrate: %s", change)
     return changes

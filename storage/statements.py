@@ -6,7 +6,7 @@ from typing import Any
 
 __all__ = ["Statements"]
 
-_Q_COLS = "id, text, paused, created_at, updated_at"
+_Q_COLS = "id, text, paused, created_at, updated_at, active_since"
 _R_COLS = "window_start, window_seconds, vals, samples, updated_at"
 
 
@@ -19,12 +19,16 @@ class Statements:
         ks = keyspace
         self.insert_query = self._prep(
             f"INSERT INTO {ks}.queries (id, text, metric, servers, window_seconds, functions, "
-            "paused, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, false, ?, ?) IF NOT EXISTS")
+            "paused, created_at, updated_at, active_since) "
+            "VALUES (?, ?, ?, ?, ?, ?, false, ?, ?, ?) IF NOT EXISTS")
         self.update_query = self._prep(
             f"UPDATE {ks}.queries SET text = ?, metric = ?, servers = ?, window_seconds = ?, "
-            "functions = ?, updated_at = ? WHERE id = ? IF EXISTS")
-        self.pause = self._prep(f"UPDATE {ks}.queries SET paused = ?, updated_at = ? "
+            "functions = ?, updated_at = ?, active_since = ? WHERE id = ? IF EXISTS")
+        self.pause = self._prep(f"UPDATE {ks}.queries SET paused = true, updated_at = ? "
                                 "WHERE id = ? IF EXISTS")
+        # Only a paused query is resumed, so resuming an active one keeps its active_since.
+        self.resume = self._prep(f"UPDATE {ks}.queries SET paused = false, updated_at = ?, "
+                                 "active_since = ? WHERE id = ? IF paused = true")
         self.delete_query = self._prep(f"DELETE FROM {ks}.queries WHERE id = ? IF EXISTS")
         self.get_query = self._prep(f"SELECT {_Q_COLS} FROM {ks}.queries WHERE id = ?", True)
         self.all_queries = self._prep(f"SELECT {_Q_COLS} FROM {ks}.queries", True)
@@ -45,6 +49,9 @@ class Statements:
         self.touch = self._prep(f"INSERT INTO {ks}.servers (server, last_seen) VALUES (?, ?) "
                                 "USING TIMESTAMP ?", True)
         self.servers = self._prep(f"SELECT server, last_seen FROM {ks}.servers", True)
+        self.touch_metric = self._prep(f"INSERT INTO {ks}.metrics (metric, last_seen) "
+                                       "VALUES (?, ?) USING TIMESTAMP ?", True)
+        self.metrics = self._prep(f"SELECT metric, last_seen FROM {ks}.metrics", True)
         self.put_status = self._prep(f"INSERT INTO {ks}.status (component, payload, "
                                      "updated_at) VALUES (?, ?, ?)", True)
         self.status = self._prep(f"SELECT component, payload, updated_at FROM {ks}.status",

@@ -24,6 +24,7 @@ class FakeStore:
     queries: dict[str, StoredQuery] = field(default_factory=dict)
     results: dict[tuple[str, float], WindowResult] = field(default_factory=dict)
     servers: dict[str, float] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
     status: dict[str, dict] = field(default_factory=dict)
     upserts: int = 0
 
@@ -46,6 +47,10 @@ class FakeStore:
     def touch_servers(self, last_seen: Mapping[str, float]) -> None:
         for server, ts in last_seen.items():
             self.servers[server] = max(ts, self.servers.get(server, ts))
+
+    def touch_metrics(self, last_seen: Mapping[str, float]) -> None:
+        for metric, ts in last_seen.items():
+            self.metrics[metric] = max(ts, self.metrics.get(metric, ts))
 
     def put_status(self, component: str, payload: Mapping[str, object]) -> None:
         self.status[component] = dict(payload)

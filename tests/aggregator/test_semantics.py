@@ -3,13 +3,14 @@ the plan and the evaluation run here as a batch job over records encoded like th
 
 from __future__ import annotations
 
-import zlib
+from dataclasses import replace
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
 
 from aggregator.evaluate import evaluate, to_results
-from aggregator.plan import decode, keep_shard, queries_frame, window_summaries
+from aggregator.plan import decode, queries_frame, topic_regex, window_summaries
 from apm.model import topic_for
 from apm.wire import encode_chunks
 from tests.aggregator.conftest import BASE, FakeStore, assert_matches, expected
@@ -17,9 +18,15 @@ from tests.aggregator.conftest import BASE, FakeStore, assert_matches, expected
 pytestmark = pytest.mark.integration
 
 
+def _raw(spark, records, arrived: float = BASE):
+    """Kafka's columns: every record arrived at ``arrived`` unless it carries its own time."""
+    rows = [(topic_for(r[0]), bytearray(r[1]), datetime.fromtimestamp(
+        r[2] if len(r) > 2 else arrived, UTC)) for r in records]
+    return spark.createDataFrame(rows, "topic string, value binary, timestamp timestamp")
+
+
 def _run(spark, records, queries):
-    raw = spark.createDataFrame([(topic_for(m), bytearray(v)) for m, v in records],
-                                "topic string, value binary")
+    raw = _raw(spark, records)
     table = queries_frame(spark, queries)
     rows = evaluate(window_summaries(decode(raw), table, 600), table).collect()
     results = to_results(rows, {q.id: q.query for q in queries})
@@ -120,8 +127,7 @@ def test_values_beyond_the_fixed_point_range_fall_back_to_the_float_sum(spark):
 def test_values_with_more_than_eighteen_decimals_take_the_float_sum(spark):
     q = FakeStore().add("FROM * SELECT tiny WINDOW 10s COMPUTE sum, count")
     rows = [("a", BASE + 1.0, 1.2345678901234567e-5), ("b", BASE + 2.0, 0.25)]
-    raw = spark.createDataFrame([(topic_for("tiny"), bytearray(v))
-                                 for _m, v in _records("tiny", rows)], "topic string, value binary")
+    raw = _raw(spark, _records("tiny", rows))
     [summary] = window_summaries(decode(raw), queries_frame(spark, [q]), 600).collect()
     assert (summary["n"], summary["n_fixed"]) == (2, 1)  # 0.25 is exact, the other is not
     got = _of(_run(spark, _records("tiny", rows), [q]), q.id)
@@ -131,9 +137,7 @@ def test_values_with_more_than_eighteen_decimals_take_the_float_sum(spark):
 def test_without_the_dedup_stage_a_resent_sample_counts_twice(spark, fleet_rows):
     q = FakeStore().add("FROM * SELECT cpu WINDOW 10s COMPUTE count")
     rows = fleet_rows(2, 10)
-    raw = spark.createDataFrame([(topic_for("cpu"), bytearray(v))
-                                 for _m, v in _records("cpu", rows + rows[:3])],
-                                "topic string, value binary")
+    raw = _raw(spark, _records("cpu", rows + rows[:3]))
     table = queries_frame(spark, [q])
     counts = {dedup: sum(r["n"] for r in window_summaries(decode(raw), table, 600,
                                                           dedup=dedup).collect())
@@ -151,10 +155,30 @@ def test_malformed_lines_are_skipped_and_good_ones_kept(spark):
     assert {ws: r.values for ws, r in got.items()} == {BASE: {"count": 2.0, "sum": 4.0}}
 
 
-def test_shard_filter_is_pythons_crc32(spark):
-    metrics = [f"m{i}" for i in range(40)]
-    raw = spark.createDataFrame([(topic_for(m), bytearray(b"s\t1.0\t2.0")) for m in metrics],
-                                "topic string, value binary")
-    for shard in range(3):
-        kept = {r["metric"] for r in keep_shard(decode(raw), (shard, 3)).collect()}
-        assert kept == {m for m in metrics if zlib.crc32(m.encode()) % 3 == shard}
+def test_a_query_counts_only_records_that_arrived_once_it_was_active(spark, fleet_rows):
+    store = FakeStore()
+    since = datetime.fromtimestamp(BASE + 100, UTC)
+    q = store.add("FROM * SELECT cpu WINDOW 10s COMPUTE count, sum")
+    q = store.queries[q.id] = replace(q, active_since=since)
+    before, after = fleet_rows(2, 10, seed=5), fleet_rows(2, 10, seed=6)
+    # The same event times, arriving in Kafka before and after the query became active: a
+    # topic that joins the subscription is read from its earliest offset (plan.py).
+    records = ([("cpu", v, BASE + 99.999) for _, v in _records("cpu", before)]
+               + [("cpu", v, BASE + 100.0) for _, v in _records("cpu", after)])
+    table = queries_frame(spark, [q])
+    rows = evaluate(window_summaries(decode(_raw(spark, records)), table, 600), table).collect()
+    got = {r.window_start: r for r in to_results(rows, {q.id: q.query})}
+    assert_matches(got, expected(after, q.query))
+
+
+def test_topic_regex_matches_exactly_the_metrics_topics():
+    import re
+
+    pattern = re.compile(topic_regex(["cpu.util", "a-b", "cpu"]))
+    for name in ("cpu.util", "a-b", "cpu"):
+        assert pattern.fullmatch(topic_for(name))
+    for other in ("apm.metric.cpuXutil", "apm.metric.cpu.util2", "apm.metric.a",
+                  "apm.metric.cpu.util.x", "apmXmetric.cpu", "apm.metric.a-bc"):
+        assert not pattern.fullmatch(other)
+    with pytest.raises(ValueError):
+        topic_regex([])

@@ -4,15 +4,17 @@ and lag. Results land in the in-memory store (the Cassandra chain is test_chain.
 
 from __future__ import annotations
 
-import re
 import time
+from dataclasses import replace
+from datetime import UTC, datetime
 
 import pytest
 
 from aggregator.job import Aggregator
 from aggregator.lag import KafkaOffsets
-from aggregator.settings import AggregatorSettings, shard_of
+from aggregator.settings import AggregatorSettings
 from apm.model import topic_for
+from apm.query_state import shard_of
 from tests.aggregator.conftest import BASE, assert_matches, expected
 
 pytestmark = pytest.mark.integration
@@ -27,8 +29,7 @@ def job_factory(spark, fake_store, tmp_path, kafka_bootstrap):
             "kafka_bootstrap": kafka_bootstrap, "checkpoint_dir": tmp_path / f"ckpt{len(jobs)}",
             "trigger_seconds": 0.5, "servers_trigger_seconds": 0.5, "metrics_port": 0,
             **overrides})
-        offsets = KafkaOffsets(kafka_bootstrap, settings.topic_pattern, settings.topics,
-                               settings.shard_tuple)
+        offsets = KafkaOffsets(kafka_bootstrap)
         job = Aggregator(spark, fake_store, settings, offsets=offsets)
         jobs.append(job)
         job.start()
@@ -76,32 +77,96 @@ def test_late_samples_refine_their_window_duplicates_do_not_too_late_ones_are_co
     assert set(fake_store.servers) >= {"web-0", "web-1", "web-2", "late-1"}
 
 
-def test_query_added_paused_deleted_take_effect_without_losing_state(
+def _drain_until(job: Aggregator, check, timeout_s: float = 90) -> None:
+    """Drains until ``check`` stops failing: a window may arrive over two batches."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        _drain(job)
+        try:
+            check()
+            return
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def test_pausing_the_last_query_on_a_metric_unsubscribes_it_and_resuming_reads_new_data(
         fake_store, job_factory, metric_topics, produce, fleet_rows):
-    metric = metric_topics()
-    q1 = fake_store.add(f"FROM * SELECT {metric} WINDOW 10s COMPUTE count, sum, min")
-    job = job_factory(metrics=metric)
+    m1, m2 = metric_topics(), metric_topics()
+    q1 = fake_store.add(f"FROM * SELECT {m1} WINDOW 10s COMPUTE count, sum, min")
+    q2 = fake_store.add(f"FROM * SELECT {m2} WINDOW 10s COMPUTE count, max")
+    job = job_factory()
+    assert job.reads == sorted([m1, m2])
     part1 = fleet_rows(2, 15)
-    produce(metric, part1)
+    produce(m1, part1)
+    produce(m2, part1)
     _drain(job)
 
-    q2 = fake_store.add(f"FROM web-1 SELECT {metric} WINDOW 1m COMPUTE max, count")
+    q3 = fake_store.add(f"FROM web-1 SELECT {m1} WINDOW 1m COMPUTE max, count")
+    fake_store.queries[q2.id].paused = True  # the last query on m2
     assert job.refresh_queries()
-    print(f"restart for a changed query set: {job.last_restart_s:.2f}s")
+    assert job.reads == [m1]
+    assert job.publish_status()["reads"] == [m1]
     part2 = fleet_rows(2, 15, start=BASE + 15, seed=4)  # shares window BASE+10 with part1
-    produce(metric, part2)
+    produce(m1, part2)
+    paused_rows = fleet_rows(2, 10, start=BASE + 30, seed=7)
+    produce(m2, paused_rows)  # sent while nothing reads m2
     _drain(job)
+    # q1's window state carried over the restart: BASE+10 holds samples from both parts.
     assert_matches(fake_store.of(q1.id), expected(part1 + part2, q1.query))
-    assert_matches(fake_store.of(q2.id), expected(part2, q2.query))
+    assert_matches(fake_store.of(q3.id), expected(part2, q3.query))
+    assert_matches(fake_store.of(q2.id), expected(part1, q2.query))
 
+    # Resuming makes q2 active from now: m2 joins again at the data that arrives from now on,
+    # although Spark reads the rejoining topic from its earliest offset.
+    fake_store.queries[q2.id] = replace(fake_store.queries[q2.id], paused=False,
+                                        active_since=datetime.now(UTC))
+    assert job.refresh_queries()
+    assert job.reads == sorted([m1, m2])
+    after = fleet_rows(2, 10, start=BASE + 60, seed=8)
+    produce(m2, after)
+    _drain_until(job, lambda: assert_matches(fake_store.of(q2.id),
+                                             expected(part1 + after, q2.query)))
+    assert_matches(fake_store.of(q1.id), expected(part1 + part2, q1.query))
+
+    del fake_store.queries[q3.id]
     fake_store.queries[q1.id].paused = True
-    del fake_store.queries[q2.id]
+    fake_store.queries[q2.id].paused = True
     assert job.refresh_queries()
     assert not job.refresh_queries()  # nothing changed: no restart
-    produce(metric, fleet_rows(2, 10, start=BASE + 120, seed=5))
-    _drain(job)
-    assert max(fake_store.of(q1.id)) < BASE + 120
-    assert max(fake_store.of(q2.id)) < BASE + 120
+    # No active query: no stream at all, the job only polls the query table.
+    assert job.windows is None and job.servers is None and job.reads == []
+    status = job.publish_status()
+    assert status["idle"] is True and status["reads"] == [] and status["lag"] == {}
+
+
+def test_a_query_on_a_metric_with_no_topic_waits_for_it_and_reads_it_when_it_comes(
+        fake_store, job_factory, produce, fleet_rows, unique_name, kafka_bootstrap):
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+
+    metric = unique_name("aggnew")  # no topic yet: nothing ever sent it
+    q = fake_store.add(f"FROM * SELECT {metric} WINDOW 10s COMPUTE count, sum, min, max")
+    job = job_factory()
+    assert job.reads == [metric]
+    time.sleep(2)
+    job.check()  # the stream is alive, waiting for the topic
+    assert job.publish_status()["lag"] == {}
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    try:
+        admin.create_topics([NewTopic(topic_for(metric), num_partitions=1,
+                                      replication_factor=1)])
+        rows = fleet_rows(3, 12)
+        produce(metric, rows)
+        _drain_until(job, lambda: assert_matches(fake_store.of(q.id), expected(rows, q.query)))
+        # The servers stream records the metric's newest sample (a query's "no-data" state).
+        assert job.servers is not None
+        job.servers.processAllAvailable()
+        assert fake_store.metrics[metric] == max(ts for _, ts, _ in rows)
+    finally:
+        admin.delete_topics([topic_for(metric)])
+        admin.close()
 
 
 def test_new_topics_are_picked_up_shards_split_metrics_and_lag_reaches_zero(
@@ -116,8 +181,7 @@ def test_new_topics_are_picked_up_shards_split_metrics_and_lag_reaches_zero(
     rows = fleet_rows(2, 12)
     produce(m1, rows)
     produce(m3, rows)
-    job = job_factory(topic_pattern=rf"apm\.metric\.{re.escape(prefix)}-.+",
-                      shard=f"{shard_of(m1, n)}/{n}")
+    job = job_factory(shard=f"{shard_of(m1, n)}/{n}")
     assert [q.id for q in job.active] == [queries[0].id]  # m3 belongs to another shard
     _drain(job)
     assert_matches(fake_store.of(queries[0].id), expected(rows, queries[0].query))
@@ -130,20 +194,12 @@ def test_new_topics_are_picked_up_shards_split_metrics_and_lag_reaches_zero(
         late_topic = m2
     job.refresh_queries()
     produce(late_topic, rows)
-    # Wait for the complete result, not the first one: a window may arrive over two batches.
-    deadline = time.monotonic() + 90
-    while True:
-        _drain(job)
-        try:
-            assert_matches(fake_store.of(q_new.id), expected(rows, q_new.query))
-            break
-        except AssertionError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
+    _drain_until(job, lambda: assert_matches(fake_store.of(q_new.id),
+                                             expected(rows, q_new.query)))
     assert not fake_store.of(queries[1].id)
 
     status = job.publish_status()
-    assert status["lag"] == {topic_for(m1): 0, topic_for(m2): 0, topic_for(late_topic): 0} \
-        or status["lag"] == {topic_for(m1): 0, topic_for(late_topic): 0}
-    assert topic_for(m3) not in status["lag"]
+    # It reads exactly its queries' topics: m3's query is another shard's.
+    assert status["lag"] == {topic_for(m1): 0, topic_for(late_topic): 0}
+    assert status["reads"] == sorted([m1, late_topic])
+    assert status["scope"] == {"metrics": [], "shard": [shard_of(m1, n), n]}

@@ -6,8 +6,9 @@ import pytest
 
 from aggregator.evaluate import to_results
 from aggregator.lag import checkpoint_offsets, lag_per_topic, parse_source_offsets
-from aggregator.settings import STATE_LAYOUT, AggregatorSettings, parse_shard, shard_of
+from aggregator.settings import STATE_LAYOUT, AggregatorSettings
 from apm.query import parse
+from apm.query_state import JobScope, parse_shard, shard_of
 
 pytestmark = pytest.mark.unit
 
@@ -27,7 +28,7 @@ def test_shard_parsing_and_stable_hash():
 
 def test_settings_validate_and_name_the_job(tmp_path):
     s = AggregatorSettings(metrics="cpu, mem", checkpoint_dir=tmp_path)
-    assert s.topics == ["apm.metric.cpu", "apm.metric.mem"]
+    assert s.scope == JobScope(frozenset({"cpu", "mem"}))
     assert s.identity == "aggregator-metrics-cpu_mem"
     assert s.checkpoint == tmp_path / s.identity / STATE_LAYOUT
     assert AggregatorSettings(shard="1/4").identity == "aggregator-shard-1-of-4"

@@ -184,6 +184,40 @@ def test_server_last_seen_only_moves_forward(repo):
     assert repo.list_servers()[a] == 1_700_000_100.5
 
 
+def test_metric_last_seen_only_moves_forward_and_refuses_bad_rows(repo):
+    m = f"cpu.{uuid.uuid4().hex[:8]}"
+    repo.touch_metrics({m: 1_700_000_100.5})
+    repo.touch_metrics({m: 1_700_000_050.0})  # a late batch's older sample
+    assert repo.list_metrics()[m] == 1_700_000_100.5
+    with pytest.raises(ValueError, match="metric"):
+        repo.touch_metrics({"9bad": 1.0})
+    with pytest.raises(ValueError, match="last_seen"):
+        repo.touch_metrics({m: math.inf})
+
+
+def test_a_query_is_active_from_its_creation_its_resumption_or_a_new_metric(repo, clock):
+    created = clock.now
+    q = repo.save_query("FROM * SELECT cpu WINDOW 10s COMPUTE avg")
+    assert q.active_from == pytest.approx(created, abs=1e-3)
+    clock.now += 10
+    repo.update_query(q.id, "FROM web-* SELECT cpu WINDOW 1m COMPUTE avg, max")
+    assert repo.get_query(q.id).active_from == pytest.approx(created, abs=1e-3)  # same metric
+    clock.now += 10
+    repo.set_paused(q.id, False)  # resuming an active query changes nothing
+    assert repo.get_query(q.id).active_from == pytest.approx(created, abs=1e-3)
+    repo.set_paused(q.id, True)
+    clock.now += 10
+    resumed = repo.set_paused(q.id, False)
+    assert not resumed.paused and resumed.active_from == pytest.approx(clock.now, abs=1e-3)
+    clock.now += 10
+    moved = repo.update_query(q.id, "FROM * SELECT mem WINDOW 10s COMPUTE avg")
+    assert moved.active_from == pytest.approx(clock.now, abs=1e-3)
+    with pytest.raises(KeyError):
+        repo.set_paused(str(uuid.uuid4()), False)
+    with pytest.raises(KeyError):
+        repo.update_query(str(uuid.uuid4()), "FROM * SELECT mem WINDOW 10s COMPUTE avg")
+
+
 def test_status_round_trips_json_with_its_time(repo, clock):
     component = f"aggregator-{uuid.uuid4().hex[:6]}"
     payload = {"batch_ms": {"p50": 120.5}, "lag": {"apm.metric.cpu": 3}, "late": 0}

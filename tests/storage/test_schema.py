@@ -94,3 +94,21 @@ def test_connect_creates_the_schema_and_owns_its_cluster(stack, cassandra_sessio
     assert repo.session.is_shutdown
     assert _table(cassandra_session, settings.keyspace, "results").default_time_to_live == \
         3 * 86_400
+
+
+def test_migrate_adds_active_since_to_a_queries_table_from_before_it(cassandra_session,
+                                                                     fresh_keyspace):
+    from storage.repository import Repository
+    from storage.schema import migrate, missing_tables
+
+    ks = fresh_keyspace()
+    migrate(cassandra_session, ks, 7)
+    cassandra_session.execute(f"ALTER TABLE {ks}.queries DROP active_since")  # an old table
+    assert missing_tables(cassandra_session, ks) == ["queries.active_since"]
+    with pytest.raises(LookupError, match=r"queries\.active_since"):
+        Repository(cassandra_session, ks)
+    assert migrate(cassandra_session, ks, 7) == [f"column {ks}.queries.active_since"]
+    assert missing_tables(cassandra_session, ks) == []
+    assert migrate(cassandra_session, ks, 7) == []
+    saved = Repository(cassandra_session, ks).save_query("FROM * SELECT cpu WINDOW 1m COMPUTE avg")
+    assert saved.active_from == saved.created_at.timestamp()  # type: ignore[union-attr]
