@@ -1,17 +1,17 @@
 """The REST API on the dashboard's own Flask server, for automation. It validates through
-:mod:`dashboard.validation`, like the UI, so a 422 carries the parser's message and position."""
+:mod:`dashboard.validation`, like the UI, so a 422 carries the parser's message and position.
+Every query in a response carries its ``state`` and ``reason`` (:mod:`dashboard.states`)."""
 
 from __future__ import annotations
 
 import logging
 import time
 from collections.abc import Callable
-from functools import partial
 from typing import TypeVar
 
 from flask import Blueprint, Response, jsonify, request
 
-from apm.query import QueryError
+from apm.query import QueryError, StoredQuery
 from dashboard.metrics import DashboardMetrics
 from dashboard.ports import QueryRepository
 from dashboard.series import build_series, stored_query_json, window_json
@@ -47,7 +47,15 @@ def _error(status: int, message: str, **extra: object) -> tuple[Response, int]:
 
 def build_api(repo: QueryRepository, settings: DashboardSettings, metrics: DashboardMetrics,
               clock: Callable[[], float] = time.time) -> Blueprint:
+    from dashboard.states import QueryStates  # it imports guarded from here
+
     api = Blueprint("api", __name__, url_prefix="/api")
+    # Read fresh on every call (ttl 0): an API client acts on what it gets.
+    states = QueryStates(repo, metrics, clock, ttl_s=0.0)
+
+    def as_json(q: StoredQuery) -> dict[str, object]:
+        e = states.one(q)
+        return stored_query_json(q, e.last_result_at, e.query_state)
 
     @api.errorhandler(StorageUnavailable)
     def _unavailable(exc: StorageUnavailable) -> tuple[Response, int]:
@@ -70,9 +78,9 @@ def build_api(repo: QueryRepository, settings: DashboardSettings, metrics: Dashb
     @api.get("/queries")
     def list_queries() -> Response:
         queries = guarded(metrics, "list_queries", repo.list_queries)
-        return jsonify([stored_query_json(q, guarded(metrics, "last_result_at",
-                                                     partial(repo.last_result_at, q.id)))
-                        for q in queries])
+        evaluated = states.evaluate(queries)
+        return jsonify([stored_query_json(q, evaluated[q.id].last_result_at,
+                                          evaluated[q.id].query_state) for q in queries])
 
     @api.post("/queries")
     def create_query() -> tuple[Response, int]:
@@ -80,15 +88,14 @@ def build_api(repo: QueryRepository, settings: DashboardSettings, metrics: Dashb
         validate(text)
         assert isinstance(text, str)
         saved = guarded(metrics, "save_query", lambda: repo.save_query(text))
-        return jsonify(stored_query_json(saved)), 201
+        return jsonify(as_json(saved)), 201
 
     @api.get("/queries/<query_id>")
     def get_query(query_id: str) -> Response | tuple[Response, int]:
         found = guarded(metrics, "get_query", lambda: repo.get_query(query_id))
         if found is None:
             return _error(404, f"no query {query_id!r}")
-        last = guarded(metrics, "last_result_at", lambda: repo.last_result_at(query_id))
-        return jsonify(stored_query_json(found, last))
+        return jsonify(as_json(found))
 
     @api.patch("/queries/<query_id>")
     def patch_query(query_id: str) -> Response | tuple[Response, int]:
@@ -113,7 +120,7 @@ def build_api(repo: QueryRepository, settings: DashboardSettings, metrics: Dashb
         except KeyError:
             return _error(404, f"no query {query_id!r}")
         assert result is not None
-        return jsonify(stored_query_json(result))
+        return jsonify(as_json(result))
 
     @api.delete("/queries/<query_id>")
     def delete_query(query_id: str) -> Response | tuple[Response, int]:
@@ -143,7 +150,7 @@ def build_api(repo: QueryRepository, settings: DashboardSettings, metrics: Dashb
         windows = guarded(metrics, "read_results",
                           lambda: list(repo.read_results(query_id, start, end)))
         metrics.windows_read.inc(len(windows))
-        out: dict[str, object] = {"query": stored_query_json(found), "from": start, "to": end}
+        out: dict[str, object] = {"query": as_json(found), "from": start, "to": end}
         if max_points is None:
             out["windows"] = [window_json(w) for w in windows]
         else:

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 
 from apm.query import StoredQuery, WindowResult
+from apm.query_state import QueryState
 from dashboard.downsample import Series, downsample_minmax, with_gaps
 
 __all__ = ["build_series", "iso", "stored_query_json", "window_json"]
@@ -44,8 +45,10 @@ def _dt(value: datetime | None) -> str | None:
     return (value if value.tzinfo else value.replace(tzinfo=UTC)).isoformat()
 
 
-def stored_query_json(q: StoredQuery, last_result_at: float | None = None
-                      ) -> dict[str, object]:
+def stored_query_json(q: StoredQuery, last_result_at: float | None = None,
+                      state: QueryState | None = None) -> dict[str, object]:
+    """The query as JSON; ``state`` (apm.query_state) gives ``state`` and ``reason`` (null
+    when not given)."""
     return {
         "id": q.id,
         "text": q.text,
@@ -57,6 +60,8 @@ def stored_query_json(q: StoredQuery, last_result_at: float | None = None
         "created_at": _dt(q.created_at),
         "updated_at": _dt(q.updated_at),
         "last_result_at": iso(last_result_at),
+        "state": None if state is None else state.state,
+        "reason": None if state is None else state.reason,
     }
 
 

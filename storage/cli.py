@@ -69,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     verbs = query.add_subparsers(dest="verb", required=True)
     add = verbs.add_parser("add", help="store a query and print its id")
     add.add_argument("text", help="the query text (quote it)")
-    listing = verbs.add_parser("list", help="every stored query")
+    listing = verbs.add_parser("list", help="every stored query, with its state and why")
     listing.add_argument("--active", action="store_true", help="leave paused queries out")
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
     for verb, what in (("pause", "stop evaluating"), ("resume", "evaluate again"),
@@ -140,10 +140,13 @@ def _run_storage(args: argparse.Namespace) -> int:
     return _guarded(action)
 
 
-def _row(stored: Any) -> dict[str, Any]:
+def _row(stored: Any, state: Any = None) -> dict[str, Any]:
+    """One query as JSON; ``state`` is its apm.query_state.QueryState."""
     return {"id": stored.id, "paused": stored.paused, "text": stored.text,
             "created_at": stored.created_at.isoformat() if stored.created_at else None,
-            "updated_at": stored.updated_at.isoformat() if stored.updated_at else None}
+            "updated_at": stored.updated_at.isoformat() if stored.updated_at else None,
+            "state": None if state is None else state.state,
+            "reason": None if state is None else state.reason}
 
 
 def _run_query(args: argparse.Namespace) -> int:
@@ -164,11 +167,25 @@ def _add(repo: Any, args: argparse.Namespace) -> int:
 
 
 def _list(repo: Any, args: argparse.Namespace) -> int:
-    for stored in repo.list_queries(include_paused=not args.active):
+    """Each query with its state and why (apm.query_state, as the dashboard shows them)."""
+    from apm.query_state import STATES, live_jobs, query_state
+
+    queries = repo.list_queries(include_paused=not args.active)
+    if not queries:
+        return 0
+    now = time.time()
+    jobs = live_jobs(repo.get_status(), now)
+    seen = repo.list_metrics()
+    width = max(map(len, STATES))
+    for stored in queries:
+        state = query_state(stored, now=now, jobs=jobs,
+                            last_result_at=None if stored.paused
+                            else repo.last_result_at(stored.id),
+                            metric_last_seen=seen.get(stored.query.metric) or None)
         if args.json:
-            print(json.dumps(_row(stored)))
+            print(json.dumps(_row(stored, state)))
         else:
-            print(f"{stored.id}  {'paused' if stored.paused else 'active'}  {stored.text}")
+            print(f"{stored.id}  {state.state:<{width}}  {stored.text}\n    {state.reason}")
     return 0
 
 

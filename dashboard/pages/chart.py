@@ -1,19 +1,22 @@
 """The chart page: one or several queries overlaid over a chosen range, with live refresh at an
-interval that never goes below the configured floor. Missing windows are gaps, not lines."""
+interval that never goes below the configured floor. Missing windows are gaps, not lines. Above
+the chart, each selected query's state and why (dashboard.states); an empty chart says why."""
 
 from __future__ import annotations
 
+import textwrap
 import time
 from functools import partial
 from urllib.parse import parse_qs
 
-from dash import Dash, Input, Output, State, dcc, html
+from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from apm.query import StoredQuery, WindowResult
 from dashboard.api import StorageUnavailable, guarded
 from dashboard.context import AppContext
-from dashboard.pages.common import banner, navbar
+from dashboard.pages.common import banner, navbar, state_badge
 from dashboard.series import build_series
+from dashboard.states import Evaluated, QueryStates
 from dashboard.validation import parse_time
 
 __all__ = ["RANGES", "figure_for", "layout", "register"]
@@ -63,6 +66,7 @@ def layout(app_ctx: AppContext, search: str) -> html.Div:
             ]),
         ]),
         dcc.Interval(id="c-tick", interval=settings.clamp_refresh(None) * 1000),
+        html.Div(id="c-states", className="card states"),
         dcc.Graph(id="c-graph", config={"displaylogo": False}, style={"height": "60vh"},
                   figure=_empty("pick one or more queries")),
         html.Div(id="c-status", className="hint"),
@@ -70,7 +74,9 @@ def layout(app_ctx: AppContext, search: str) -> html.Div:
 
 
 def _empty(message: str) -> dict[str, object]:
-    return {"data": [], "layout": {"annotations": [{"text": message, "showarrow": False,
+    # Plotly does not wrap annotations: long reasons are broken into lines here.
+    text = "<br>".join(textwrap.wrap(message, 100)) or message
+    return {"data": [], "layout": {"annotations": [{"text": text, "showarrow": False,
                                                     "xref": "paper", "yref": "paper"}],
                                    "xaxis": {"visible": False}, "yaxis": {"visible": False}}}
 
@@ -112,8 +118,28 @@ def figure_for(app_ctx: AppContext, queries: list[StoredQuery], start: float, en
     return fig, counts
 
 
+def _state_lines(queries: list[StoredQuery], states: dict[str, Evaluated]) -> list[html.Div]:
+    return [html.Div(id={"type": "c-state", "id": q.id}, className=f"c-state status-{e.state}",
+                     children=[state_badge(e.state),
+                               html.Span(q.text, className="c-state-query"),
+                               html.Div(e.reason, className="q-reason")])
+            for q in queries if (e := states.get(q.id)) is not None]
+
+
+def _why_empty(queries: list[StoredQuery], states: dict[str, Evaluated]) -> str:
+    """The empty chart's message: the first selected query's state and reason."""
+    if not queries:
+        return "the selected queries no longer exist"
+    first = states[queries[0].id]
+    if first.state == "evaluated":
+        return f"no windows in this range; {first.reason}"
+    return f"{first.state}: {first.reason}"
+
+
 def register(app: Dash, app_ctx: AppContext) -> None:
     settings = app_ctx.settings
+    states = QueryStates(app_ctx.repo, app_ctx.metrics, app_ctx.clock,
+                         max(10.0, settings.refresh_floor_seconds))
 
     @app.callback(Output("c-tick", "interval"), Output("c-tick", "disabled"),
                   Output("c-every-note", "children"),
@@ -128,12 +154,12 @@ def register(app: Dash, app_ctx: AppContext) -> None:
         return {} if choice == "custom" else {"display": "none"}
 
     @app.callback(Output("c-graph", "figure"), Output("c-status", "children"),
-                  Output("c-range-error", "children"),
+                  Output("c-range-error", "children"), Output("c-states", "children"),
                   Input("c-queries", "value"), Input("c-range", "value"),
                   Input("c-from", "value"), Input("c-to", "value"),
                   Input("c-tick", "n_intervals"), State("c-graph", "figure"))
     def draw(ids: list[str] | None, choice: str, raw_from: str | None, raw_to: str | None,
-             _tick: int | None, current: object) -> tuple[object, str, str]:
+             _tick: int | None, current: object) -> tuple[object, str, str, object]:
         started = time.perf_counter()
         now = app_ctx.clock()
         if choice == "custom":
@@ -141,23 +167,26 @@ def register(app: Dash, app_ctx: AppContext) -> None:
                 end = parse_time(raw_to, now)
                 start = parse_time(raw_from, end - 3600)
             except ValueError as exc:
-                return current, "", str(exc)
+                return current, "", str(exc), no_update
             if end <= start:
-                return current, "", "'from' must be before 'to'"
+                return current, "", "'from' must be before 'to'", no_update
         else:
             end, start = now, now - RANGES.get(choice, 3600)
         if not ids:
-            return _empty("pick one or more queries"), "", ""
+            return _empty("pick one or more queries"), "", "", []
         try:
             found = guarded(app_ctx.metrics, "get_query", lambda: [
                 q for i in ids if (q := app_ctx.repo.get_query(i)) is not None])
             fig, counts = figure_for(app_ctx, found, start, end)
+            evaluated = states.evaluate(found)
         except StorageUnavailable as exc:
-            return current, f"storage unavailable, showing the last data: {exc}", ""
+            return current, f"storage unavailable, showing the last data: {exc}", "", no_update
+        if counts["points"] == 0:
+            fig = _empty(_why_empty(found, evaluated))
         elapsed = time.perf_counter() - started
         app_ctx.metrics.chart_seconds.observe(elapsed)
         app_ctx.metrics.windows_read.inc(counts["windows"])
         app_ctx.metrics.points_served.inc(counts["points"])
         status = (f"{counts['windows']} windows read, {counts['points']} points drawn "
                   f"in {elapsed * 1000:.0f} ms")
-        return fig, status, ""
+        return fig, status, "", _state_lines(found, evaluated)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from dash import dcc, html
 from flask import has_request_context, session
 
-__all__ = ["ago", "banner", "navbar", "when"]
+__all__ = ["ago", "banner", "navbar", "state_badge", "when"]
 
 
 def navbar(active: str) -> html.Div:
@@ -44,3 +44,9 @@ def ago(seconds: float | None) -> str:
 
 def banner(message: str | None) -> html.Div:
     return html.Div(message or "", className="banner" if message else "banner hidden")
+
+
+def state_badge(state: str) -> html.Span:
+    """A query's state (apm.query_state.STATES) as a badge; dashboard/assets/style.css colours
+    each state's class."""
+    return html.Span(state, className=f"badge state-{state}")

@@ -1,12 +1,11 @@
-"""The queries page: the list (status, last result, pause/resume/delete), the builder form and
-the query-language text box. Both forms validate through dashboard.validation and show the
-parser's message beside the field at fault."""
+"""The queries page: the list (each query's state and why, from dashboard.states, its last
+result, pause/resume/delete), the builder form and the query-language text box. Both forms
+validate through dashboard.validation and show the parser's message beside the field at
+fault."""
 
 from __future__ import annotations
 
 import logging
-import time
-from functools import partial
 
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 from dash.development.base_component import Component
@@ -14,7 +13,8 @@ from dash.development.base_component import Component
 from apm.query import FUNCTION_NAMES, QueryError
 from dashboard.api import StorageUnavailable, guarded
 from dashboard.context import AppContext
-from dashboard.pages.common import ago, banner, navbar, when
+from dashboard.pages.common import ago, banner, navbar, state_badge, when
+from dashboard.states import QueryStates
 from dashboard.validation import BUILDER_FIELDS, check_builder, compose, pointer, validate
 
 __all__ = ["layout", "register"]
@@ -91,61 +91,44 @@ def _servers(app_ctx: AppContext) -> tuple[list[str], str | None]:
         return [], str(exc)
 
 
-class _LastResults:
-    """last_result_at per query, remembered briefly: a query with no result yet makes storage
-    search back through many day buckets, and the list refreshes every few seconds."""
-
-    def __init__(self, app_ctx: AppContext, ttl_s: float = 10.0) -> None:
-        self._ctx, self._ttl = app_ctx, ttl_s
-        self._seen: dict[str, tuple[float, float | None]] = {}
-
-    def get(self, query_id: str) -> float | None:
-        now = time.monotonic()
-        hit = self._seen.get(query_id)
-        if hit is not None and now - hit[0] < self._ttl:
-            return hit[1]
-        value = guarded(self._ctx.metrics, "last_result_at",
-                        partial(self._ctx.repo.last_result_at, query_id))
-        self._seen[query_id] = (now, value)
-        return value
-
-
-def _table(app_ctx: AppContext, last_results: _LastResults) -> html.Table | html.Div:
+def _table(app_ctx: AppContext, states: QueryStates) -> html.Table | html.Div:
     queries = guarded(app_ctx.metrics, "list_queries", app_ctx.repo.list_queries)
     if not queries:
         return html.Div("No queries yet: build one below.", id="q-empty")
+    evaluated = states.evaluate(queries)
     now = app_ctx.clock()
     rows = []
     for q in sorted(queries, key=lambda q: q.text):
-        last = last_results.get(q.id)
-        status = "paused" if q.paused else ("active" if last is not None else "waiting")
+        state, reason, last = evaluated[q.id]
         toggle = ("Resume", "q-resume") if q.paused else ("Pause", "q-pause")
-        rows.append(html.Tr(id={"type": "q-row", "id": q.id}, className=f"status-{status}",
+        rows.append(html.Tr(id={"type": "q-row", "id": q.id}, className=f"status-{state}",
                             children=[
             html.Td(dcc.Link(q.text, href=f"/chart?q={q.id}"), className="q-text"),
-            html.Td(html.Span(status, className=f"badge {status}"), className="q-status"),
+            html.Td([state_badge(state), html.Div(reason, className="q-reason")],
+                    className="q-status"),
             html.Td(f"{when(last)} ({ago(None if last is None else now - last)})"
                     if last is not None else "no result yet", className="q-last"),
             html.Td([
                 html.Button(toggle[0], id={"type": toggle[1], "id": q.id}),
                 html.Button("Delete", id={"type": "q-delete", "id": q.id}, className="danger"),
-            ]),
+            ], className="q-actions"),
         ]))
     return html.Table(id="q-table", children=[
-        html.Thead(html.Tr([html.Th("Query"), html.Th("Status"), html.Th("Last result"),
+        html.Thead(html.Tr([html.Th("Query"), html.Th("State and why"), html.Th("Last result"),
                             html.Th("")])),
         html.Tbody(rows),
     ])
 
 
 def register(app: Dash, app_ctx: AppContext) -> None:
-    last_results = _LastResults(app_ctx, max(10.0, app_ctx.settings.refresh_floor_seconds))
+    states = QueryStates(app_ctx.repo, app_ctx.metrics, app_ctx.clock,
+                         max(10.0, app_ctx.settings.refresh_floor_seconds))
 
     @app.callback(Output("q-list", "children"), Output("q-banner", "children"),
                   Input("q-version", "data"), Input("q-tick", "n_intervals"))
     def render_list(_version: int, _tick: int | None) -> tuple[object, object]:
         try:
-            return _table(app_ctx, last_results), banner(None)
+            return _table(app_ctx, states), banner(None)
         except StorageUnavailable as exc:
             return no_update, banner(str(exc))
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,6 +12,7 @@ import httpx
 import pytest
 
 from apm.query import WindowResult, parse
+from apm.query_state import STATES
 from tests.dashboard.conftest import TOKEN
 
 pytestmark = pytest.mark.integration
@@ -56,6 +58,34 @@ def test_create_get_patch_delete(api: Any) -> None:
     assert api.get(f"/api/queries/{qid}").status_code == 404
     assert api.delete(f"/api/queries/{qid}").status_code == 404
     assert api.patch(f"/api/queries/{qid}", json={"paused": False}).status_code == 404
+
+
+def test_every_query_carries_its_state_and_why(api: Any, repo: Any) -> None:
+    tag = uuid.uuid4().hex[:8]
+    metric, job = f"api.state.{tag}", f"aggregator-api-{tag}"
+    # A live job whose scope covers the metric (real jobs publish this every 5 s).
+    repo.put_status(job, {"scope": {"metrics": [metric], "shard": None}, "reads": [metric]})
+    created = api.post("/api/queries", json={"text": f"FROM * SELECT {metric} WINDOW 1m "
+                                                     "COMPUTE avg"}).json()
+    assert created["state"] == "waiting"
+    assert created["reason"] == f"waiting for its first 1m window to close; {job} reads {metric}"
+    qid = created["id"]
+    listed = api.get("/api/queries").json()
+    assert all(q["state"] in STATES and q["reason"] for q in listed)
+    assert next(q for q in listed if q["id"] == qid)["state"] == "waiting"
+
+    written = time.time()
+    repo.upsert_results([WindowResult(qid, (written // 60) * 60 - 60, 60, {"avg": 2.0}, 3,
+                                      written)])
+    got = api.get(f"/api/queries/{qid}").json()
+    assert got["state"] == "evaluated" and got["reason"].startswith(f"evaluated by {job}")
+    assert got["last_result_at"] is not None
+    results = api.get(f"/api/queries/{qid}/results").json()
+    assert results["query"]["state"] == "evaluated"
+
+    paused = api.patch(f"/api/queries/{qid}", json={"paused": True}).json()
+    assert (paused["state"], paused["reason"]) == ("paused",
+                                                   "paused: resume it to evaluate it again")
 
 
 def test_bad_query_is_422_with_the_parsers_message_and_position(api: Any) -> None:

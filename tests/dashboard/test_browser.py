@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -55,13 +57,40 @@ def _type(chrome: Any, element_id: str, text: str) -> None:
     field.send_keys(text)
 
 
+_ROW_STATE = """for (const row of document.querySelectorAll('#q-table tr')) {
+  if ((row.id || '').includes(arguments[0])) {
+    const badge = row.querySelector('.q-status .badge'), why = row.querySelector('.q-reason');
+    return [badge ? badge.innerText : '', badge ? badge.className : '',
+            why ? why.innerText : '']; } }
+return ['', '', ''];"""
+
+
+def _row_state(chrome: Any, query_id: str) -> tuple[str, str, str]:
+    """(badge text, badge class, reason) of a query's row; one script, so the list's periodic
+    re-render cannot stale the elements mid-way."""
+    badge, css, reason = chrome.execute_script(_ROW_STATE, query_id)
+    return str(badge), str(css), str(reason)
+
+
 def _row_status(chrome: Any, query_id: str) -> str:
-    # One script, so the list's periodic re-render cannot stale the elements mid-way.
-    return str(chrome.execute_script(
-        "for (const row of document.querySelectorAll('#q-table tr')) {"
-        "  if ((row.id || '').includes(arguments[0])) {"
-        "    return row.querySelector('.q-status').innerText; } }"
-        "return '';", query_id))
+    return _row_state(chrome, query_id)[0]
+
+
+def _publish_job(repo: Any, component: str, metrics: list[str], reads: list[str]) -> None:
+    """A live aggregator job's status row, as a real job publishes it every 5 s."""
+    repo.put_status(component, {"identity": component, "reads": reads,
+                                "scope": {"metrics": metrics, "shard": None}})
+
+
+def _retire_other_jobs(repo: Any, mine: set[str]) -> None:
+    """Re-publishes every other aggregator row of this keyspace as an hour old, so that a job
+    another test published (the health page's has no scope: every metric) is not live here."""
+    from storage.repository import Repository
+
+    past = Repository(repo.session, repo.keyspace, clock=lambda: time.time() - 3600)
+    for component, payload in repo.get_status().items():
+        if component.startswith("aggregator") and component not in mine:
+            past.put_status(component, {k: v for k, v in payload.items() if k != "updated_at"})
 
 
 def test_create_a_query_through_the_form_then_see_it_in_the_list(
@@ -80,7 +109,13 @@ def test_create_a_query_through_the_form_then_see_it_in_the_list(
     wait(lambda d: expected in _text(d, "q-table"))
     stored = [q for q in repo.list_queries() if q.query.metric == metric_topic]
     assert [q.text for q in stored] == [expected]
-    assert _row_status(chrome, stored[0].id) == "waiting"
+    # A live job covers the new metric: the query waits for its first window, and says so.
+    job = f"aggregator-form-{uuid.uuid4().hex[:6]}"
+    _publish_job(repo, job, [metric_topic], [metric_topic])
+    _, css, reason = wait(lambda d: (got := _row_state(d, stored[0].id))[0] == "waiting"
+                          and got)
+    assert "state-waiting" in css.split()
+    assert "first 30s window" in reason and f"{job} reads {metric_topic}" in reason
 
 
 def test_a_bad_query_shows_the_parsers_error_inline(chrome: Any, login: Any, wait: Wait,
@@ -133,6 +168,88 @@ def test_pause_a_query_from_the_list(chrome: Any, login: Any, wait: Wait, repo: 
     resume = wait(lambda d: d.find_elements(By.XPATH, f"//button[contains(@id, '{saved.id}') "
                                                       "and contains(@id, 'q-resume')]"))
     assert resume[0].text == "Resume"
+
+
+_ANNOTATION = """const el = document.querySelector('#c-graph .js-plotly-plot');
+const notes = el && el.layout && el.layout.annotations;
+return notes && notes.length ? notes[0].text : null;"""
+
+
+def test_each_query_shows_its_state_and_why(chrome: Any, login: Any, wait: Wait,
+                                            repo: Any) -> None:
+    """The five states on the queries page, each set up through the real Repository: a paused
+    query, one whose metric no live job covers, one whose metric went quiet 10 minutes ago, one
+    with a result, one just created; then the chart page says why a chart is empty."""
+    from storage.repository import Repository
+
+    tag = uuid.uuid4().hex[:8]
+    m = {k: f"st.{k}.{tag}" for k in ("paused", "uncovered", "quiet", "done", "new")}
+    job, other = f"aggregator-states-{tag}", f"aggregator-other-{tag}"
+    covered = [m["paused"], m["quiet"], m["done"], m["new"]]
+
+    def publish() -> None:
+        _publish_job(repo, job, covered, [m["quiet"], m["done"], m["new"]])
+        _publish_job(repo, other, ["other"], ["other"])
+
+    now = time.time()
+    paused = repo.save_query(f"FROM * SELECT {m['paused']} WINDOW 10s COMPUTE avg")
+    repo.set_paused(paused.id, True)
+    uncovered = repo.save_query(f"FROM * SELECT {m['uncovered']} WINDOW 10s COMPUTE avg")
+    # Active for 15 minutes; its metric's last sample is 10 minutes old.
+    earlier = Repository(repo.session, repo.keyspace, clock=lambda: now - 900)
+    quiet = earlier.save_query(f"FROM * SELECT {m['quiet']} WINDOW 10s COMPUTE avg")
+    repo.touch_metrics({m["quiet"]: now - 600})
+    done = repo.save_query(f"FROM * SELECT {m['done']} WINDOW 10s COMPUTE avg, max")
+    repo.upsert_results([WindowResult(done.id, (now // 10) * 10 - 20, 10,
+                                      {"avg": 1.5, "max": 3.0}, 4, time.time())])
+    repo.touch_metrics({m["done"]: time.time()})
+    fresh = repo.save_query(f"FROM * SELECT {m['new']} WINDOW 1m COMPUTE avg")
+    _retire_other_jobs(repo, {job, other})
+    publish()
+    expected = {paused.id: "paused", uncovered.id: "not-covered", quiet.id: "no-data",
+                done.id: "evaluated", fresh.id: "waiting"}
+    published = [time.monotonic()]
+
+    def all_shown(d: Any) -> dict[str, tuple[str, str, str]] | None:
+        if time.monotonic() - published[0] > 10:  # keep the fake jobs live (30 s)
+            publish()
+            published[0] = time.monotonic()
+        rows = {qid: _row_state(d, qid) for qid in expected}
+        return rows if all(rows[q][0] == s for q, s in expected.items()) else None
+
+    login()
+    rows = wait(all_shown, timeout=40)
+    for qid, state in expected.items():
+        assert f"state-{state}" in rows[qid][1].split(), rows[qid]
+    if shot := os.environ.get("APM_TEST_STATES_PNG"):
+        chrome.save_screenshot(shot)
+
+    reason = {expected[qid]: rows[qid][2] for qid in expected}
+    assert reason["paused"] == "paused: resume it to evaluate it again"
+    assert reason["not-covered"] == (f"no running aggregator covers {m['uncovered']}: "
+                                     f"{other} (metrics other); {job} (metrics "
+                                     f"{', '.join(sorted(covered))})")
+    assert f"no sample of {m['quiet']} in the last 5m" in reason["no-data"]
+    assert "(10m ago)" in reason["no-data"]
+    assert reason["evaluated"].startswith(f"evaluated by {job}; last result written at ")
+    assert reason["waiting"] == f"waiting for its first 1m window to close; {job} reads {m['new']}"
+
+    # The chart page: a line per selected query, and the empty chart says why.
+    publish()
+    login(path=f"/chart?q={quiet.id},{fresh.id}")
+    lines = wait(lambda d: (got := d.execute_script(
+        "return Array.from(document.querySelectorAll('#c-states .c-state')).map(e => ["
+        "e.querySelector('.badge').innerText, e.querySelector('.q-reason').innerText]);"))
+        and len(got) == 2 and got)
+    by_state = dict(lines)
+    assert sorted(by_state) == ["no-data", "waiting"]
+    assert f"no sample of {m['quiet']} in the last 5m" in by_state["no-data"]
+    assert by_state["waiting"] == reason["waiting"]
+    note = wait(lambda d: (t := d.execute_script(_ANNOTATION)) and "no-data" in t and t)
+    assert note.replace("<br>", " ").startswith(f"no-data: no sample of {m['quiet']} in the "
+                                                "last 5m")
+    if shot:
+        chrome.save_screenshot(shot.replace(".png", "-chart.png"))
 
 
 def test_health_page_shows_ingest_lag_freshness_and_silent_servers(

@@ -37,9 +37,11 @@ def test_add_list_pause_resume_delete(apm):
     qid = out.strip()
     uuid.UUID(qid)
     code, out, _ = apm("query", "list")
-    line = next(ln for ln in out.splitlines() if ln.startswith(qid))
-    assert "active" in line
-    assert line.endswith("FROM web-* SELECT cpu WINDOW 1m COMPUTE avg, percentile(99)")
+    lines = out.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith(qid))
+    assert lines[at].split()[1] != "paused"
+    assert lines[at].endswith("FROM web-* SELECT cpu WINDOW 1m COMPUTE avg, percentile(99)")
+    assert lines[at + 1].startswith("    ")  # the reason, under it
 
     assert apm("query", "pause", qid)[0] == 0
     _, out, _ = apm("query", "list", "--json")
@@ -54,6 +56,68 @@ def test_add_list_pause_resume_delete(apm):
     assert code == 1 and f"no query with id '{qid}'" in err
     code, _, err = apm("query", "pause", qid)
     assert code == 1 and "no query with id" in err
+
+
+def test_list_shows_each_querys_state_and_why(apm, monkeypatch, fresh_keyspace,
+                                              cassandra_session):
+    """In a keyspace of its own, so that no other test's aggregator status row counts."""
+    import time
+
+    from apm.query import WindowResult
+    from storage.repository import Repository
+
+    keyspace = fresh_keyspace()
+    assert apm("storage", "migrate", "--keyspace", keyspace)[0] == 0
+    monkeypatch.setenv("APM_STORAGE_KEYSPACE", keyspace)
+    now = time.time()
+    repo = Repository(cassandra_session, keyspace)
+    ids = {}
+    for name in ("uncovered", "paused", "quiet", "done", "new"):
+        maker = Repository(cassandra_session, keyspace, clock=lambda: now - 900) \
+            if name == "quiet" else repo  # active for 15 minutes
+        ids[name] = maker.save_query(f"FROM * SELECT m.{name} WINDOW 10s COMPUTE avg").id
+
+    def listed() -> dict[str, tuple[str, str]]:
+        code, out, err = apm("query", "list")
+        assert code == 0, err
+        lines = out.splitlines()
+        assert len(lines) == 2 * len(ids)
+        got = {}
+        for head, reason in zip(lines[::2], lines[1::2], strict=True):
+            qid, state, text = head.split(maxsplit=2)
+            assert text.startswith("FROM * SELECT m.") and reason.startswith("    ")
+            got[qid] = (state, reason.strip())
+        return got
+
+    assert {s for s, _ in listed().values()} == {"not-covered"}
+    assert listed()[ids["new"]][1].startswith("no aggregator is running")
+
+    repo.set_paused(ids["paused"], True)
+    covered = [f"m.{n}" for n in ("paused", "quiet", "done", "new")]
+    repo.put_status("aggregator-cli", {"scope": {"metrics": covered, "shard": None},
+                                       "reads": covered})
+    repo.touch_metrics({"m.quiet": now - 600, "m.done": now})
+    repo.upsert_results([WindowResult(ids["done"], (now // 10) * 10 - 10, 10, {"avg": 1.0}, 2,
+                                      time.time())])
+    got = listed()
+    assert {name: got[qid][0] for name, qid in ids.items()} == {
+        "uncovered": "not-covered", "paused": "paused", "quiet": "no-data",
+        "done": "evaluated", "new": "waiting"}
+    assert got[ids["uncovered"]][1] == ("no running aggregator covers m.uncovered: "
+                                        "aggregator-cli (metrics m.done, m.new, m.paused, "
+                                        "m.quiet)")
+    assert "no sample of m.quiet in the last 5m" in got[ids["quiet"]][1]
+    assert got[ids["done"]][1].startswith("evaluated by aggregator-cli; last result written at")
+    assert got[ids["new"]][1] == ("waiting for its first 10s window to close; aggregator-cli "
+                                  "reads m.new")
+
+    code, out, _ = apm("query", "list", "--json")
+    assert code == 0
+    rows = {row["id"]: row for row in map(json.loads, out.splitlines())}
+    assert {rows[qid]["state"] for qid in ids.values()} == {
+        "not-covered", "paused", "no-data", "evaluated", "waiting"}
+    assert rows[ids["quiet"]]["reason"] == got[ids["quiet"]][1]
+    assert ids["paused"] not in apm("query", "list", "--active")[1]
 
 
 def test_bad_query_text_exits_2_naming_the_position(apm):
