@@ -39,12 +39,6 @@ def _example_queries(host: str) -> list[str]:
 
 EXAMPLE_QUERIES = _example_queries("<this host>")
 
-# The local aggregator takes the fleet's metrics and a few of this host's: Spark's Kafka source
-# pays a consumer per topic-partition, and this host's agent alone emits ~90 metric topics,
-# which one local[2] job reads far too slowly. More metrics: a second `apm aggregator
-# --metrics ...` job, the work split the design scales out with.
-HOST_METRICS = ("cpu.util", "mem.util", "load.1")
-
 # name -> the marker its launcher puts in the command line, in the order `--down` stops them.
 _PLATFORM = {
     "loadgen": "apm.cli loadgen",
@@ -110,13 +104,12 @@ def _start_platform(home: Path, bootstrap: str, fleet: bool) -> str:
             start_ingest(INGEST_PORT, keys, bootstrap, home / f"ingest-{INGEST_PORT}")
         aggregator = home / "aggregator"
         if not metrics_up(AGGREGATOR_METRICS_PORT):
-            _say("starting aggregator (Spark, local mode)")
-            from loadgen.fleet import metric_catalog
-
-            metrics = dict.fromkeys([m for m, _ in metric_catalog(FLEET_METRICS)]
-                                    + list(HOST_METRICS))
-            proc = start_aggregator(aggregator, metrics_port=AGGREGATOR_METRICS_PORT,
-                                    metrics=list(metrics))
+            # One job, every metric in scope: it reads exactly the topics of the stored
+            # queries, whatever metric they name (docs/aggregator.md, "Which topics a job
+            # reads"), so a query on any of this host's or an application's metrics is
+            # evaluated without a second job.
+            _say("starting aggregator (Spark, local mode; it reads the metrics the queries use)")
+            proc = start_aggregator(aggregator, metrics_port=AGGREGATOR_METRICS_PORT)
             proc.wait_healthy(lambda: metrics_up(AGGREGATOR_METRICS_PORT), 120, _say)
         _say(f"starting dashboard on http://127.0.0.1:{DASHBOARD_PORT}")
         start_dashboard(home / "dashboard", DASHBOARD_PORT,

@@ -100,3 +100,66 @@ def test_server_selection_splits_into_names_prefixes_and_regex_equivalent_to_the
         split = (server in names or any(server.startswith(p) for p in prefixes)
                  or re.fullmatch(regex[1:-1], server) is not None)
         assert split == q.matches(server), server
+
+
+def test_a_job_takes_the_active_queries_of_its_scope_only(tmp_path):
+    from aggregator.job import Aggregator
+    from tests.aggregator.conftest import FakeStore
+
+    store = FakeStore()
+    metrics = [f"m{i}" for i in range(40)]
+    for m in metrics:
+        store.add(f"FROM * SELECT {m} WINDOW 10s COMPUTE avg")
+    paused = store.add("FROM * SELECT m1 WINDOW 1m COMPUTE max")
+    paused.paused = True
+    queries = store.list_queries()
+    for shard in range(3):
+        job = Aggregator(None, store, AggregatorSettings(  # type: ignore[arg-type]
+            shard=f"{shard}/3", checkpoint_dir=tmp_path))
+        assert {q.query.metric for q in job.mine(queries)} == \
+            {m for m in metrics if shard_of(m, 3) == shard}
+        assert paused.id not in {q.id for q in job.mine(queries)}
+    narrow = Aggregator(None, store, AggregatorSettings(  # type: ignore[arg-type]
+        metrics="m1,m2,nothing", checkpoint_dir=tmp_path))
+    assert sorted(q.query.metric for q in narrow.mine(queries)) == ["m1", "m2"]
+
+
+def test_with_no_active_query_the_job_runs_no_stream_and_says_it_is_idle(tmp_path):
+    from aggregator.job import Aggregator
+    from tests.aggregator.conftest import FakeStore
+
+    store = FakeStore()
+    store.add("FROM * SELECT cpu WINDOW 10s COMPUTE avg").paused = True
+    job = Aggregator(None, store, AggregatorSettings(  # type: ignore[arg-type]
+        shard="0/2", checkpoint_dir=tmp_path), clock=lambda: 1_700_000_000.0)
+    job.start()  # would need Spark to start a stream: None here, so it must start none
+    assert (job.windows, job.servers, job.reads, job.active) == (None, None, [], [])
+    assert not job.refresh_queries()
+    status = job.publish_status()
+    assert status["idle"] is True and status["reads"] == [] and status["lag_total"] == 0
+    assert status["scope"] == {"metrics": [], "shard": [0, 2]}
+    assert store.status["aggregator-shard-0-of-2"]["checkpoint"] == str(job.settings.checkpoint)
+
+
+def test_status_report_names_each_job_its_scope_reads_and_lag(tmp_path):
+    import time
+
+    from aggregator.status import _job, render
+
+    now = time.time()
+    settings = AggregatorSettings(checkpoint_dir=tmp_path)
+    live = _job("aggregator-shard-1-of-2", {
+        "scope": {"metrics": [], "shard": [1, 2]}, "reads": ["cpu.util", "load.1"],
+        "lag": {"apm.metric.cpu.util": 3, "apm.metric.load.1": 0}, "updated_at": now - 2,
+        "active_queries": 4, "checkpoint": str(tmp_path / "x")}, settings, None, now)
+    assert live["live"] and live["lag_total"] == 3 and live["lag_from"] == "published"
+    assert live["scope"] == "shard 1/2"
+    # Stale, and its checkpoint is not on this machine: the last published figures stand.
+    gone = _job("aggregator", {"reads": ["mem.util"], "lag": {"apm.metric.mem.util": 7},
+                               "updated_at": now - 600}, settings, tmp_path / "none", now)
+    assert not gone["live"] and gone["lag_total"] == 7 and gone["scope"] == "every metric"
+    text = render([live, gone])
+    assert "aggregator-shard-1-of-2: live" in text and "scope: shard 1/2" in text
+    assert "aggregator: NOT RUNNING" in text and "reads 2 metrics; lag 3 records" in text
+    assert "cpu.util" in text and "mem.util" in text
+    assert render([]) == "no aggregator job has published a status"

@@ -1,5 +1,7 @@
-"""End to end: the load generator -> ingest -> Kafka -> Spark aggregator -> Cassandra, read
-back through the dashboard's REST API, compared with the generator's own truth."""
+"""End to end: the load generator, a real agent and plain HTTP pushes -> ingest -> Kafka ->
+Spark aggregator -> Cassandra, read back through the dashboard's REST API and compared with
+what was sent. The aggregator runs as `make run` starts it (no --metrics, no --shard): it reads
+exactly the topics of the queries stored in this test's keyspace."""
 
 from __future__ import annotations
 
@@ -29,7 +31,9 @@ class Platform:
     dashboard_token: str
     aggregator_metrics: str
     kafka_bootstrap: str
-    metric_prefix: str  # the only topics this platform's aggregator reads
+    metric_prefix: str  # this run's metric names start with it
+    keyspace: str
+    home: Path
 
 
 def _http_json(url: str, token: str, body: dict | None = None, timeout: float = 10.0):
@@ -60,10 +64,9 @@ def platform(stack, tmp_path_factory) -> Iterator[Platform]:
     home = tmp_path_factory.mktemp("e2e")
     keyspace = f"e2e_{uuid.uuid4().hex[:8]}"
     prefix = f"e2e{uuid.uuid4().hex[:6]}."
-    # The broker is shared with every other test: read only this run's topics.
-    env = {"APM_STORAGE_KEYSPACE": keyspace, "APM_KAFKA_BOOTSTRAP": stack.kafka_bootstrap,
-           "APM_AGGREGATOR_TRIGGER_SECONDS": "2",
-           "APM_AGGREGATOR_TOPIC_PATTERN": re.escape(f"apm.metric.{prefix}") + ".+"}
+    # The broker is shared with every other test; the job reads only the topics of the queries
+    # in this keyspace, as `make run`'s does in its own.
+    env = {"APM_STORAGE_KEYSPACE": keyspace, "APM_KAFKA_BOOTSTRAP": stack.kafka_bootstrap}
     os.environ.update(env)  # the launchers' children inherit it
     started = []
     try:
@@ -82,7 +85,7 @@ def platform(stack, tmp_path_factory) -> Iterator[Platform]:
         aggregator.wait_healthy(lambda: metrics_up(metrics_port), 180)
         yield Platform(f"http://127.0.0.1:{ingest_port}", key, f"http://127.0.0.1:{dash_port}",
                        token, f"http://127.0.0.1:{metrics_port}/metrics", stack.kafka_bootstrap,
-                       prefix)
+                       prefix, keyspace, home)
     finally:
         for proc in reversed(started):
             proc.stop(30)
@@ -144,3 +147,117 @@ def test_results_equal_the_generators_truth(platform: Platform, tmp_path: Path):
         for key in ("p50", "p99"):
             assert have[key] == pytest.approx(want["values"][key], rel=1e-12)
             assert want["values"]["min"] <= have[key] <= want["values"]["max"]
+
+
+def _wait_until_read(platform: Platform, metric: str, timeout_s: float = 300) -> None:
+    """Until the running job subscribes to ``metric`` (it polls the query table each trigger)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        jobs = _aggregator_status(platform)
+        if any(metric in (payload.get("reads") or []) for payload in jobs.values()):
+            return
+        assert time.monotonic() < deadline, f"no job reads {metric}: {jobs}"
+        time.sleep(1)
+
+
+def _aggregator_status(platform: Platform) -> dict[str, dict]:
+    from storage.repository import Repository
+    from storage.settings import StorageSettings
+
+    with Repository.connect(StorageSettings(keyspace=platform.keyspace)) as repo:
+        return {k: v for k, v in repo.get_status().items() if k.startswith("aggregator")}
+
+
+def _windows(platform: Platform, query_id: str, start: float, end: float) -> dict[float, dict]:
+    url = f"{platform.dashboard_url}/api/queries/{query_id}/results?from={start}&to={end}"
+    return {w["window_start"]: w for w in _http_json(url, platform.dashboard_token)["windows"]}
+
+
+def test_a_query_on_a_metric_never_seen_gets_exact_windows_from_the_running_job(
+        platform: Platform):
+    import numpy as np
+
+    metric = f"{platform.metric_prefix}never.seen.{uuid.uuid4().hex[:6]}"  # no topic yet
+    text = f"FROM * SELECT {metric} WINDOW 10s COMPUTE min, max, count, sum"
+    query_id = _http_json(f"{platform.dashboard_url}/api/queries", platform.dashboard_token,
+                          {"text": text})["id"]
+    _wait_until_read(platform, metric)
+    rng = np.random.default_rng(11)
+    start = (math.floor(time.time()) // 10) * 10 - 30  # whole windows, within the lateness
+    sent: dict[float, list[float]] = {}
+    for second in range(30):
+        snapshots = [{"server": f"new-{s}", "ts": start + second + 0.5,
+                      "metrics": {metric: float(rng.normal(10, 3))}} for s in range(5)]
+        for snap in snapshots:
+            sent.setdefault(start + (second // 10) * 10, []).append(snap["metrics"][metric])
+        req = urllib.request.Request(
+            f"{platform.ingest_url}/v1/metrics", data=json.dumps({"snapshots": snapshots})
+            .encode(), method="POST", headers={"Authorization": f"Bearer {platform.api_key}",
+                                               "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as reply:
+            assert reply.status == 202
+    want = {ws: {"min": min(v), "max": max(v), "count": float(len(v)),
+                 "sum": float(np.sum(v))} for ws, v in sent.items()}
+
+    deadline = time.monotonic() + 180
+    while True:
+        got = _windows(platform, query_id, start, start + 30)
+        if {ws: w["samples"] for ws, w in got.items()} == \
+                {ws: int(w["count"]) for ws, w in want.items()}:
+            break
+        assert time.monotonic() < deadline, f"windows {got} never became {want}"
+        time.sleep(2)
+    for ws, values in want.items():
+        have = got[ws]["values"]
+        assert (have["min"], have["max"], have["count"]) == \
+            (values["min"], values["max"], values["count"])
+        assert have["sum"] == pytest.approx(values["sum"], rel=1e-12)
+    assert list(_aggregator_status(platform)) == ["aggregator"]  # no other job was started
+
+
+def test_a_statsd_metric_from_a_stock_client_through_the_agent_gets_results(
+        platform: Platform):
+    from datadog.dogstatsd import DogStatsd
+
+    from apm.stack.supervisor import ManagedProcess
+    from ingest.launcher import free_port
+
+    metric = f"{platform.metric_prefix}app.requests"
+    server = f"e2e-agent-{uuid.uuid4().hex[:6]}"
+    text = f"FROM {server} SELECT {metric} WINDOW 10s COMPUTE sum, max"
+    query_id = _http_json(f"{platform.dashboard_url}/api/queries", platform.dashboard_token,
+                          {"text": text})["id"]
+    _wait_until_read(platform, metric)
+    port = free_port()  # StatsD is UDP; a free TCP port number is free enough on loopback
+    metrics_port = free_port()
+    agent = ManagedProcess("agent", platform.home / f"agent-{server}", marker="apm.cli agent run")
+    agent.start([sys.executable, "-m", "apm.cli", "agent", "run"], env={
+        "APM_AGENT_SERVER": server, "APM_AGENT_API_KEY": platform.api_key,
+        "APM_AGENT_INGEST_URL": f"{platform.ingest_url}/v1/metrics",
+        "APM_AGENT_SPOOL_DIR": str(platform.home / f"spool-{server}"),
+        "APM_AGENT_STATSD_PORT": str(port), "APM_AGENT_METRICS_PORT": str(metrics_port),
+        "APM_AGENT_COLLECTORS": '["cpu"]'})
+    try:
+        # The agent starts its StatsD listener before its /metrics: once that answers, no
+        # datagram is sent to a closed port.
+        agent.wait_healthy(lambda: _gauge(f"http://127.0.0.1:{metrics_port}/metrics",
+                                          "apm_agent_statsd_packets_total") is not None, 60)
+        client = DogStatsd(host="127.0.0.1", port=port, disable_telemetry=True)
+        begun = time.time()
+        sent = 0
+        while time.time() - begun < 25:
+            client.increment(metric, 3)
+            sent += 3
+            time.sleep(0.1)
+        client.flush()
+        deadline = time.monotonic() + 180
+        while True:
+            got = _windows(platform, query_id, begun - 60, time.time() + 60)
+            total = sum(w["values"]["sum"] for w in got.values())
+            if total == sent:
+                break
+            assert time.monotonic() < deadline, f"summed {total} of {sent} increments: {got}"
+            time.sleep(2)
+        assert max(w["values"]["max"] for w in got.values()) > 0
+    finally:
+        agent.stop(30)
