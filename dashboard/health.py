@@ -11,10 +11,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from apm.query_state import JOB_PREFIX, STALE_AFTER_S, JobScope
+
 __all__ = ["ComponentStatus", "HealthView", "ServerRow", "build_health"]
 
 BATCH_KEYS = ("batch_duration_s", "batch_duration_seconds", "batch_seconds", "last_batch_s")
 FRESHNESS_KEYS = ("freshness_s", "freshness_seconds", "freshness")
+# Shown in columns of their own, or too long for the "other" column.
+_SHOWN_APART = ("scope", "reads", "checkpoint", "identity")
 
 
 @dataclass
@@ -33,6 +37,12 @@ class ComponentStatus:
     freshness_s: float | None
     lag: dict[str, float] = field(default_factory=dict)  # metric topic -> records behind
     other: dict[str, object] = field(default_factory=dict)
+    scope: str | None = None  # an aggregator job's scope, described ("every metric" ...)
+    reads: list[str] = field(default_factory=list)  # the metrics an aggregator job reads
+
+    @property
+    def live(self) -> bool:
+        return self.age_s is not None and self.age_s <= STALE_AFTER_S
 
 
 @dataclass
@@ -87,8 +97,13 @@ def _component(name: str, payload: Mapping[str, object], now: float) -> Componen
     status = ComponentStatus(
         component=name, age_s=None if updated is None else max(0.0, now - updated),
         batch_duration_s=_first(payload, BATCH_KEYS), freshness_s=freshness)
+    if name.startswith(JOB_PREFIX):
+        status.scope = JobScope.from_json(payload.get("scope")).describe()
+        reads = payload.get("reads")
+        status.reads = [m for m in reads if isinstance(m, str)] if isinstance(reads, list) \
+            else []
     for key, value in payload.items():
-        if key in ("updated_at", *BATCH_KEYS, *FRESHNESS_KEYS):
+        if key in ("updated_at", *BATCH_KEYS, *FRESHNESS_KEYS, *_SHOWN_APART):
             continue
         if "lag" in key and isinstance(value, Mapping):
             for topic, lag in value.items():

@@ -64,19 +64,33 @@ def _ingest(view: HealthView) -> html.Div:
     return html.Div(blocks)
 
 
-def _components(view: HealthView) -> html.Div | html.Table:
+def _components(view: HealthView) -> html.Div:
     if not view.components:
-        return html.Div("The aggregator has not published a status yet.", className="hint")
-    rows = [html.Tr([html.Th("component"), html.Th("published"), html.Th("batch duration"),
-                     html.Th("freshness"), html.Th("other")])]
+        return html.Div("No aggregator has published a status yet: none is running, or it "
+                        "is still starting (`apm aggregator status`).", className="hint")
+    rows = [html.Tr([html.Th("component"), html.Th("published"), html.Th("scope and reads"),
+                     html.Th("batch duration"), html.Th("watermark")])]
+    details = []
     for c in view.components:
+        reads = (f"reads {len(c.reads)}: {', '.join(c.reads[:12])}"
+                 f"{' ...' if len(c.reads) > 12 else ''}" if c.reads else "reads nothing")
         rows.append(html.Tr([
-            html.Td(c.component), html.Td(ago(c.age_s)),
+            html.Td(c.component),
+            html.Td(ago(c.age_s) if c.live else f"NOT RUNNING (last {ago(c.age_s)})",
+                    className="" if c.live else "field-error"),
+            html.Td("-" if c.scope is None else [html.Div(c.scope),
+                                                 html.Div(reads, className="hint")]),
             html.Td("n/a" if c.batch_duration_s is None else f"{c.batch_duration_s:.2f} s"),
             html.Td("n/a" if c.freshness_s is None else f"{c.freshness_s:.1f} s behind"),
-            html.Td(", ".join(f"{k}={v}" for k, v in sorted(c.other.items()))[:300]),
         ]))
-    return html.Table(rows, id="h-components")
+        if c.other:
+            details.append(html.Div(className="h-other", children=[
+                html.B(f"{c.component}: "),
+                *[html.Span(f"{k}={v}"[:120]) for k, v in sorted(c.other.items())]]))
+    return html.Div([html.Table(rows, id="h-components"), *details, html.Div(
+        "The watermark trails the newest sample by the allowed lateness plus the longest "
+        "window: windows older than it are final; newer ones are still refined by late "
+        "samples.", className="hint")])
 
 
 def _lag(view: HealthView) -> html.Div | html.Table:

@@ -257,12 +257,14 @@ def test_health_page_shows_ingest_lag_freshness_and_silent_servers(
     now = time.time()
     repo.touch_servers({"web-live-1": now, "db-quiet-9": now - 3600})
     repo.put_status("aggregator", {"batch_duration_s": 1.25, "freshness_s": 4.5,
-                                   "consumer_lag": {"apm.metric.cpu": 42}})
+                                   "consumer_lag": {"apm.metric.cpu": 42},
+                                   "scope": {"metrics": [], "shard": None}, "reads": ["cpu"]})
     login(path="/health")
     wait(lambda d: d.find_elements(By.ID, "h-lag"))
     assert "apm.metric.cpu" in _text(chrome, "h-lag") and "42" in _text(chrome, "h-lag")
     components = _text(chrome, "h-components")
     assert "1.25 s" in components and "4.5 s behind" in components
+    assert "every metric" in components and "reads 1: cpu" in components
     assert "db-quiet-9" in _text(chrome, "h-silent-table")
     assert "web-live-1" in _text(chrome, "h-reporting-table")
     rejects = _text(chrome, "h-rejects")

@@ -70,6 +70,18 @@ def test_health_view_splits_servers_and_reads_the_aggregator_status() -> None:
     assert [s.server for s in view.reporting] == ["web-1"]
 
 
+def test_an_aggregator_jobs_scope_reads_and_liveness_are_read_apart() -> None:
+    status = {"aggregator-shard-1-of-2": {
+        "updated_at": 60.0, "scope": {"metrics": [], "shard": [1, 2]},
+        "reads": ["cpu.util", "load.1"], "checkpoint": "/x", "identity": "a", "idle": False}}
+    [job] = build_health(status, {}, [], now=100.0, silent_after_s=30).components
+    assert job.scope == "shard 1/2" and job.reads == ["cpu.util", "load.1"]
+    assert job.other == {"idle": False}  # the long keys have columns of their own
+    assert not job.live  # 40 s since it published: not running
+    [job] = build_health(status, {}, [], now=70.0, silent_after_s=30).components
+    assert job.live
+
+
 def test_freshness_falls_back_to_the_watermark() -> None:
     status = {"agg": {"watermark": "1970-01-01T00:01:00.000Z", "lag": {"apm.metric.a": 3},
                       "lag_total": 3}}
