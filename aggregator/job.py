@@ -18,18 +18,19 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from aggregator.evaluate import evaluate, to_results
+from aggregator.joining import JoinCap
 from aggregator.metrics import AggregatorMetrics
-from aggregator.plan import admit, decode, queries_frame, topic_regex, window_summaries
+from aggregator.plan import queries_frame
 from aggregator.progress import ProgressCounter, state_figures
 from aggregator.settings import AggregatorSettings
 from aggregator.store import AggregatorStore
+from aggregator.streams import start_servers, start_windows
 from apm.model import topic_for
 from apm.query import StoredQuery, WindowResult
 from apm.retry import RetryableError, call_with_retry
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
     from aggregator.lag import KafkaOffsets
@@ -56,38 +57,13 @@ class Aggregator:
         self.active: list[StoredQuery] = []
         self.reads: list[str] = []  # the metrics whose topics the streams subscribe to now
         self._admitted: list[tuple[str, float]] = []  # (metric, since) the servers stream uses
+        self.join_cap = JoinCap(self.settings.max_offsets_per_trigger,
+                                patience_s=30 * self.settings.trigger_seconds)
         self.last_restart_s: float | None = None
         self.last_lag: dict[str, int] = {}
         self.progress = ProgressCounter(self.metrics)
 
     # --- the streams ------------------------------------------------------------------------
-
-    def _samples(self, metrics: list[str]) -> DataFrame:
-        s = self.settings
-        reader = (self.spark.readStream.format("kafka")
-                  .option("kafka.bootstrap.servers", s.kafka_bootstrap)
-                  # Exactly these metrics' topics. A pattern, not a list: a topic that does
-                  # not exist yet is waited for (picked up within the metadata age) instead of
-                  # failing the stream with UnknownTopicOrPartitionException.
-                  .option("subscribePattern", topic_regex(metrics))
-                  .option("startingOffsets", s.starting_offsets)
-                  # A deleted topic, or one that leaves the subscription, must not stop the
-                  # job; unread data lost to retention shows up as lag first.
-                  .option("failOnDataLoss", "false")
-                  .option("kafka.metadata.max.age.ms", "2000")
-                  # Spark reads each topic-partition's offset range with its own fetches,
-                  # and the last fetch of a range waits fetch.max.wait.ms (500 ms by default)
-                  # for data that is not there yet: 20 partitions read 100 records in 5.5 s,
-                  # 0.7 s with 10 ms (docs/aggregator.md).
-                  .option("kafka.fetch.max.wait.ms", str(s.kafka_fetch_wait_ms)))
-        if s.max_offsets_per_trigger:
-            reader = reader.option("maxOffsetsPerTrigger", str(s.max_offsets_per_trigger))
-        raw = reader.load()
-        if s.source_tasks:
-            # One Kafka task per topic-partition with new data: with one topic per metric that
-            # is hundreds of tiny tasks a batch. Coalescing keeps the reads, in fewer tasks.
-            raw = raw.coalesce(s.source_tasks)
-        return decode(raw)
 
     def mine(self, queries: list[StoredQuery]) -> list[StoredQuery]:
         """The active queries whose metric is in this job's scope (--metrics, --shard)."""
@@ -95,25 +71,7 @@ class Aggregator:
         return sorted((q for q in queries if not q.paused and scope.covers(q.query.metric)),
                       key=lambda q: q.id)
 
-    def _start_windows(self, active: list[StoredQuery], table: DataFrame) -> None:
-        s = self.settings
-        by_id = {q.id: q.query for q in active}
-        longest = max(q.query.window_seconds for q in active)
-        sets = window_summaries(self._samples(self.reads), table,
-                                s.allowed_lateness_seconds + longest, dedup=s.dedup)
-
-        def write_batch(batch: DataFrame, batch_id: int) -> None:
-            rows = evaluate(batch, table).collect()
-            results = to_results(rows, by_id, self.clock)
-            if results:
-                self.metrics.results.inc(self._upsert(results))
-
-        self.windows = (sets.writeStream.queryName(f"{s.identity}-windows")
-                        .outputMode("update").foreachBatch(write_batch)
-                        .option("checkpointLocation", str(s.checkpoint / "windows"))
-                        .trigger(processingTime=f"{s.trigger_seconds} seconds").start())
-
-    def _upsert(self, results: list[WindowResult]) -> int:
+    def _write(self, results: list[WindowResult]) -> None:
         def attempt() -> int:
             try:
                 return self.store.upsert_results(results)
@@ -121,37 +79,22 @@ class Aggregator:
                 log.warning("upserting %d results failed, retrying: %s", len(results), exc)
                 raise RetryableError(str(exc)) from exc
 
-        return call_with_retry(attempt, deadline_s=60.0)
+        self.metrics.results.inc(call_with_retry(attempt, deadline_s=60.0))
 
-    def _start_servers(self, table: DataFrame) -> None:
-        from pyspark.sql import functions as F
+    def _seen(self, servers: dict[str, float], metrics: dict[str, float]) -> None:
+        if servers:
+            self.store.touch_servers(servers)
+        if metrics:
+            self.store.touch_metrics(metrics)
 
-        s = self.settings
-
-        def write_batch(batch: DataFrame, batch_id: int) -> None:
-            # One pass for both: rows with a null metric are per server, and the reverse.
-            seen = (batch.groupingSets([["server"], ["metric"]], "server", "metric")
-                    .agg(F.max("ts").alias("ts")).collect())
-            servers = {r["server"]: float(r["ts"]) for r in seen if r["metric"] is None}
-            metrics = {r["metric"]: float(r["ts"]) for r in seen if r["server"] is None}
-            if servers:
-                self.store.touch_servers(servers)
-            if metrics:
-                self.store.touch_metrics(metrics)
-
-        samples = admit(self._samples(self.reads), table).select("metric", "server", "ts")
-        self.servers = (samples.writeStream
-                        .queryName(f"{s.identity}-servers").foreachBatch(write_batch)
-                        .option("checkpointLocation", str(s.checkpoint / "servers"))
-                        .trigger(processingTime=f"{s.servers_trigger_seconds} seconds").start())
-
-    def _apply(self, active: list[StoredQuery]) -> None:
-        """Stops what runs and starts the streams ``active`` needs (none if it is empty)."""
+    def _apply(self, active: list[StoredQuery], force: bool = False) -> None:
+        """Stops what runs and starts the streams ``active`` needs (none if it is empty);
+        ``force`` restarts the servers stream too, though its input did not change."""
         admitted = sorted({(q.query.metric, q.active_from or 0.0) for q in active})
         if self.windows is not None:
             self.windows.stop()
             self.windows = None
-        restart_servers = admitted != self._admitted or not active
+        restart_servers = force or admitted != self._admitted or not active
         if restart_servers and self.servers is not None:
             self.servers.stop()
             self.servers = None
@@ -160,11 +103,25 @@ class Aggregator:
         self.metrics.active.set(len(active))
         self.metrics.reads.set(len(self.reads))
         if not active:
+            self.join_cap.raised = False
             return
+        known = {topic for topic, _ in self.processed_offsets()}
+        cap = self.join_cap.cap(admitted, known, self.offsets)
         table = queries_frame(self.spark, active)
-        self._start_windows(active, table)
+        self.windows = start_windows(self.spark, self.settings, self.reads,
+                                     {q.id: q.query for q in active}, table, cap, self._write,
+                                     self.clock)
         if self.settings.track_servers and self.servers is None:
-            self._start_servers(table)
+            self.servers = start_servers(self.spark, self.settings, self.reads, table, cap,
+                                         self._seen)
+
+    def settle(self) -> None:
+        """Back to the configured cap once a batch has read the joining topics' backlog."""
+        if self.windows is None or not self.windows.lastProgress:
+            return
+        if self.join_cap.done({topic for topic, _ in self.processed_offsets()}):
+            self._collect_progress()
+            self._apply(self.active, force=True)
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -214,6 +171,7 @@ class Aggregator:
         try:
             while not stop.wait(self.settings.trigger_seconds):
                 self.check()
+                self.settle()
                 try:
                     self.refresh_queries()
                 except Exception as exc:  # storage briefly away: keep the running query set

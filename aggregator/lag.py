@@ -79,6 +79,24 @@ class KafkaOffsets:
         return ({(tp.topic, tp.partition): o for tp, o in begin.items()},
                 {(tp.topic, tp.partition): o for tp, o in end.items()})
 
+    def records_before(self, since: Mapping[str, float]) -> dict[str, int]:
+        """Per topic, how many retained records arrived before its ``since`` (epoch s): what a
+        job reads and drops when the topic joins its subscription (plan.admit). A topic that
+        does not exist has none."""
+        parts = self.partitions(since)
+        if not parts:
+            return {}
+        begin = self._consumer.beginning_offsets(parts)
+        end = self._consumer.end_offsets(parts)
+        first_new = self._consumer.offsets_for_times(
+            {tp: max(0, int(since[tp.topic] * 1000)) for tp in parts})
+        out: dict[str, int] = {}
+        for tp in parts:
+            found = first_new.get(tp)
+            out[tp.topic] = out.get(tp.topic, 0) + (
+                found.offset if found is not None else end[tp]) - begin[tp]
+        return out
+
     def lag(self, processed: Mapping[tuple[str, int], int], topics: Iterable[str]
             ) -> dict[str, int]:
         start, end = self.start_end(topics)

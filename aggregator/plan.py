@@ -17,9 +17,9 @@ checkpoint and the state carries over. Decoding uses built-in SQL functions only
 UDF), following ``apm.wire``.
 
 A query counts the samples that reached Kafka from the moment it became active (created,
-resumed, or given another metric: ``StoredQuery.active_from``): ``admit`` keeps a sample only
-if its record's Kafka timestamp is at or after the earliest such moment among the active
-queries on its metric. That is what makes a topic joining the subscription start at new data:
+resumed, or given another metric: ``StoredQuery.active_from``): ``admit`` keeps a Kafka record
+only if its timestamp is at or after the earliest such moment among the active queries on its
+metric. That is what makes a topic joining the subscription start at new data:
 Spark reads a topic it has no checkpointed offsets for from its earliest retained offset, and
 this filter drops what was there before. The moments come from storage, so a batch replayed
 after a crash is filtered exactly as it was the first time.
@@ -119,15 +119,29 @@ def topic_regex(metrics: Iterable[str]) -> str:
     return re.escape(TOPIC_PREFIX) + "(?:" + "|".join(re.escape(m) for m in names) + ")"
 
 
+def admit(raw: DataFrame, queries: DataFrame) -> DataFrame:
+    """The Kafka records (topic, value, timestamp) some active query reads: of a queried
+    metric, and arrived at or after the earliest ``since`` of the queries on that metric (the
+    module docstring says why). A broadcast join with one row per metric, which does not fan
+    out, on whole records: a record dropped here is never split into samples, so the retained
+    backlog of a topic that joins costs its read and little more."""
+    from pyspark.sql import functions as F
+
+    since = queries.groupBy("metric").agg(F.min("since").alias("since"))
+    metric = F.expr(f"substring(topic, {len(TOPIC_PREFIX) + 1})")
+    return (raw.withColumn("metric", metric).join(F.broadcast(since), "metric")
+            .where(F.col("timestamp") >= F.timestamp_seconds("since"))
+            .select("topic", "value"))
+
+
 def decode(raw: DataFrame) -> DataFrame:
-    """Kafka rows (topic, value, timestamp) -> (metric, server, ts, value, arrived). Lines
-    that do not parse as ``server<TAB>ts<TAB>value`` with finite numbers are dropped (the
-    ingest never writes them; they can only come from a foreign producer). ``arrived`` is the
-    record's Kafka timestamp."""
+    """Kafka rows (topic, value) -> (metric, server, ts, value). Lines that do not parse as
+    ``server<TAB>ts<TAB>value`` with finite numbers are dropped (the ingest never writes
+    them; they can only come from a foreign producer)."""
     from pyspark.sql import functions as F
 
     lines = raw.select(
-        F.col("topic"), F.col("timestamp").alias("arrived"),
+        F.col("topic"),
         F.explode(F.split(F.col("value").cast("string"), "\n")).alias("line"))
     parts = F.split(F.col("line"), "\t")
     out = lines.select(
@@ -135,23 +149,10 @@ def decode(raw: DataFrame) -> DataFrame:
         F.get(parts, 0).alias("server"),
         F.get(parts, 1).try_cast("double").alias("ts"),
         F.get(parts, 2).try_cast("double").alias("value"),
-        F.col("arrived"),
         F.size(parts).alias("n_fields"))
     finite = F.abs(F.col("value")) < F.lit(float("inf"))
     return (out.where((F.col("n_fields") == 3) & F.col("ts").isNotNull() & finite)
             .drop("n_fields"))
-
-
-def admit(samples: DataFrame, queries: DataFrame) -> DataFrame:
-    """The samples some active query reads: of a queried metric, and arrived in Kafka at or
-    after the earliest ``since`` of the queries on it (the module docstring says why). A
-    broadcast join with one row per metric, which does not fan out."""
-    from pyspark.sql import functions as F
-
-    since = queries.groupBy("metric").agg(F.min("since").alias("since"))
-    return (samples.join(F.broadcast(since), "metric")
-            .where(F.col("arrived") >= F.timestamp_seconds("since"))
-            .drop("since", "arrived"))
 
 
 def window_summaries(samples: DataFrame, queries: DataFrame, delay_seconds: int,
@@ -168,8 +169,8 @@ def window_summaries(samples: DataFrame, queries: DataFrame, delay_seconds: int,
     ago still accepts samples. Samples older than the watermark are dropped by the dedup
     operator and reported in its ``numRowsDroppedByWatermark``.
 
-    Samples no active query reads are dropped first (``admit``), so they neither cost dedup
-    state nor move the watermark.
+    ``samples`` are decoded from admitted records (``decode(admit(raw, queries))``): records
+    no active query reads are dropped before they cost dedup state or move the watermark.
 
     ``dedup=False`` leaves the dedup operator out (``APM_AGGREGATOR_DEDUP``), for sources that
     never resend; it was most of the batch time at 100k samples/s (docs/aggregator.md). Late
@@ -177,8 +178,7 @@ def window_summaries(samples: DataFrame, queries: DataFrame, delay_seconds: int,
     from pyspark.sql import functions as F
 
     delay = f"{int(delay_seconds)} seconds"
-    timed = (admit(samples, queries)
-             .withColumn("event_time", F.timestamp_seconds("ts"))
+    timed = (samples.withColumn("event_time", F.timestamp_seconds("ts"))
              .withWatermark("event_time", delay))
     distinct = timed.dropDuplicates(["metric", "server", "event_time"]) if dedup else timed
 

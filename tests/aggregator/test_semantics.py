@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from aggregator.evaluate import evaluate, to_results
-from aggregator.plan import decode, queries_frame, topic_regex, window_summaries
+from aggregator.plan import admit, decode, queries_frame, topic_regex, window_summaries
 from apm.model import topic_for
 from apm.wire import encode_chunks
 from tests.aggregator.conftest import BASE, FakeStore, assert_matches, expected
@@ -28,7 +28,7 @@ def _raw(spark, records, arrived: float = BASE):
 def _run(spark, records, queries):
     raw = _raw(spark, records)
     table = queries_frame(spark, queries)
-    rows = evaluate(window_summaries(decode(raw), table, 600), table).collect()
+    rows = evaluate(window_summaries(decode(admit(raw, table)), table, 600), table).collect()
     results = to_results(rows, {q.id: q.query for q in queries})
     return {(r.query_id, r.window_start): r for r in results}
 
@@ -166,7 +166,8 @@ def test_a_query_counts_only_records_that_arrived_once_it_was_active(spark, flee
     records = ([("cpu", v, BASE + 99.999) for _, v in _records("cpu", before)]
                + [("cpu", v, BASE + 100.0) for _, v in _records("cpu", after)])
     table = queries_frame(spark, [q])
-    rows = evaluate(window_summaries(decode(_raw(spark, records)), table, 600), table).collect()
+    summaries = window_summaries(decode(admit(_raw(spark, records), table)), table, 600)
+    rows = evaluate(summaries, table).collect()
     got = {r.window_start: r for r in to_results(rows, {q.id: q.query})}
     assert_matches(got, expected(after, q.query))
 

@@ -124,11 +124,18 @@ def test_pausing_the_last_query_on_a_metric_unsubscribes_it_and_resuming_reads_n
                                         active_since=datetime.now(UTC))
     assert job.refresh_queries()
     assert job.reads == sorted([m1, m2])
+    # m2's records from before the resume are read once and dropped, under a cap raised by
+    # their number for one batch; then the job goes back to its configured cap.
+    assert job.join_cap.raised
     after = fleet_rows(2, 10, start=BASE + 60, seed=8)
     produce(m2, after)
     _drain_until(job, lambda: assert_matches(fake_store.of(q2.id),
                                              expected(part1 + after, q2.query)))
+    job.settle()
+    assert not job.join_cap.raised and job.windows is not None and job.reads == sorted([m1, m2])
+    _drain(job)
     assert_matches(fake_store.of(q1.id), expected(part1 + part2, q1.query))
+    assert_matches(fake_store.of(q2.id), expected(part1 + after, q2.query))
 
     del fake_store.queries[q3.id]
     fake_store.queries[q1.id].paused = True

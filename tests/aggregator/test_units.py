@@ -163,3 +163,35 @@ def test_status_report_names_each_job_its_scope_reads_and_lag(tmp_path):
     assert "aggregator: NOT RUNNING" in text and "reads 2 metrics; lag 3 records" in text
     assert "cpu.util" in text and "mem.util" in text
     assert render([]) == "no aggregator job has published a status"
+
+
+class _Older:
+    def __init__(self, counts: dict[str, int] | None = None, fail: bool = False) -> None:
+        self.counts, self.fail, self.asked = counts or {}, fail, []
+
+    def records_before(self, since):
+        self.asked.append(dict(since))
+        if self.fail:
+            raise OSError("broker away")
+        return {t: self.counts.get(t, 0) for t in since}
+
+
+def test_the_cap_is_raised_by_the_joining_topics_older_records_until_a_batch_read_them():
+    from aggregator.joining import JoinCap
+
+    now = [100.0]
+    cap = JoinCap(5000, patience_s=60, clock=lambda: now[0])
+    older = _Older({"apm.metric.new": 86_400, "apm.metric.empty": 0})
+    admitted = [("new", 50.0), ("new", 40.0), ("kept", 10.0), ("empty", 5.0)]
+    assert cap.cap(admitted, {"apm.metric.kept"}, older) == 5000 + 86_400
+    assert older.asked == [{"apm.metric.new": 40.0, "apm.metric.empty": 5.0}]  # earliest since
+    assert cap.raised and not cap.done({"apm.metric.kept"})
+    assert cap.done({"apm.metric.kept", "apm.metric.new"})
+    now[0] += 61
+    assert cap.done(set())  # a joining topic that never shows up: patience runs out
+    # Nothing joins, no broker, a broker error, no cap: the configured cap.
+    assert cap.cap(admitted, {"apm.metric.new", "apm.metric.kept", "apm.metric.empty"},
+                   older) == 5000 and not cap.raised and not cap.done(set())
+    assert cap.cap(admitted, set(), None) == 5000
+    assert cap.cap(admitted, set(), _Older(fail=True)) == 5000 and not cap.raised
+    assert JoinCap(0, 60).cap(admitted, set(), older) == 0
