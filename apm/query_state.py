@@ -45,6 +45,8 @@ __all__ = [
     "Job",
     "JobScope",
     "QueryState",
+    "format_age",
+    "format_time",
     "live_jobs",
     "parse_shard",
     "query_state",
@@ -153,11 +155,12 @@ class QueryState(NamedTuple):
     reason: str
 
 
-def _at(ts: float) -> str:
+def format_time(ts: float) -> str:
+    """Epoch seconds as ``2026-11-23 07:02:17 UTC``."""
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _ago(seconds: float) -> str:
+def format_age(seconds: float) -> str:
     """A readable age: 45s, 10m, 2h 5m, 3d 4h (ago)."""
     s = max(1, int(seconds))
     if s < 120:
@@ -194,10 +197,10 @@ def query_state(stored: StoredQuery, *, now: float, jobs: Iterable[Job],
     if seen is not None and now - seen > quiet_after_s:
         return QueryState("no-data", f"no sample of {q.metric} in the last "
                           f"{format_duration(int(quiet_after_s))}; the last one was at "
-                          f"{_at(seen)} ({_ago(now - seen)})")
+                          f"{format_time(seen)} ({format_age(now - seen)})")
     if result is not None:
         return QueryState("evaluated", f"evaluated by {job.identity}; last result "
-                          f"written at {_at(result)} ({_ago(now - result)})")
+                          f"written at {format_time(result)} ({format_age(now - result)})")
     if q.metric not in job.reads:
         # Only a job that reads the metric records its samples: until one does, "no sample"
         # would be a guess.
@@ -207,14 +210,14 @@ def query_state(stored: StoredQuery, *, now: float, jobs: Iterable[Job],
     if seen is None and started_long_ago:
         assert since is not None
         before = ("" if metric_last_seen is None else
-                  f" (the last one before was at {_at(metric_last_seen)})")
+                  f" (the last one before was at {format_time(metric_last_seen)})")
         return QueryState("no-data", f"no sample of {q.metric} has arrived since the query "
-                          f"became active at {_at(since)} ({_ago(now - since)}){before}: is "
-                          "anything sending this metric?")
+                          f"became active at {format_time(since)} ({format_age(now - since)})"
+                          f"{before}: is anything sending this metric?")
     window = format_duration(q.window_seconds)
     if seen is not None and started_long_ago:
         return QueryState("waiting", f"no {window} window written yet although samples of "
-                          f"{q.metric} arrive (the last at {_at(seen)}): does FROM "
+                          f"{q.metric} arrive (the last at {format_time(seen)}): does FROM "
                           f"{', '.join(q.servers)} match a server that sends it? Is "
                           f"{job.identity} behind (`apm aggregator status`)?")
     return QueryState("waiting", f"waiting for its first {window} window to close; "

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from dash import dcc, html
 from flask import has_request_context, session
+
+from apm.query_state import format_age, format_time
 
 __all__ = ["ago", "banner", "navbar", "state_badge", "when"]
 
@@ -25,21 +25,11 @@ def navbar(active: str) -> html.Div:
 
 
 def when(ts: float | None) -> str:
-    if ts is None:
-        return "never"
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return "never" if ts is None else format_time(ts)
 
 
 def ago(seconds: float | None) -> str:
-    if seconds is None:
-        return "unknown"
-    if seconds < 90:
-        return f"{seconds:.0f} s ago"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min ago"
-    if seconds < 172_800:
-        return f"{seconds / 3600:.1f} h ago"
-    return f"{seconds / 86_400:.1f} d ago"
+    return "unknown" if seconds is None else format_age(seconds)
 
 
 def banner(message: str | None) -> html.Div:
