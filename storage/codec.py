@@ -94,20 +94,21 @@ def result_error(row: object) -> str | None:
     return None
 
 
-def server_row_error(server: object, last_seen: object) -> str | None:
-    if (err := server_name_error(server)) is not None:
-        return f"server {server!r}: {err}"
+def _sighting_error(kind: str, name: object, name_error: str | None,
+                    last_seen: object) -> str | None:
+    if name_error is not None:
+        return f"{kind} {name!r}: {name_error}"
     if not finite(last_seen) or last_seen <= 0:  # type: ignore[operator]
-        return f"server {server!r}: last_seen must be finite epoch seconds > 0, got {last_seen!r}"
+        return f"{kind} {name!r}: last_seen must be finite epoch seconds > 0, got {last_seen!r}"
     return None
+
+
+def server_row_error(server: object, last_seen: object) -> str | None:
+    return _sighting_error("server", server, server_name_error(server), last_seen)
 
 
 def metric_row_error(metric: object, last_seen: object) -> str | None:
-    if (err := metric_name_error(metric)) is not None:
-        return f"metric {metric!r}: {err}"
-    if not finite(last_seen) or last_seen <= 0:  # type: ignore[operator]
-        return f"metric {metric!r}: last_seen must be finite epoch seconds > 0, got {last_seen!r}"
-    return None
+    return _sighting_error("metric", metric, metric_name_error(metric), last_seen)
 
 
 def window_result(query_id: str, row: Sequence[Any]) -> WindowResult:

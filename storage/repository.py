@@ -200,30 +200,32 @@ class Repository:
         return None
 
     # -- servers and status ---------------------------------------------------------------
+    def _touch(self, stmt: Any, last_seen: Mapping[str, float],
+               error: Callable[[object, object], str | None]) -> None:
+        params = []
+        for name, ts in last_seen.items():
+            if (err := error(name, ts)) is not None:
+                raise ValueError(err)
+            params.append((name, codec.to_ms(ts), codec.to_us(ts)))
+        self._execute_many(stmt, [[p] for p in params])
+
+    def _sightings(self, stmt: Any) -> dict[str, float]:
+        return {row[0]: codec.epoch(row[1]) or 0.0 for row in self._run(stmt, ())}
+
     def touch_servers(self, last_seen: Mapping[str, float]) -> None:
         """Records sightings; a server's stored last_seen only ever moves forward."""
-        params = []
-        for server, ts in last_seen.items():
-            if (err := codec.server_row_error(server, ts)) is not None:
-                raise ValueError(err)
-            params.append((server, codec.to_ms(ts), codec.to_us(ts)))
-        self._execute_many(self._cql.touch, [[p] for p in params])
+        self._touch(self._cql.touch, last_seen, codec.server_row_error)
 
     def list_servers(self) -> dict[str, float]:
-        return {row[0]: codec.epoch(row[1]) or 0.0 for row in self._run(self._cql.servers, ())}
+        return self._sightings(self._cql.servers)
 
     def touch_metrics(self, last_seen: Mapping[str, float]) -> None:
         """Records each metric's newest sample time; it only ever moves forward."""
-        params = []
-        for metric, ts in last_seen.items():
-            if (err := codec.metric_row_error(metric, ts)) is not None:
-                raise ValueError(err)
-            params.append((metric, codec.to_ms(ts), codec.to_us(ts)))
-        self._execute_many(self._cql.touch_metric, [[p] for p in params])
+        self._touch(self._cql.touch_metric, last_seen, codec.metric_row_error)
 
     def list_metrics(self) -> dict[str, float]:
         """metric -> its newest sample time, for the metrics some job has read."""
-        return {row[0]: codec.epoch(row[1]) or 0.0 for row in self._run(self._cql.metrics, ())}
+        return self._sightings(self._cql.metrics)
 
     def put_status(self, component: str, payload: Mapping[str, object]) -> None:
         blob = codec.dumps_payload(component, payload)
