@@ -2,7 +2,7 @@
 
 Spark reads a topic it has no checkpointed offsets for from its earliest retained offset, and
 ``plan.admit`` drops the records that arrived before the topic's queries became active. Under
-the configured cap (``max_offsets_per_trigger``, 5,000 records) a day of one agent's metric
+a configured cap (``max_offsets_per_trigger``) of 5,000 records a day of one agent's metric
 (86,400 records) took 17 batches, holding back every other topic's reads meanwhile. So for the
 run of the streams that starts with joining topics, the cap is raised by exactly the number of
 those older records, and it goes back to the configured cap once a batch has read them.

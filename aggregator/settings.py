@@ -37,9 +37,11 @@ class AggregatorSettings(BaseSettings):
     starting_offsets: str = "earliest"  # only for a fresh checkpoint
     # Records (not samples; one record holds 1 to ~15,000 samples) per micro-batch; 0 = no
     # cap. A fresh checkpoint over a large backlog would otherwise make one giant first batch.
-    # It must stay above the steady record rate x trigger: an agent alone writes one record
-    # per metric topic a second, so a cap of a few hundred would let lag grow for ever.
-    max_offsets_per_trigger: int = 5000
+    # It must stay above the steady record rate x the batch time, or the lag grows for ever:
+    # 200 agents x 200 metrics through the ingest write ~6,000 records/s (the ingest's linger
+    # coalesces ~7 agents' samples of a metric per record), and with 5,000 the breadth
+    # benchmark's lag grew 4,000 records/s; with 50,000 it kept up (docs/BENCHMARKS.md).
+    max_offsets_per_trigger: int = 50_000
     # How long the broker may hold a fetch for more data; every partition's range pays it.
     kafka_fetch_wait_ms: int = Field(default=10, ge=0)
     # Tasks that read and decode a micro-batch's Kafka partitions; 0 = one per partition.
