@@ -7,7 +7,7 @@ APM := $(VENV)/bin/apm
 STAMP := $(VENV)/.installed
 
 .PHONY: help install jars up down status run test test-unit test-integration test-e2e lint \
-        browser bench bench-ingest bench-agent bench-aggregator bench-aggregator-nodedup bench-dashboard bench-storage bench-pipeline \
+        browser bench bench-ingest bench-agent bench-aggregator bench-aggregator-breadth bench-aggregator-nodedup bench-dashboard bench-storage bench-pipeline \
         clean
 
 help:  ## list the targets
@@ -73,8 +73,12 @@ bench-agent: install
 bench-ingest: up
 	$(PY) -m ingest.bench
 
-bench-aggregator: up
+bench-aggregator: up  ## the issue config, then the breadth config (each its own Spark session)
 	$(PY) -m aggregator.bench
+	$(PY) -m aggregator.bench --config breadth
+
+bench-aggregator-breadth: up  ## 200 metric topics, one query each, a 1 Hz fleet of 200 servers
+	$(PY) -m aggregator.bench --config breadth
 
 bench-aggregator-nodedup: up  ## the aggregator without its dedup stage (the cost of exact dedup)
 	$(PY) -m aggregator.bench --no-dedup
