@@ -112,7 +112,12 @@ class Aggregator:
                                      {q.id: q.query for q in active}, table, cap, self._write,
                                      self.clock)
         if self.settings.track_servers and self.servers is None:
-            self.servers = start_servers(self.spark, self.settings, self.reads, table, cap,
+            # The servers stream triggers less often, so its cap per batch grows with its
+            # interval: the same cap would read 5x fewer records a second than the windows
+            # stream, and fell behind for ever in the breadth benchmark.
+            s = self.settings
+            every = max(1, round(s.servers_trigger_seconds / s.trigger_seconds))
+            self.servers = start_servers(self.spark, s, self.reads, table, cap * every,
                                          self._seen)
 
     def settle(self) -> None:
