@@ -183,8 +183,8 @@ def _profile_note(args: argparse.Namespace, got: dict[str, Any]) -> str:
             f"options, job stopped): {warm:.2f} s with warm consumers ({warm / parts * 1000:.0f}"
             f" ms per topic-partition), {cold:.2f} s cold; the feeder took {got['fed_s']:.0f} s "
             f"for {args.warmup_seconds + args.step_seconds} s of data; the servers stream's "
-            f"lag grew {got['servers_growth']:,.0f} records/s (it has the same cap per "
-            "10 s trigger); the windows stream's lag at the end "
+            f"lag grew {got['servers_growth']:,.0f} records/s (its cap per 10 s trigger is "
+            "5x the windows stream's per 2 s); the windows stream's lag at the end "
             f"{got['end_lag']:,} records ({got['end_lag'] / got['rate']:.0f} s of data); load "
             f"average {got['load']:.1f} (median)")
 
