@@ -19,7 +19,6 @@ __all__ = [
     "PARTITION_BYTES_PER_S",
     "SERVER_NAME_RE",
     "TOPIC_PARTITIONS",
-    "TOPIC_PATTERN",
     "TOPIC_PREFIX",
     "Sample",
     "Snapshot",
@@ -38,8 +37,6 @@ METRIC_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]{0,199}")
 SERVER_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}")
 
 TOPIC_PREFIX = "apm.metric."
-# A Java regex for Kafka consumers that subscribe to every metric topic (Spark's subscribePattern).
-TOPIC_PATTERN = r"apm\.metric\..+"
 
 # Partitions per metric topic, sized by volume. A metric topic carries at most one sample per
 # server per second, so its bytes/s are servers x bytes per sample, whatever the metric count.
