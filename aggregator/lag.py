@@ -83,18 +83,18 @@ class KafkaOffsets:
         """Per topic, how many retained records arrived before its ``since`` (epoch s): what a
         job reads and drops when the topic joins its subscription (plan.admit). A topic that
         does not exist has none."""
-        parts = self.partitions(since)
-        if not parts:
+        from kafka import TopicPartition
+
+        begin, end = self.start_end(since)
+        if not begin:
             return {}
-        begin = self._consumer.beginning_offsets(parts)
-        end = self._consumer.end_offsets(parts)
         first_new = self._consumer.offsets_for_times(
-            {tp: max(0, int(since[tp.topic] * 1000)) for tp in parts})
+            {TopicPartition(*key): max(0, int(since[key[0]] * 1000)) for key in begin})
         out: dict[str, int] = {}
-        for tp in parts:
-            found = first_new.get(tp)
-            out[tp.topic] = out.get(tp.topic, 0) + (
-                found.offset if found is not None else end[tp]) - begin[tp]
+        for key, start in begin.items():
+            found = first_new.get(TopicPartition(*key))
+            out[key[0]] = out.get(key[0], 0) + (
+                found.offset if found is not None else end[key]) - start
         return out
 
     def lag(self, processed: Mapping[tuple[str, int], int], topics: Iterable[str]
