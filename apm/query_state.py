@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import re
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import NamedTuple
@@ -50,6 +50,7 @@ __all__ = [
     "live_jobs",
     "parse_shard",
     "query_state",
+    "query_states",
     "shard_of",
 ]
 
@@ -222,6 +223,24 @@ def query_state(stored: StoredQuery, *, now: float, jobs: Iterable[Job],
                           f"{job.identity} behind (`apm aggregator status`)?")
     return QueryState("waiting", f"waiting for its first {window} window to close; "
                       f"{job.identity} reads {q.metric}")
+
+
+def query_states(queries: Iterable[StoredQuery], *, now: float,
+                 status: Mapping[str, Mapping[str, object]],
+                 metrics_seen: Mapping[str, float],
+                 last_result_at: Callable[[str], float | None],
+                 ) -> dict[str, tuple[QueryState, float | None]]:
+    """query id -> (its state, its last result time), from one read of the status rows
+    (``Repository.get_status``) and of the metrics' last samples (``list_metrics``), and
+    ``last_result_at`` per query: what the dashboard and ``apm query list`` both show."""
+    jobs = live_jobs(status, now)
+    out = {}
+    for q in queries:
+        last = last_result_at(q.id)
+        out[q.id] = (query_state(q, now=now, jobs=jobs, last_result_at=last,
+                                 metric_last_seen=metrics_seen.get(q.query.metric) or None),
+                     last)
+    return out
 
 
 def _uncovered(metric: str, jobs: Sequence[Job]) -> str:

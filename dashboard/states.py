@@ -10,7 +10,7 @@ from functools import partial
 from typing import NamedTuple
 
 from apm.query import StoredQuery
-from apm.query_state import QueryState, live_jobs, query_state
+from apm.query_state import QueryState, query_states
 from dashboard.api import guarded
 from dashboard.metrics import DashboardMetrics
 from dashboard.ports import QueryRepository
@@ -59,14 +59,10 @@ class QueryStates:
             return {}
         status = guarded(self._metrics, "get_status", self._repo.get_status)
         seen = guarded(self._metrics, "list_metrics", self._repo.list_metrics)
-        now = self._clock()
-        jobs = live_jobs(status, now)
-        out = {}
-        for q in wanted:
-            last = self.last_result_at(q.id)
-            got = query_state(q, now=now, jobs=jobs, last_result_at=last,
-                              metric_last_seen=seen.get(q.query.metric) or None)
-            out[q.id] = Evaluated(got.state, got.reason, last)
+        got = query_states(wanted, now=self._clock(), status=status, metrics_seen=seen,
+                           last_result_at=self.last_result_at)
+        out = {qid: Evaluated(state.state, state.reason, last)
+               for qid, (state, last) in got.items()}
         if len(self._seen) > 4 * len(wanted) + 1000:  # deleted queries: forget them
             self._seen = {k: v for k, v in self._seen.items() if k in out}
         return out

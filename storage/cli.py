@@ -168,20 +168,16 @@ def _add(repo: Any, args: argparse.Namespace) -> int:
 
 def _list(repo: Any, args: argparse.Namespace) -> int:
     """Each query with its state and why (apm.query_state, as the dashboard shows them)."""
-    from apm.query_state import STATES, live_jobs, query_state
+    from apm.query_state import STATES, query_states
 
     queries = repo.list_queries(include_paused=not args.active)
     if not queries:
         return 0
-    now = time.time()
-    jobs = live_jobs(repo.get_status(), now)
-    seen = repo.list_metrics()
+    got = query_states(queries, now=time.time(), status=repo.get_status(),
+                       metrics_seen=repo.list_metrics(), last_result_at=repo.last_result_at)
     width = max(map(len, STATES))
     for stored in queries:
-        state = query_state(stored, now=now, jobs=jobs,
-                            last_result_at=None if stored.paused
-                            else repo.last_result_at(stored.id),
-                            metric_last_seen=seen.get(stored.query.metric) or None)
+        state = got[stored.id][0]
         if args.json:
             print(json.dumps(_row(stored, state)))
         else:

@@ -20,6 +20,7 @@ from apm.query_state import (
     live_jobs,
     parse_shard,
     query_state,
+    query_states,
     shard_of,
 )
 
@@ -288,3 +289,22 @@ def test_without_an_activation_time_a_never_seen_metric_keeps_waiting():
 def test_ages_read_well(ago: float, text: str):
     assert _state(last_result_at=NOW - ago, stored=_stored(active_ago=10**6))[1].endswith(
         f"({text})")
+
+
+def test_query_states_reads_status_and_sightings_once_and_each_last_result():
+    from dataclasses import replace
+
+    quiet = replace(_stored("quiet.metric", active_ago=7200), id="q2")
+    asked: list[str] = []
+
+    def last(qid: str) -> float | None:
+        asked.append(qid)
+        return NOW - 3 if qid == "q1" else None
+
+    got = query_states([_stored(), quiet], now=NOW,
+                       status={"aggregator": _payload(reads=[METRIC, "quiet.metric"])},
+                       metrics_seen={METRIC: NOW - 1, "quiet.metric": NOW - 3600},
+                       last_result_at=last)
+    assert asked == ["q1", "q2"]
+    assert got["q1"][0].state == "evaluated" and got["q1"][1] == NOW - 3
+    assert got["q2"][0].state == "no-data" and got["q2"][1] is None
