@@ -34,14 +34,14 @@ def encode_chunks(rows: Iterable[tuple[str, float, float]],
                   max_bytes: int = 512 * 1024) -> Iterator[bytes]:
     """Encodes (server, ts, value) rows into record values of at most ``max_bytes`` each."""
     lines: list[str] = []
-    size = 0
+    size = -1  # the length of "\n".join(lines): the lines and one LF between each two
     for server, ts, value in rows:
         line = f"{server}\t{float(ts)!r}\t{float(value)!r}"
-        if lines and size + len(line) + 1 > max_bytes:
+        if lines and size + 1 + len(line) > max_bytes:
             yield "\n".join(lines).encode()
-            lines, size = [], 0
+            lines, size = [], -1
         lines.append(line)
-        size += len(line) + 1
+        size += 1 + len(line)
     if lines:
         yield "\n".join(lines).encode()
 

@@ -51,12 +51,12 @@ def _chunks(lines: list[Line], max_bytes: int) -> list[bytes]:
     if sum(map(len, lines)) + len(lines) - 1 <= max_bytes:
         return ["\n".join(lines).encode()]
     out: list[bytes] = []
-    start, size = 0, 0
+    start, size = 0, -1  # size: the joined length of lines[start:end]
     for end, line in enumerate(lines):  # the same cut points as apm.wire.encode_chunks
-        if end > start and size + len(line) + 1 > max_bytes:
+        if end > start and size + 1 + len(line) > max_bytes:
             out.append("\n".join(lines[start:end]).encode())
-            start, size = end, 0
-        size += len(line) + 1
+            start, size = end, -1
+        size += 1 + len(line)
     out.append("\n".join(lines[start:]).encode())
     return out
 

@@ -1,0 +1,221 @@
+"""``apm run`` (``make run``): the engines, then the whole platform on this machine.
+
+Order: Kafka + Cassandra -> schema -> ingest -> aggregator -> dashboard -> this host's agent ->
+a synthetic fleet of about 200 servers -> example queries. Every process has a pid file and a
+log under ``var/run/``; Ctrl-C, ``apm run --down`` or ``make down`` stop them all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from launch.processes import ProcessSpec
+    from launch.stack.config import StackSettings
+
+__all__ = ["EXAMPLE_QUERIES", "register"]
+
+INGEST_PORT = 8080
+DASHBOARD_PORT = 8050
+AGGREGATOR_METRICS_PORT = 9102
+FLEET_SERVERS = 200
+FLEET_METRICS = 10
+
+
+def _example_queries(host: str) -> list[str]:
+    return [
+        "FROM * SELECT cpu.util WINDOW 10s COMPUTE min, max, avg, p99",
+        "FROM web-* SELECT rpc.latency.max WINDOW 10s COMPUTE max, p50, p95, p99",
+        "FROM api-*, db-* SELECT rpc.count WINDOW 1m COMPUTE sum, avg, count",
+        f"FROM {host} SELECT cpu.util WINDOW 5s COMPUTE min, max, avg",
+        f"FROM {host} SELECT mem.util WINDOW 10s COMPUTE min, max, avg",
+    ]
+
+
+EXAMPLE_QUERIES = _example_queries("<this host>")
+
+
+
+def _platform(home: Path, bootstrap: str = "", key: str = "") -> dict[str, ProcessSpec]:
+    """The platform's processes, in the order `--down` stops them. Their markers do not depend
+    on the bootstrap or the key, so `--down` and the attach loop build this table without."""
+    from launch import processes
+
+    ingest_url = processes.ingest_url(INGEST_PORT)
+    specs = [
+        processes.loadgen(ingest_url, key, servers=FLEET_SERVERS, metrics=FLEET_METRICS,
+                          extra_args=("--quiet",)),
+        processes.agent(f"{ingest_url}/v1/metrics", key, home / "agent" / "spool"),
+        processes.dashboard(DASHBOARD_PORT, env={
+            "APM_DASHBOARD_INGEST_METRICS_URLS": f"{ingest_url}/metrics"}),
+        processes.aggregator(home / "aggregator" / "checkpoint",
+                             metrics_port=AGGREGATOR_METRICS_PORT),
+        processes.ingest(INGEST_PORT, home / "ingest.keys", bootstrap),
+    ]
+    return {spec.name: spec for spec in specs}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("run", help="start the engines and the whole platform",
+                            description=__doc__)
+    parser.add_argument("--down", action="store_true", help="stop the platform and the engines")
+    parser.add_argument("--detach", action="store_true",
+                        help="start everything and return instead of waiting for Ctrl-C")
+    parser.add_argument("--no-fleet", action="store_true", help="skip the synthetic fleet")
+    parser.set_defaults(func=_run)
+
+
+def _say(message: str) -> None:
+    print(f"run: {message}", file=sys.stderr, flush=True)
+
+
+def _home(root: Path) -> Path:
+    return root / "run"
+
+
+def _stop_platform(home: Path) -> None:
+    for name, spec in _platform(home).items():
+        if spec.process(home / name).stop(30):
+            _say(f"stopped {name}")
+
+
+def _dashboard_credentials(home: Path) -> dict[str, str]:
+    """Without an operator's credentials, the dashboard signs in with a generated token."""
+    from launch.processes import dashboard_token
+
+    if os.environ.get("APM_DASHBOARD_TOKEN") or os.environ.get("APM_DASHBOARD_PASSWORD_HASH"):
+        return {}
+    return {"APM_DASHBOARD_TOKEN": dashboard_token(home)}
+
+
+def _api_key(home: Path) -> tuple[Path, str]:
+    from ingest.auth import add_key
+
+    keys, key_file = home / "ingest.keys", home / "ingest.key"
+    if not key_file.exists() or not keys.exists():
+        keys.unlink(missing_ok=True)
+        key_file.parent.mkdir(parents=True, exist_ok=True)
+        key = add_key(keys, label="make-run")
+        key_file.touch(mode=0o600)
+        key_file.write_text(key + "\n")
+    return keys, key_file.read_text().strip()
+
+
+def _start_platform(home: Path, bootstrap: str, fleet: bool) -> str:
+    from launch import processes
+    from storage.repository import Repository
+
+    with Repository.connect() as repo:  # creates the schema when missing
+        _say("schema ready")
+        _, key = _api_key(home)  # the key file is the one _platform names
+        table = _platform(home, bootstrap, key)
+        ingest = table[f"ingest-{INGEST_PORT}"]
+        if not ingest.ready():
+            _say(f"starting ingest on {processes.ingest_url(INGEST_PORT)}")
+            ingest.start(home / ingest.name)
+        aggregator = table["aggregator"]
+        if not aggregator.ready():
+            # One job, every metric in scope: it reads exactly the topics of the stored
+            # queries, whatever metric they name (docs/aggregator.md, "Which topics a job
+            # reads"), so a query on any of this host's or an application's metrics is
+            # evaluated without a second job.
+            _say("starting aggregator (Spark, local mode; it reads the metrics the queries use)")
+            aggregator.start(home / "aggregator", wait_s=120, progress=_say)
+        dashboard = table["dashboard"]
+        if dashboard.process(home / "dashboard").pid() is None:
+            _say(f"starting dashboard on http://127.0.0.1:{DASHBOARD_PORT}")
+            dashboard.start(home / "dashboard", env=_dashboard_credentials(home / "dashboard"))
+        agent = table["agent"]
+        if agent.process(home / "agent").pid() is None:
+            _say("starting this host's agent")
+            agent.start(home / "agent")
+        loadgen = table["loadgen"]
+        if fleet and loadgen.process(home / "loadgen").pid() is None:
+            _say(f"starting a synthetic fleet of {FLEET_SERVERS} servers x {FLEET_METRICS} "
+                 "metrics, one snapshot a second")
+            loadgen.start(home / "loadgen")
+        if not repo.list_queries():
+            from agent.settings import default_server
+
+            for text in _example_queries(default_server()):
+                stored = repo.save_query(text)
+                _say(f"example query {stored.id}: {text}")
+    return (home / "dashboard" / "dashboard.token").read_text().strip() \
+        if (home / "dashboard" / "dashboard.token").exists() else ""
+
+
+def _run(args: argparse.Namespace) -> int:
+    from launch.stack import control
+    from launch.stack.config import StackSettings
+    from launch.stack.jars import FetchError
+    from launch.supervisor import StartError
+
+    settings = StackSettings()
+    home = _home(settings.var)
+    if args.down:
+        _stop_platform(home)
+        control.down(settings)
+        return 0
+    # Every service finds the engines where `apm stack` put them (APM_STACK_* ports included);
+    # the children inherit this environment, and an operator's own APM_* values win.
+    for name, value in {
+        "APM_AGGREGATOR_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
+        "APM_DASHBOARD_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
+        "APM_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
+        "APM_STORAGE_HOSTS": settings.host,
+        "APM_STORAGE_PORT": str(settings.cassandra_port),
+    }.items():
+        os.environ.setdefault(name, value)
+    try:
+        control.up(settings)
+        token = _start_platform(home, settings.kafka_bootstrap, fleet=not args.no_fleet)
+    except (StartError, FetchError, OSError) as exc:
+        print(f"apm run: {exc}", file=sys.stderr)
+        _stop_platform(home)
+        return 1
+    print(f"""
+The platform is up.
+  dashboard   http://127.0.0.1:{DASHBOARD_PORT}   sign in as any user with the token in
+              {home / 'dashboard' / 'dashboard.token'}{f' ({token})' if token else ''}
+  ingest      http://127.0.0.1:{INGEST_PORT}/v1/metrics   key in {home / 'ingest.key'}
+  metrics     ingest :{INGEST_PORT}/metrics, aggregator :{AGGREGATOR_METRICS_PORT}/metrics,
+              dashboard :{DASHBOARD_PORT}/metrics
+  logs        {home}/*/*.log, {settings.var}/kafka, {settings.var}/cassandra
+Stop with Ctrl-C{'' if not args.detach else ' (not attached: use make down)'} or `make down`.
+""", flush=True)
+    if args.detach:
+        return 0
+    return _attach(home, settings)
+
+
+def _attach(home: Path, settings: StackSettings) -> int:
+    """Waits in the foreground until Ctrl-C or SIGTERM (then stops everything) or until the
+    platform was stopped from elsewhere (`make down`), which leaves nothing to wait for."""
+    from launch.stack import control
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        while any(_running(home).values()):
+            time.sleep(1)
+        _say("the platform was stopped from elsewhere (make down)")
+        return 0
+    except KeyboardInterrupt:
+        _say("stopping")
+        _stop_platform(home)
+        control.down(settings)
+    return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _running(home: Path) -> dict[str, bool]:
+    return {name: spec.process(home / name).pid() is not None
+            for name, spec in _platform(home).items()}
