@@ -45,7 +45,7 @@ browser:  ## Debian's chromium + chromedriver (browser tests) and docker-compose
 
 lint: install  ## ruff and mypy
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy apm agent ingest storage aggregator dashboard loadgen
+	$(VENV)/bin/mypy apm agent ingest storage aggregator dashboard loadgen launch bench
 
 # pytest exits 5 when it collected no test: that is a failure here, not a pass.
 define run_pytest
@@ -68,29 +68,29 @@ test-e2e: jars browser
 bench: bench-agent bench-ingest bench-storage bench-aggregator bench-dashboard bench-pipeline  ## every benchmark, then docs/BENCHMARKS.md
 
 bench-agent: install
-	$(PY) -m agent.bench
+	$(PY) -m bench.agent
 
 bench-ingest: up
-	$(PY) -m ingest.bench
+	$(PY) -m bench.ingest
 
 bench-aggregator: up  ## the issue config, then the breadth config (each its own Spark session)
-	$(PY) -m aggregator.bench
-	$(PY) -m aggregator.bench --config breadth
+	$(PY) -m bench.aggregator
+	$(PY) -m bench.aggregator --config breadth
 
 bench-aggregator-breadth: up  ## 200 metric topics, one query each, a 1 Hz fleet of 200 servers
-	$(PY) -m aggregator.bench --config breadth
+	$(PY) -m bench.aggregator --config breadth
 
 bench-aggregator-nodedup: up  ## the aggregator without its dedup stage (the cost of exact dedup)
-	$(PY) -m aggregator.bench --no-dedup
+	$(PY) -m bench.aggregator --no-dedup
 
 bench-dashboard: up
-	$(PY) -m dashboard.bench
+	$(PY) -m bench.dashboard
 
 bench-storage: up
-	$(PY) -m storage.bench
+	$(PY) -m bench.storage
 
 bench-pipeline: up
-	$(PY) -m loadgen.bench
+	$(PY) -m bench.pipeline
 
 clean: down  ## remove data and logs (keeps the jar cache)
 	rm -rf var

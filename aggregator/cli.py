@@ -77,10 +77,23 @@ def _run(args: argparse.Namespace) -> int:
     if settings.metrics_port:
         metrics.serve(settings.metrics_port, settings.metrics_host)
     offsets = KafkaOffsets(settings.kafka_bootstrap)
-    spark = build_session(settings.identity, driver_memory=settings.driver_memory)
+    spark = build_session(settings.identity, jars=_local_jars(),
+                          driver_memory=settings.driver_memory)
     Aggregator(spark, store, settings, metrics, offsets).run(stop)
     spark.stop()
     return 0
+
+
+def _local_jars() -> list[str]:
+    """The Kafka connector from the local jar cache (``apm stack fetch``). Under spark-submit
+    the cluster hands the jars in with ``--jars`` and this is not asked."""
+    import os
+
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        return []
+    from launch.stack.jars import spark_jars
+
+    return spark_jars()
 
 
 def _status(args: argparse.Namespace) -> int:

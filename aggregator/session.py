@@ -2,7 +2,8 @@
 
 Settings that matter on a small machine (docs/reference measurements): shuffle partitions equal
 to the core count (the default 200 is ~50x slower), the UI off, loopback binding, a capped
-driver heap, and the Kafka connector handed in through ``spark.jars`` from the Maven cache.
+driver heap, and the Kafka connector's jars handed in through ``spark.jars`` by the caller (the
+CLI takes them from the local jar cache; under spark-submit they come with ``--jars``).
 
 Per-task overhead matters because the Kafka source makes one task and one cached consumer per
 topic-partition with new data: the consumer cache is sized far above any partition count we
@@ -15,6 +16,7 @@ The state store is RocksDB (see below) with changelog checkpointing.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -23,11 +25,9 @@ if TYPE_CHECKING:
 __all__ = ["build_session"]
 
 
-def build_session(app_name: str = "apm", *, master: str | None = None,
+def build_session(app_name: str = "apm", *, jars: Sequence[str] = (), master: str | None = None,
                   driver_memory: str = "2g", extra: dict[str, str] | None = None) -> SparkSession:
     from pyspark.sql import SparkSession
-
-    from apm.stack.jars import spark_jars
 
     cores = os.cpu_count() or 2
     # Under spark-submit the JVM is up before Python and owns the cluster settings (master,
@@ -39,7 +39,7 @@ def build_session(app_name: str = "apm", *, master: str | None = None,
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = (
             builder.master(master or f"local[{cores}]")
-            .config("spark.jars", ",".join(spark_jars()))
+            .config("spark.jars", ",".join(jars))
             .config("spark.driver.memory", driver_memory)
             .config("spark.driver.bindAddress", "127.0.0.1")
             .config("spark.driver.host", "127.0.0.1")

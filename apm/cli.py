@@ -13,14 +13,14 @@ __all__ = ["main"]
 
 # Each module exposes register(subparsers) and imports only the standard library at top level.
 COMPONENT_CLIS = (
-    "apm.stack.cli",
+    "launch.stack.cli",
     "agent.cli",
     "ingest.cli",
     "aggregator.cli",
     "storage.cli",
     "dashboard.cli",
     "loadgen.cli",
-    "apm.run",
+    "launch.run",
 )
 
 

@@ -13,14 +13,14 @@ import pytest
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from apm.stack.config import StackSettings
+    from launch.stack.config import StackSettings
 
 
 @pytest.fixture(scope="session")
 def stack() -> Iterator[StackSettings]:
     """Kafka and Cassandra, healthy. Stops them at the end only if this session started them."""
-    from apm.stack import control
-    from apm.stack.config import StackSettings
+    from launch.stack import control
+    from launch.stack.config import StackSettings
 
     settings = StackSettings()
     already_up = all(row.healthy for row in control.status(settings))
@@ -50,8 +50,9 @@ def cassandra_session(stack: StackSettings):
 def spark(stack: StackSettings) -> Iterator[SparkSession]:
     """One local SparkSession for the whole run (it takes seconds to start)."""
     from aggregator.session import build_session
+    from launch.stack.jars import spark_jars
 
-    session = build_session("apm-tests", driver_memory="1g")
+    session = build_session("apm-tests", jars=spark_jars(), driver_memory="1g")
     yield session
     session.stop()
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from apm.model import topic_for
-from apm.stack.supervisor import ManagedProcess
+from launch.supervisor import ManagedProcess
 from tests.agent.kafka_tail import end_offsets, samples_since
 
 pytestmark = pytest.mark.integration
@@ -52,7 +52,8 @@ def _kill(proc: ManagedProcess) -> None:
 def test_ingest_outage_with_agent_restart_loses_no_second(tmp_path: Path, kafka_bootstrap: str,
                                                           unique_name) -> None:
     from ingest.auth import add_key
-    from ingest.launcher import free_port, ingest_url, start_ingest
+    from launch import processes
+    from launch.probe import free_port
 
     server = unique_name("agent-outage")
     key = add_key(tmp_path / "keys", "agent-tests")
@@ -61,11 +62,12 @@ def test_ingest_outage_with_agent_restart_loses_no_second(tmp_path: Path, kafka_
     since = end_offsets(kafka_bootstrap, topics)
     config = tmp_path / "agent.toml"
     config.write_text(
-        f'[agent]\nserver = "{server}"\ningest_url = "{ingest_url(port)}/v1/metrics"\n'
+        f'[agent]\nserver = "{server}"\ningest_url = "{processes.ingest_url(port)}/v1/metrics"\n'
         f'api_key = "{key}"\nspool_dir = "{tmp_path / "spool"}"\n'
         'collectors = ["load", "memory", "agent"]\nstatsd_enabled = false\n'
         "backoff_cap_s = 5.0\n")  # a shorter cap only so the test need not wait 30 s at the end
-    ingest = start_ingest(port, tmp_path / "keys", kafka_bootstrap, tmp_path / "ingest")
+    spec = processes.ingest(port, tmp_path / "keys", kafka_bootstrap)
+    ingest = spec.start(tmp_path / "ingest")
     agent = _start_agent(tmp_path, config)
     try:
         time.sleep(10)
@@ -76,7 +78,7 @@ def test_ingest_outage_with_agent_restart_loses_no_second(tmp_path: Path, kafka_
         first_run = _collected(agent.log)
         agent = _start_agent(tmp_path, config)
         time.sleep(max(0.0, OUTAGE_S - (time.monotonic() - outage_began)))
-        ingest = start_ingest(port, tmp_path / "keys", kafka_bootstrap, tmp_path / "ingest")
+        ingest = spec.start(tmp_path / "ingest")
         deadline = time.monotonic() + 90
         while True:
             time.sleep(3)

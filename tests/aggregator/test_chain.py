@@ -8,24 +8,17 @@ import contextlib
 import math
 import os
 import signal
-import socket
 import time
 
 import pytest
 
 from aggregator.job import Aggregator
-from aggregator.launcher import metrics_up, start_aggregator
 from aggregator.settings import AggregatorSettings
+from launch import processes
+from launch.probe import free_port
 from tests.aggregator.conftest import BASE, assert_matches, expected
 
 pytestmark = pytest.mark.integration
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
 
 @pytest.fixture
 def repository(stack, unique_name):
@@ -74,14 +67,15 @@ def test_kill9_and_restart_converge_to_the_uninterrupted_results(
     for part in parts[:3]:
         produce(metric, part)
 
-    port = _free_port()
+    port = free_port()
     home = tmp_path / "job"
     env = {"APM_AGGREGATOR_TRIGGER_SECONDS": "1", "APM_AGGREGATOR_SERVERS_TRIGGER_SECONDS": "1",
            "APM_AGGREGATOR_DRIVER_MEMORY": "768m"}
-    proc = start_aggregator(home, metrics=[metric], metrics_port=port,
-                            keyspace=repository.keyspace, env=env)
+    spec = processes.aggregator(home / "checkpoint", metrics=[metric], metrics_port=port,
+                                keyspace=repository.keyspace)
+    proc = spec.start(home, env=env, wait_s=None)
     try:
-        proc.wait_healthy(lambda: metrics_up(port), timeout_s=120)
+        proc.wait_healthy(spec.ready, timeout_s=120)
         _wait_for(lambda: bool(_stored(repository, queries[0].id)), 180, proc)
         produce(metric, parts[3])
         pid = proc.pid()
@@ -90,8 +84,7 @@ def test_kill9_and_restart_converge_to_the_uninterrupted_results(
         _wait_for(lambda: proc.pid() is None, 30)
         for part in parts[4:]:
             produce(metric, part)
-        proc = start_aggregator(home, metrics=[metric], metrics_port=port,
-                                keyspace=repository.keyspace, env=env)
+        proc = spec.start(home, env=env, wait_s=None)
         want = {q.id: expected(rows, q.query) for q in queries}
 
         def converged() -> bool:

@@ -31,7 +31,7 @@ SETTINGS = {  # env prefix -> settings class; the longest prefix wins
     "APM_STORAGE_": "storage.settings:StorageSettings",
     "APM_LOADGEN_": "loadgen.settings:LoadgenSettings",
     "APM_AGENT_": "agent.settings:AgentSettings",
-    "APM_STACK_": "apm.stack.config:StackSettings",
+    "APM_STACK_": "launch.stack.config:StackSettings",
     "APM_": "apm.settings:ServiceSettings",
 }
 ENV_FOR_CONFIG = {"APM_DASHBOARD_PASSWORD_HASH": "x", "APM_DASHBOARD_SECRET_KEY": "y",

@@ -56,10 +56,9 @@ def _gauge(url: str, name: str) -> float | None:
 
 @pytest.fixture(scope="module")
 def platform(stack, tmp_path_factory) -> Iterator[Platform]:
-    from aggregator.launcher import metrics_up, start_aggregator
-    from dashboard.launcher import start_dashboard
     from ingest.auth import add_key
-    from ingest.launcher import free_port, start_ingest
+    from launch import processes
+    from launch.probe import free_port
 
     home = tmp_path_factory.mktemp("e2e")
     keyspace = f"e2e_{uuid.uuid4().hex[:8]}"
@@ -71,18 +70,19 @@ def platform(stack, tmp_path_factory) -> Iterator[Platform]:
     started = []
     try:
         metrics_port = free_port()
-        aggregator = start_aggregator(home / "aggregator", metrics_port=metrics_port,
-                                      keyspace=keyspace, env=env)
+        aggregator_spec = processes.aggregator(home / "aggregator" / "checkpoint",
+                                               metrics_port=metrics_port, keyspace=keyspace)
+        aggregator = aggregator_spec.start(home / "aggregator", env=env, wait_s=None)
         started.append(aggregator)
         key = add_key(home / "keys")
         ingest_port = free_port()
-        started.append(start_ingest(ingest_port, home / "keys", stack.kafka_bootstrap,
-                                    home / "ingest"))
+        started.append(processes.ingest(ingest_port, home / "keys", stack.kafka_bootstrap)
+                       .start(home / "ingest"))
         token = uuid.uuid4().hex
         dash_port = free_port()
-        started.append(start_dashboard(home / "dashboard", dash_port,
-                                       env={**env, "APM_DASHBOARD_TOKEN": token}))
-        aggregator.wait_healthy(lambda: metrics_up(metrics_port), 180)
+        started.append(processes.dashboard(dash_port).start(
+            home / "dashboard", env={**env, "APM_DASHBOARD_TOKEN": token}))
+        aggregator.wait_healthy(aggregator_spec.ready, 180)
         yield Platform(f"http://127.0.0.1:{ingest_port}", key, f"http://127.0.0.1:{dash_port}",
                        token, f"http://127.0.0.1:{metrics_port}/metrics", stack.kafka_bootstrap,
                        prefix, keyspace, home)
@@ -219,8 +219,8 @@ def test_a_statsd_metric_from_a_stock_client_through_the_agent_gets_results(
         platform: Platform):
     from datadog.dogstatsd import DogStatsd
 
-    from apm.stack.supervisor import ManagedProcess
-    from ingest.launcher import free_port
+    from launch import processes
+    from launch.probe import free_port
 
     metric = f"{platform.metric_prefix}app.requests"
     server = f"e2e-agent-{uuid.uuid4().hex[:6]}"
@@ -230,13 +230,12 @@ def test_a_statsd_metric_from_a_stock_client_through_the_agent_gets_results(
     _wait_until_read(platform, metric)
     port = free_port()  # StatsD is UDP; a free TCP port number is free enough on loopback
     metrics_port = free_port()
-    agent = ManagedProcess("agent", platform.home / f"agent-{server}", marker="apm.cli agent run")
-    agent.start([sys.executable, "-m", "apm.cli", "agent", "run"], env={
-        "APM_AGENT_SERVER": server, "APM_AGENT_API_KEY": platform.api_key,
-        "APM_AGENT_INGEST_URL": f"{platform.ingest_url}/v1/metrics",
-        "APM_AGENT_SPOOL_DIR": str(platform.home / f"spool-{server}"),
-        "APM_AGENT_STATSD_PORT": str(port), "APM_AGENT_METRICS_PORT": str(metrics_port),
-        "APM_AGENT_COLLECTORS": '["cpu"]'})
+    agent = processes.agent(
+        f"{platform.ingest_url}/v1/metrics", platform.api_key,
+        platform.home / f"spool-{server}", env={
+            "APM_AGENT_SERVER": server, "APM_AGENT_STATSD_PORT": str(port),
+            "APM_AGENT_METRICS_PORT": str(metrics_port), "APM_AGENT_COLLECTORS": '["cpu"]'},
+    ).start(platform.home / f"agent-{server}")
     try:
         # The agent starts its StatsD listener before its /metrics: once that answers, no
         # datagram is sent to a closed port.

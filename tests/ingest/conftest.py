@@ -84,17 +84,18 @@ class RunningIngest:
 def start_ingest_process(tmp_path: Path, key_file: tuple[Path, str]
                          ) -> Iterator[Callable[..., RunningIngest]]:
     """Starts real ``apm ingest`` processes (stopped at teardown) against a given broker."""
-    from ingest.launcher import free_port, ingest_url, start_ingest
+    from launch import processes
+    from launch.probe import free_port
 
     started: list[Any] = []
 
     def start(kafka_bootstrap: str, env: dict[str, str] | None = None,
               wait_ready: bool = True) -> RunningIngest:
         port = free_port()
-        proc = start_ingest(port, key_file[0], kafka_bootstrap, tmp_path / "ingest-home",
-                            env=env, wait_ready=wait_ready)
+        proc = processes.ingest(port, key_file[0], kafka_bootstrap).start(
+            tmp_path / "ingest-home", env=env, wait_s=60 if wait_ready else None)
         started.append(proc)
-        return RunningIngest(ingest_url(port), key_file[1], proc, port)
+        return RunningIngest(processes.ingest_url(port), key_file[1], proc, port)
 
     yield start
     for proc in started:

@@ -14,10 +14,10 @@ import pytest
 
 from apm.model import topic_for
 from apm.retry import Backoff, RetryableError, call_with_retry
-from apm.stack.config import StackSettings
-from apm.stack.services import SERVICES
-from apm.stack.supervisor import ManagedProcess
-from ingest.launcher import free_port
+from launch.probe import free_port
+from launch.stack.config import StackSettings
+from launch.stack.services import SERVICES
+from launch.supervisor import ManagedProcess
 from tests.ingest.kafka_read import read_samples
 
 pytestmark = pytest.mark.integration

@@ -97,12 +97,14 @@ def own_topics(kafka_bootstrap: str) -> Iterator[list[str]]:
 def real_ingest(kafka_bootstrap: str, tmp_path: Path) -> Iterator[tuple[str, str]]:
     """A real ``apm ingest`` process on the shared Kafka: (base URL, API key)."""
     from ingest.auth import add_key
-    from ingest.launcher import free_port, ingest_url, start_ingest
+    from launch import processes
+    from launch.probe import free_port
 
     key = add_key(tmp_path / "ingest-keys", "loadgen-tests")
     port = free_port()
-    proc = start_ingest(port, tmp_path / "ingest-keys", kafka_bootstrap, tmp_path / "ingest")
+    proc = processes.ingest(port, tmp_path / "ingest-keys", kafka_bootstrap).start(
+        tmp_path / "ingest")
     try:
-        yield ingest_url(port), key
+        yield processes.ingest_url(port), key
     finally:
         proc.stop(30)

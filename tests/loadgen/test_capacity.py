@@ -1,6 +1,6 @@
 import pytest
 
-from loadgen.bench_stage import Stage, wire_bytes_per_sample
+from bench.stage import Stage, wire_bytes_per_sample
 from loadgen.capacity import KAFKA_RF, Measured, plan, topic_partitions_note
 
 pytestmark = pytest.mark.unit

@@ -87,13 +87,14 @@ def test_cli_in_real_time_reports_progress_and_a_summary(real_ingest, own_topics
 
 def test_background_fleet_stops_on_sigterm_without_losing_what_it_sent(
         real_ingest, own_topics, kafka_bootstrap, tmp_path):
-    from loadgen.launcher import start_loadgen
+    from launch import processes
 
     url, key = real_ingest
     prefix = _prefix()
     own_topics.extend(topic_for(f"{prefix}{m}") for m in ("cpu.util", "mem.used_pct"))
-    proc = start_loadgen(tmp_path / "lg", url, key, servers=50, metrics=2, duration="1h",
-                         metric_prefix=prefix, env={"APM_LOADGEN_PROGRESS_INTERVAL_S": "0.5"})
+    proc = processes.loadgen(url, key, servers=50, metrics=2, duration="1h",
+                             metric_prefix=prefix).start(
+        tmp_path / "lg", env={"APM_LOADGEN_PROGRESS_INTERVAL_S": "0.5"})
     try:
         deadline = time.monotonic() + 60
         while "accepted=" not in proc.tail(50) or " accepted=0 " in proc.tail(1):

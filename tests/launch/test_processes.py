@@ -1,0 +1,62 @@
+"""The process table: every command line is one the ``apm`` parser accepts, every marker is in
+its own command line (or a pid would never be recognised as ours), and ``apm run --down``
+stops what ``apm run`` starts."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from apm.cli import build_parser
+from launch import processes, run
+from launch.probe import free_port, http_ok
+
+pytestmark = pytest.mark.unit
+
+SPECS = [
+    processes.ingest(8080, Path("/k"), "127.0.0.1:9092"),
+    processes.aggregator(Path("/c"), metrics=["cpu.util"], shard="0/2", keyspace="ks"),
+    processes.dashboard(8050),
+    processes.agent("http://127.0.0.1:8080/v1/metrics", "key", Path("/spool")),
+    processes.loadgen("http://127.0.0.1:8080", "key", metric_prefix="x."),
+]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_each_command_line_parses_and_carries_its_marker(spec: processes.ProcessSpec):
+    args = build_parser().parse_args(list(spec.argv))
+    assert callable(args.func)
+    assert spec.marker in shlex.join(spec.command) + " "
+    assert spec.command[1:3] == ["-m", "apm.cli"]
+
+
+def test_secrets_go_through_the_environment_not_the_command_line():
+    for spec in SPECS:
+        assert "key" not in spec.argv
+    assert SPECS[3].env["APM_AGENT_API_KEY"] == "key"
+    assert SPECS[4].env["APM_LOADGEN_API_KEY"] == "key"
+
+
+def test_run_stops_what_it_starts_with_the_same_markers(tmp_path: Path):
+    started = run._platform(tmp_path, "127.0.0.1:9092", "secret")
+    stopped = run._platform(tmp_path)
+    assert list(started) == list(stopped)
+    assert {n: s.marker for n, s in started.items()} == {n: s.marker for n, s in stopped.items()}
+
+
+def test_a_spec_without_health_is_never_ready():
+    assert not SPECS[4].ready()
+    assert not processes.ingest(free_port(), Path("/k"), "x").ready(0.5)  # nothing listens
+
+
+def test_http_ok_is_false_for_garbage_and_closed_ports():
+    assert not http_ok("not a url")
+    assert not http_ok(f"http://127.0.0.1:{free_port()}/", 0.5)
+
+
+def test_dashboard_token_is_created_once_private(tmp_path: Path):
+    first = processes.dashboard_token(tmp_path / "d")
+    assert first == processes.dashboard_token(tmp_path / "d")
+    assert (tmp_path / "d" / "dashboard.token").stat().st_mode & 0o077 == 0
