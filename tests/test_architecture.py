@@ -1,0 +1,77 @@
+"""The import graph is the architecture (docs: README "Code layout").
+
+- ``apm`` is the shared contract: it imports no other package of this project (``apm.cli``
+  names the components' CLIs as strings and imports them lazily).
+- Each component imports the contract and, where data flows from storage to it, ``storage``;
+  never another component, and never ``bench``. Only a component's own ``cli.py`` may use
+  ``launch`` to start itself.
+- ``launch`` (running the platform on one machine) sits above the components; ``bench`` above
+  everything. Neither is imported by product code.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parent.parent
+CONTRACT = "apm"
+COMPONENTS = {"agent", "ingest", "storage", "aggregator", "dashboard", "loadgen"}
+# Where data flows from one component to another inside a process: the results store.
+MAY_IMPORT = {"aggregator": {"storage"}, "dashboard": {"storage"}}
+FIRST_PARTY = {CONTRACT, *COMPONENTS, "launch", "bench", "tests"}
+
+
+def _imports(path: Path) -> set[str]:
+    """First-party top-level packages a module imports, at any depth (lazy imports too)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        found |= {n.split(".")[0] for n in names} & FIRST_PARTY
+    return found
+
+
+def _modules(package: str) -> list[Path]:
+    return sorted((ROOT / package).rglob("*.py"))
+
+
+def test_the_tree_has_the_packages_this_test_knows():
+    packages = {p.parent.name for p in ROOT.glob("*/__init__.py")}
+    assert packages == FIRST_PARTY, "a new top-level package needs a place in this test"
+
+
+def test_the_contract_imports_no_component():
+    bad = {str(p.relative_to(ROOT)): _imports(p) - {CONTRACT} for p in _modules(CONTRACT)}
+    assert not {k: v for k, v in bad.items() if v}
+
+
+@pytest.mark.parametrize("component", sorted(COMPONENTS))
+def test_a_component_imports_the_contract_and_storage_only(component: str):
+    allowed = {CONTRACT, component, *MAY_IMPORT.get(component, ())}
+    bad = {}
+    for path in _modules(component):
+        extra = _imports(path) - allowed
+        if path.name == "cli.py" and path.parent.name == component:
+            extra -= {"launch"}  # a component's CLI may start itself through launch
+        if extra:
+            bad[str(path.relative_to(ROOT))] = extra
+    assert not bad
+
+
+def test_launch_is_above_the_components_and_below_the_benchmarks():
+    bad = {str(p.relative_to(ROOT)): _imports(p) & {"bench", "tests"} for p in _modules("launch")}
+    assert not {k: v for k, v in bad.items() if v}
+
+
+def test_nothing_outside_the_tests_imports_them():
+    for package in FIRST_PARTY - {"tests"}:
+        for path in _modules(package):
+            assert "tests" not in _imports(path), path
