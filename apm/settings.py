@@ -71,11 +71,9 @@ def env_names(cls: type[BaseSettings]) -> set[str]:
 
 
 class ServiceSettings(BaseSettings):
-    """Addresses of the engines, common to the services that talk to them."""
+    """The shared variables alone (``APM_KAFKA_BOOTSTRAP``), for tools that are not a service
+    (the ingest and pipeline benchmarks). Services read them through ``shared`` fields."""
 
     model_config = env_config(SHARED_PREFIX)
 
     kafka_bootstrap: str = SHARED["kafka_bootstrap"]
-    cassandra_hosts: str = "127.0.0.1"
-    cassandra_port: int = 9042
-    cassandra_keyspace: str = "apm"

@@ -95,6 +95,13 @@ def test_cassandra_argument_then_storage_variable_then_default(field, var, defau
     assert getattr(StorageSettings(**{field: default}), field) == default
 
 
+def test_the_old_cassandra_variables_are_read_by_nothing(monkeypatch):
+    for name in ("APM_CASSANDRA_HOSTS", "APM_CASSANDRA_PORT", "APM_CASSANDRA_KEYSPACE"):
+        assert not any(name in env_names(cls) for cls in EVERY_CLASS)
+        monkeypatch.setenv(name, "nope")
+    assert StorageSettings().hosts == "127.0.0.1"
+
+
 def test_the_aggregator_store_reads_the_storage_variables(monkeypatch):
     """The aggregator keeps no Cassandra settings of its own: its store is StorageSettings."""
     from storage import repository
@@ -126,8 +133,14 @@ def test_env_names_lists_what_a_class_reads():
     names = env_names(IngestSettings)
     assert {"APM_INGEST_PORT", "APM_INGEST_KAFKA_BOOTSTRAP", "APM_KAFKA_BOOTSTRAP"} <= names
     assert all(n.startswith("APM_INGEST_") for n in names - {"APM_KAFKA_BOOTSTRAP"})
-    assert "APM_KAFKA_BOOTSTRAP" in env_names(ServiceSettings)
+    assert env_names(ServiceSettings) == {"APM_KAFKA_BOOTSTRAP"}
     assert "APM_STORAGE_HOSTS" in env_names(StorageSettings)
+
+
+def test_service_settings_hold_only_the_shared_variables(monkeypatch):
+    assert set(ServiceSettings.model_fields) == set(SHARED)
+    monkeypatch.setenv("APM_KAFKA_BOOTSTRAP", "shared:9092")
+    assert ServiceSettings().kafka_bootstrap == "shared:9092"
 
 
 def test_shared_refuses_an_unknown_name():
