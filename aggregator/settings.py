@@ -10,7 +10,7 @@ from pydantic_settings import BaseSettings
 
 from apm.model import metric_name_error
 from apm.query_state import JobScope, parse_shard
-from apm.settings import PROJECT_ROOT, env_config
+from apm.settings import PROJECT_ROOT, env_config, shared
 
 __all__ = ["STATE_LAYOUT", "AggregatorSettings"]
 
@@ -21,7 +21,8 @@ STATE_LAYOUT = "v2"
 class AggregatorSettings(BaseSettings):
     model_config = env_config("APM_AGGREGATOR_")
 
-    kafka_bootstrap: str = "127.0.0.1:9092"
+    # APM_AGGREGATOR_KAFKA_BOOTSTRAP, else the shared APM_KAFKA_BOOTSTRAP (apm.settings).
+    kafka_bootstrap: str = shared("APM_AGGREGATOR_", "kafka_bootstrap")
     # The job's scope. It reads the topics of the metrics its active queries use, and only
     # those within its scope: --metrics (comma-separated) and/or --shard i/n (crc32(metric)).
     metrics: str = ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import BaseSettings
 
-from apm.settings import env_config
+from apm.settings import env_config, shared
 
 __all__ = ["DashboardSettings"]
 
@@ -34,7 +34,8 @@ class DashboardSettings(BaseSettings):
     reread_seconds: float = Field(default=600.0, ge=0)
     full_refresh_seconds: float = Field(default=300.0, ge=0)
     silent_after_seconds: float = Field(default=30.0, gt=0)
-    kafka_bootstrap: str = "127.0.0.1:9092"
+    # APM_DASHBOARD_KAFKA_BOOTSTRAP, else the shared APM_KAFKA_BOOTSTRAP (apm.settings).
+    kafka_bootstrap: str = shared("APM_DASHBOARD_", "kafka_bootstrap")
     topics_cache_seconds: float = Field(default=10.0, ge=0)
     # The ingest's Prometheus endpoints (comma-separated) and the counters the health page reads:
     # samples{outcome="accepted"} gives the rate, requests{outcome="rejected",reason=...} the

@@ -8,7 +8,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings
 
 from apm.model import TOPIC_PARTITIONS
-from apm.settings import env_config
+from apm.settings import env_config, shared
 
 __all__ = ["IngestSettings"]
 
@@ -20,7 +20,8 @@ class IngestSettings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8080
-    kafka_bootstrap: str = "127.0.0.1:9092"
+    # APM_INGEST_KAFKA_BOOTSTRAP, else the shared APM_KAFKA_BOOTSTRAP (apm.settings).
+    kafka_bootstrap: str = shared("APM_INGEST_", "kafka_bootstrap")
     keys_file: Path | None = Field(default=None, description="API keys (salted hashes); "
                                    "without it every request is refused with 401")
 

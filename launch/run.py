@@ -165,8 +165,6 @@ def _run(args: argparse.Namespace) -> int:
     # Every service finds the engines where `apm stack` put them (APM_STACK_* ports included);
     # the children inherit this environment, and an operator's own APM_* values win.
     for name, value in {
-        "APM_AGGREGATOR_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
-        "APM_DASHBOARD_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
         "APM_KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
         "APM_STORAGE_HOSTS": settings.host,
         "APM_STORAGE_PORT": str(settings.cassandra_port),

@@ -56,7 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="seconds a request keeps retrying 503s and refused connections")
     p.add_argument("--direct-kafka", action="store_true",
                    help="write encoded records to Kafka instead of the ingest")
-    p.add_argument("--kafka-bootstrap", help="with --direct-kafka (default APM_KAFKA_BOOTSTRAP)")
+    p.add_argument("--kafka-bootstrap", help="with --direct-kafka (default "
+                   "APM_LOADGEN_KAFKA_BOOTSTRAP, else APM_KAFKA_BOOTSTRAP)")
     p.add_argument("--partitions", type=int, help="partitions of topics it creates (default: "
                    f"apm.model.TOPIC_PARTITIONS ({TOPIC_PARTITIONS}), sized by volume)")
     p.add_argument("--dry-run", action="store_true", help="generate only, send nothing")

@@ -12,7 +12,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings
 
 from apm.model import TOPIC_PARTITIONS
-from apm.settings import ServiceSettings, env_config
+from apm.settings import env_config, shared
 
 __all__ = ["INGEST_PATH", "LoadgenSettings", "metrics_url", "parse_duration", "parse_start"]
 
@@ -83,7 +83,8 @@ class LoadgenSettings(BaseSettings):
     # Per request, across 503s and refused connections.
     retry_deadline_s: float = Field(default=120.0, gt=0)
     direct_kafka: bool = False
-    kafka_bootstrap: str = Field(default_factory=lambda: ServiceSettings().kafka_bootstrap)
+    # APM_LOADGEN_KAFKA_BOOTSTRAP, else the shared APM_KAFKA_BOOTSTRAP (apm.settings).
+    kafka_bootstrap: str = shared("APM_LOADGEN_", "kafka_bootstrap")
     topic_partitions: int = Field(default=TOPIC_PARTITIONS, ge=1)  # sized by volume (apm.model)
     topic_replication: int = Field(default=1, ge=1)
     record_max_bytes: int = Field(default=512 * 1024, ge=1024)

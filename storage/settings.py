@@ -28,7 +28,9 @@ def keyspace_error(name: str) -> str | None:
 
 
 class StorageSettings(BaseSettings):
-    """``APM_STORAGE_*``: keyword arguments win over the environment, which wins over these."""
+    """``APM_STORAGE_*``: keyword arguments win over the environment, which wins over these.
+    Every process that talks to Cassandra (aggregator, dashboard, ``apm storage``) builds this
+    class, so these are the shared Cassandra variables; no service has its own."""
 
     model_config = env_config("APM_STORAGE_")
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 
@@ -61,7 +62,7 @@ def test_wire_round_trip_is_exact_and_chunked(rows):
     chunks = list(encode_chunks(rows, max_bytes=256))
     assert all(len(c) <= 256 or b"\n" not in c for c in chunks)
     # Full: the next chunk's first line would not have fit (an off-by-one once cut early).
-    for chunk, following in zip(chunks, chunks[1:], strict=False):
+    for chunk, following in itertools.pairwise(chunks):
         assert len(chunk) + 1 + len(following.split(b"\n")[0]) > 256
     assert [r for c in chunks for r in decode(c)] == [(s, float(t), float(v)) for s, t, v in rows]
 

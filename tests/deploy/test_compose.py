@@ -2,7 +2,8 @@
 is installed; this machine's docker CLI may lack it), and its structure holds what issue 7
 asks: 3 KRaft brokers with RF 3, a 3-node Cassandra ring with RF 3, Spark standalone running
 the aggregator via spark-submit, N ingest replicas behind nginx, the dashboard. Every APM_*
-variable it (or docs/deploy.md) sets must be a real field of that prefix's settings class."""
+variable it (or any file under deploy/, docs/deploy.md or the README) sets must be one that a
+settings class reads (apm.settings.env_names: prefix + field, or a shared field's choices)."""
 
 from __future__ import annotations
 
@@ -17,43 +18,44 @@ from typing import Any
 import pytest
 import yaml
 
-from apm.settings import PROJECT_ROOT
+from apm.settings import PROJECT_ROOT, env_names
 
 pytestmark = pytest.mark.unit
 
 COMPOSE_DIR = PROJECT_ROOT / "deploy" / "compose"
 COMPOSE = COMPOSE_DIR / "docker-compose.yml"
 DEPLOY_DOC = PROJECT_ROOT / "docs" / "deploy.md"
-SETTINGS = {  # env prefix -> settings class; the longest prefix wins
-    "APM_INGEST_": "ingest.settings:IngestSettings",
-    "APM_AGGREGATOR_": "aggregator.settings:AggregatorSettings",
-    "APM_DASHBOARD_": "dashboard.settings:DashboardSettings",
-    "APM_STORAGE_": "storage.settings:StorageSettings",
-    "APM_LOADGEN_": "loadgen.settings:LoadgenSettings",
-    "APM_AGENT_": "agent.settings:AgentSettings",
-    "APM_STACK_": "launch.stack.config:StackSettings",
-    "APM_": "apm.settings:ServiceSettings",
-}
+README = PROJECT_ROOT / "README.md"
+SETTINGS = (  # every settings class of a process; what they read is all that may be set
+    "ingest.settings:IngestSettings",
+    "aggregator.settings:AggregatorSettings",
+    "dashboard.settings:DashboardSettings",
+    "storage.settings:StorageSettings",
+    "loadgen.settings:LoadgenSettings",
+    "agent.settings:AgentSettings",
+    "launch.stack.config:StackSettings",
+)
+APM_NAME = re.compile(r"\bAPM_[A-Z0-9_]*[A-Z0-9]\b")
 ENV_FOR_CONFIG = {"APM_DASHBOARD_PASSWORD_HASH": "x", "APM_DASHBOARD_SECRET_KEY": "y",
                   "APM_LOADGEN_API_KEY": "z"}
 
 
-def _fields(prefix: str) -> set[str]:
-    module, name = SETTINGS[prefix].split(":")
-    try:
-        cls = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        pytest.skip(f"{SETTINGS[prefix]} is not importable in this checkout")
-    return set(cls.model_fields)
+def read_settings() -> set[str]:
+    """Every APM_* variable some settings class reads."""
+    names: set[str] = set()
+    for spec in SETTINGS:
+        module, name = spec.split(":")
+        try:
+            cls = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            pytest.skip(f"{spec} is not importable in this checkout")
+        names |= env_names(cls)
+    return names
 
 
 def unknown_settings(names: set[str]) -> list[str]:
-    bad = []
-    for var in sorted(names):
-        prefix = max((p for p in SETTINGS if var.startswith(p)), key=len, default=None)
-        if prefix is None or var[len(prefix):].lower() not in _fields(prefix):
-            bad.append(var)
-    return bad
+    """The names that no settings class reads, sorted."""
+    return sorted(set(names) - read_settings())
 
 
 @pytest.fixture(scope="module")
@@ -183,20 +185,56 @@ def test_every_file_the_stack_needs_exists(compose):
             assert dep in services, f"{name} depends on unknown {dep}"
 
 
-def test_compose_sets_only_real_settings(compose):
+def test_compose_sets_only_read_settings(compose):
     names = {var for service in compose["services"].values() for var in _env(service)
              if var.startswith("APM_")}
-    assert {"APM_INGEST_KAFKA_BOOTSTRAP", "APM_STORAGE_HOSTS"} <= names
+    assert {"APM_KAFKA_BOOTSTRAP", "APM_STORAGE_HOSTS"} <= names
     assert unknown_settings(names) == []
 
 
-def test_deploy_doc_names_only_real_settings():
-    text = DEPLOY_DOC.read_text()
-    names = set(re.findall(r"\bAPM_[A-Z0-9_]*[A-Z0-9]\b", text))
+@pytest.mark.parametrize("service", ["ingest", "aggregator", "dashboard"])
+def test_every_engine_client_gets_the_clusters_addresses(compose, service, monkeypatch):
+    """Resolved as the container would: its environment through its settings class."""
+    from aggregator.settings import AggregatorSettings
+    from dashboard.settings import DashboardSettings
+    from ingest.settings import IngestSettings
+    from storage.settings import StorageSettings
+
+    for var in read_settings():
+        monkeypatch.delenv(var, raising=False)
+    for var, value in _env(compose["services"][service]).items():
+        monkeypatch.setenv(var, value)
+    cls = {"ingest": IngestSettings, "aggregator": AggregatorSettings,
+           "dashboard": DashboardSettings}[service]
+    assert cls().kafka_bootstrap == "kafka-1:9092,kafka-2:9092,kafka-3:9092"
+    if service != "ingest":
+        assert StorageSettings().host_list == ["cassandra-1", "cassandra-2", "cassandra-3"]
+
+
+def test_deploy_doc_and_readme_name_only_read_settings():
+    names = set(APM_NAME.findall(DEPLOY_DOC.read_text()))
     assert len(names) > 20
     assert unknown_settings(names) == []
+    assert unknown_settings(set(APM_NAME.findall(README.read_text()))) == []
 
 
-def test_the_checker_catches_a_misspelt_setting():
-    assert unknown_settings({"APM_INGEST_KAFKA_BOOTSTRAPS", "APM_NOPE"}) == [
-        "APM_INGEST_KAFKA_BOOTSTRAPS", "APM_NOPE"]
+def test_no_file_under_deploy_sets_an_unread_setting():
+    """Compose and k8s are parsed above; this covers the rest too (.env.example, Dockerfile,
+    systemd unit, agent.toml), by name wherever it appears."""
+    found = {}
+    for path in sorted((PROJECT_ROOT / "deploy").rglob("*")):
+        # Not the git-ignored local files (deploy/compose/.env, secrets/).
+        if path.is_file() and path.name != ".env" and "secrets" not in path.parts:
+            try:
+                text = path.read_text()
+            except UnicodeDecodeError:
+                continue
+            found.update({name: path.relative_to(PROJECT_ROOT) for name in APM_NAME.findall(text)})
+    assert "APM_AGENT_SPOOL_DIR" in found and "APM_STACK_JAR_CACHE" in found
+    assert {name: str(found[name]) for name in unknown_settings(set(found))} == {}
+
+
+def test_the_checker_catches_a_misspelt_or_unread_setting():
+    assert unknown_settings({"APM_INGEST_KAFKA_BOOTSTRAPS", "APM_NOPE", "APM_CASSANDRA_HOSTS",
+                             "APM_KAFKA_BOOTSTRAP", "APM_INGEST_KAFKA_BOOTSTRAP"}) == [
+        "APM_CASSANDRA_HOSTS", "APM_INGEST_KAFKA_BOOTSTRAPS", "APM_NOPE"]

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from apm.settings import PROJECT_ROOT
-from tests.deploy.test_compose import unknown_settings
+from tests.deploy.test_compose import read_settings, unknown_settings
 
 pytestmark = pytest.mark.unit
 
@@ -52,7 +52,7 @@ def test_selectors_match_their_pods_and_services_find_them(objects):
         assert any(selector <= labels.items() for labels in pods), svc["metadata"]["name"]
 
 
-def test_config_and_env_name_only_real_settings(objects):
+def test_config_and_env_name_only_read_settings(objects):
     names = set()
     for obj in objects:
         if obj["kind"] == "ConfigMap":
@@ -62,6 +62,37 @@ def test_config_and_env_name_only_real_settings(objects):
                 names |= {e["name"] for e in c.get("env", [])}
     assert "APM_INGEST_TOPIC_REPLICATION" in names
     assert unknown_settings(names) == []
+
+
+def _container_env(objects: list[dict[str, Any]], name: str) -> dict[str, str]:
+    """What the workload's container sees: its ConfigMaps (envFrom), then its own env."""
+    configmaps = {o["metadata"]["name"]: o["data"] for o in objects if o["kind"] == "ConfigMap"}
+    workload = next(o for o in objects if o["kind"] in WORKLOADS and o["metadata"]["name"] == name)
+    container = _pod(workload)["spec"]["containers"][0]
+    env: dict[str, str] = {}
+    for ref in container.get("envFrom", []):
+        if "configMapRef" in ref:
+            env.update(configmaps[ref["configMapRef"]["name"]])
+    env.update({e["name"]: e["value"] for e in container.get("env", []) if "value" in e})
+    return env
+
+
+@pytest.mark.parametrize("name", ["apm-ingest", "apm-aggregator", "apm-dashboard"])
+def test_every_engine_client_gets_the_clusters_addresses(objects, name, monkeypatch):
+    from aggregator.settings import AggregatorSettings
+    from dashboard.settings import DashboardSettings
+    from ingest.settings import IngestSettings
+    from storage.settings import StorageSettings
+
+    for var in read_settings():
+        monkeypatch.delenv(var, raising=False)
+    for var, value in _container_env(objects, name).items():
+        monkeypatch.setenv(var, str(value))
+    cls = {"apm-ingest": IngestSettings, "apm-aggregator": AggregatorSettings,
+           "apm-dashboard": DashboardSettings}[name]
+    assert cls().kafka_bootstrap == "kafka-0.kafka:9092,kafka-1.kafka:9092,kafka-2.kafka:9092"
+    if name != "apm-ingest":
+        assert StorageSettings().hosts.startswith("cassandra-0.cassandra,")
 
 
 def test_references_resolve(objects):
