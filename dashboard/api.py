@@ -12,10 +12,10 @@ from typing import TypeVar
 from flask import Blueprint, Response, jsonify, request
 
 from apm.query import QueryError, StoredQuery
-from dashboard.metrics import DashboardMetrics
 from dashboard.ports import QueryRepository
 from dashboard.series import build_series, stored_query_json, window_json
 from dashboard.settings import DashboardSettings
+from dashboard.telemetry import DashboardTelemetry
 from dashboard.validation import error_json, parse_time, validate
 
 __all__ = ["MAX_RANGE_SECONDS", "StorageUnavailable", "build_api", "guarded"]
@@ -29,14 +29,14 @@ class StorageUnavailable(RuntimeError):
     pass
 
 
-def guarded(metrics: DashboardMetrics, op: str, call: Callable[[], T]) -> T:
+def guarded(telemetry: DashboardTelemetry, op: str, call: Callable[[], T]) -> T:
     """Runs one storage call; any driver failure becomes StorageUnavailable (a 503 / a banner)."""
     try:
         return call()
     except (KeyError, QueryError):
         raise
     except Exception as exc:  # the driver raises many unrelated types; all mean "not now"
-        metrics.storage_errors.labels(op).inc()
+        telemetry.storage_errors.labels(op).inc()
         log.warning("storage %s failed: %s", op, exc)
         raise StorageUnavailable(f"storage unavailable during {op}: {exc}") from exc
 
@@ -45,13 +45,14 @@ def _error(status: int, message: str, **extra: object) -> tuple[Response, int]:
     return jsonify({"error": message, **extra}), status
 
 
-def build_api(repo: QueryRepository, settings: DashboardSettings, metrics: DashboardMetrics,
+def build_api(repo: QueryRepository, settings: DashboardSettings,
+              telemetry: DashboardTelemetry,
               clock: Callable[[], float] = time.time) -> Blueprint:
     from dashboard.states import QueryStates  # it imports guarded from here
 
     api = Blueprint("api", __name__, url_prefix="/api")
     # Read fresh on every call (ttl 0): an API client acts on what it gets.
-    states = QueryStates(repo, metrics, clock, ttl_s=0.0)
+    states = QueryStates(repo, telemetry, clock, ttl_s=0.0)
 
     def as_json(q: StoredQuery) -> dict[str, object]:
         e = states.one(q)
@@ -77,7 +78,7 @@ def build_api(repo: QueryRepository, settings: DashboardSettings, metrics: Dashb
 
     @api.get("/queries")
     def list_queries() -> Response:
-        queries = guarded(metrics, "list_queries", repo.list_queries)
+        queries = guarded(telemetry, "list_queries", repo.list_queries)
         evaluated = states.evaluate(queries)
         return jsonify([stored_query_json(q, evaluated[q.id].last_result_at,
                                           evaluated[q.id].query_state) for q in queries])
@@ -87,12 +88,12 @@ def build_api(repo: QueryRepository, settings: DashboardSettings, metrics: Dashb
         text = body().get("text")
         validate(text)
         assert isinstance(text, str)
-        saved = guarded(metrics, "save_query", lambda: repo.save_query(text))
+        saved = guarded(telemetry, "save_query", lambda: repo.save_query(text))
         return jsonify(as_json(saved)), 201
 
     @api.get("/queries/<query_id>")
     def get_query(query_id: str) -> Response | tuple[Response, int]:
-        found = guarded(metrics, "get_query", lambda: repo.get_query(query_id))
+        found = guarded(telemetry, "get_query", lambda: repo.get_query(query_id))
         if found is None:
             return _error(404, f"no query {query_id!r}")
         return jsonify(as_json(found))
@@ -112,10 +113,11 @@ def build_api(repo: QueryRepository, settings: DashboardSettings, metrics: Dashb
             result = None
             if "text" in data:
                 text = str(data["text"])
-                result = guarded(metrics, "update_query", lambda: repo.update_query(query_id, text))
+                result = guarded(telemetry, "update_query",
+                                 lambda: repo.update_query(query_id, text))
             if "paused" in data:
                 paused = bool(data["paused"])
-                result = guarded(metrics, "set_paused",
+                result = guarded(telemetry, "set_paused",
                                  lambda: repo.set_paused(query_id, paused))
         except KeyError:
             return _error(404, f"no query {query_id!r}")
@@ -124,7 +126,7 @@ def build_api(repo: QueryRepository, settings: DashboardSettings, metrics: Dashb
 
     @api.delete("/queries/<query_id>")
     def delete_query(query_id: str) -> Response | tuple[Response, int]:
-        if not guarded(metrics, "delete_query", lambda: repo.delete_query(query_id)):
+        if not guarded(telemetry, "delete_query", lambda: repo.delete_query(query_id)):
             return _error(404, f"no query {query_id!r}")
         return Response(status=204)
 
@@ -144,12 +146,12 @@ def build_api(repo: QueryRepository, settings: DashboardSettings, metrics: Dashb
             return _error(400, f"the range may span at most {MAX_RANGE_SECONDS // 86_400} days")
         if max_points is not None and max_points < 2:
             return _error(400, "'max_points' must be at least 2")
-        found = guarded(metrics, "get_query", lambda: repo.get_query(query_id))
+        found = guarded(telemetry, "get_query", lambda: repo.get_query(query_id))
         if found is None:
             return _error(404, f"no query {query_id!r}")
-        windows = guarded(metrics, "read_results",
+        windows = guarded(telemetry, "read_results",
                           lambda: list(repo.read_results(query_id, start, end)))
-        metrics.windows_read.inc(len(windows))
+        telemetry.windows_read.inc(len(windows))
         out: dict[str, object] = {"query": as_json(found), "from": start, "to": end}
         if max_points is None:
             out["windows"] = [window_json(w) for w in windows]

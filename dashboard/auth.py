@@ -20,8 +20,8 @@ from flask import Flask, Response, jsonify, redirect, render_template_string, re
 from werkzeug.security import check_password_hash
 from werkzeug.wrappers import Response as BaseResponse
 
-from dashboard.metrics import DashboardMetrics
 from dashboard.settings import DashboardSettings
+from dashboard.telemetry import DashboardTelemetry
 
 __all__ = ["CSRF_COOKIE", "PUBLIC_PATHS", "SessionRegistry", "install_auth"]
 
@@ -100,7 +100,7 @@ def _safe_next(target: str | None) -> str:
     return target
 
 
-def install_auth(server: Flask, settings: DashboardSettings, metrics: DashboardMetrics,
+def install_auth(server: Flask, settings: DashboardSettings, metrics: DashboardTelemetry,
                  registry: SessionRegistry | None = None) -> SessionRegistry:
     if not settings.password_hash and not settings.token:
         raise ValueError("the dashboard needs APM_DASHBOARD_PASSWORD_HASH (see `apm dashboard "

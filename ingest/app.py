@@ -15,10 +15,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ingest.auth import KeyFile
 from ingest.deps import State
 from ingest.errors import ApiError, error_body, json_response
-from ingest.metrics import IngestMetrics
 from ingest.publisher import KafkaPublisher, Publisher
-from ingest.routes import health, metrics
+from ingest.routes import health, samples
 from ingest.settings import IngestSettings
+from ingest.telemetry import IngestTelemetry
 from ingest.validate import Validator
 
 __all__ = ["create_app"]
@@ -40,7 +40,7 @@ def create_app(settings: IngestSettings | None = None, publisher: Publisher | No
     if keys.path is None:
         log.warning("no API key file (APM_INGEST_KEYS_FILE): every request will get 401")
     state = State(settings=settings, publisher=publisher, keys=keys,
-                  metrics=IngestMetrics(publisher.queue_depth, publisher.lingering),
+                  telemetry=IngestTelemetry(publisher.queue_depth, publisher.lingering),
                   validator=Validator(settings.max_samples, settings.max_future_s,
                                       settings.topic_retention_s))
 
@@ -57,7 +57,7 @@ def create_app(settings: IngestSettings | None = None, publisher: Publisher | No
     app = FastAPI(title="APM ingest", version="1", description=DESCRIPTION,
                   lifespan=lifespan)
     app.state.ingest = state
-    app.include_router(metrics.router)
+    app.include_router(samples.router)
     app.include_router(health.router)
 
     @app.exception_handler(ApiError)

@@ -1,4 +1,5 @@
-"""Liveness, readiness (Kafka reachable) and the Prometheus scrape endpoint."""
+"""Liveness, readiness (Kafka reachable) and the service's telemetry (the Prometheus scrape
+endpoint, /metrics)."""
 
 from __future__ import annotations
 
@@ -27,5 +28,5 @@ async def readyz(publisher: PublisherDep) -> Response:
 
 
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response)
-async def metrics(state: ServiceDep) -> Response:
-    return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+async def telemetry(state: ServiceDep) -> Response:
+    return Response(generate_latest(state.telemetry.registry), media_type=CONTENT_TYPE_LATEST)
