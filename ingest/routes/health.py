@@ -7,6 +7,7 @@ from fastapi import APIRouter, Response
 from fastapi.concurrency import run_in_threadpool
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from apm.errors import error_body
 from ingest.deps import PublisherDep, ServiceDep
 from ingest.errors import json_response
 
@@ -24,7 +25,7 @@ async def healthz() -> Response:
 async def readyz(publisher: PublisherDep) -> Response:
     if await run_in_threadpool(publisher.ready):
         return json_response({"status": "ready"})
-    return json_response({"status": "kafka unreachable"}, 503)
+    return json_response(error_body("unavailable", "kafka unreachable"), 503)
 
 
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response)
