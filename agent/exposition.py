@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from agent.spool import Spool
 from agent.stats import AgentStats
 
-__all__ = ["MetricsServer", "render"]
+__all__ = ["TelemetryServer", "render"]
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ def render(stats: AgentStats, spool: Spool) -> str:
     return "\n".join(lines) + "\n"
 
 
-class MetricsServer:
+class TelemetryServer:
     """Serves :func:`render` on a daemon thread. A port already taken is logged, not fatal:
     collection and pushing matter more than the scrape endpoint."""
 

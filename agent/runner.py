@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.collectors import REGISTRY, Collector, CollectorContext, Registry
-from agent.exposition import MetricsServer
+from agent.exposition import TelemetryServer
 from agent.http import HttpClient, StdlibHttpClient
 from agent.push import Pusher
 from agent.sdnotify import notify
@@ -125,8 +125,8 @@ class Agent:
             self.listener.start()
         exposition = None
         if self.settings.metrics_port:
-            exposition = MetricsServer(self.stats, self.spool, self.settings.metrics_host,
-                                       self.settings.metrics_port)
+            exposition = TelemetryServer(self.stats, self.spool, self.settings.metrics_host,
+                                         self.settings.metrics_port)
             exposition.start()
         self.collect(self.clock())  # primes the counters so the first tick has rates
         pusher = threading.Thread(target=self.pusher.run, args=(self.stop_event,),

@@ -65,21 +65,21 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     from aggregator.job import Aggregator
     from aggregator.lag import KafkaOffsets
-    from aggregator.metrics import AggregatorMetrics
     from aggregator.session import build_session
     from aggregator.store import connect_store
+    from aggregator.telemetry import AggregatorTelemetry
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     store = connect_store(args.keyspace)
-    metrics = AggregatorMetrics()
+    telemetry = AggregatorTelemetry()
     if settings.metrics_port:
-        metrics.serve(settings.metrics_port, settings.metrics_host)
+        telemetry.serve(settings.metrics_port, settings.metrics_host)
     offsets = KafkaOffsets(settings.kafka_bootstrap)
     spark = build_session(settings.identity, jars=_local_jars(),
                           driver_memory=settings.driver_memory)
-    Aggregator(spark, store, settings, metrics, offsets).run(stop)
+    Aggregator(spark, store, settings, telemetry, offsets).run(stop)
     spark.stop()
     return 0
 

@@ -19,12 +19,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from aggregator.joining import JoinCap
-from aggregator.metrics import AggregatorMetrics
 from aggregator.plan import queries_frame
 from aggregator.progress import ProgressCounter, state_figures
 from aggregator.settings import AggregatorSettings
 from aggregator.store import AggregatorStore
 from aggregator.streams import start_servers, start_windows
+from aggregator.telemetry import AggregatorTelemetry
 from apm.model import topic_for
 from apm.query import StoredQuery, WindowResult
 from apm.retry import RetryableError, call_with_retry
@@ -43,13 +43,13 @@ log = logging.getLogger(__name__)
 class Aggregator:
     def __init__(self, spark: SparkSession, store: AggregatorStore,
                  settings: AggregatorSettings | None = None,
-                 metrics: AggregatorMetrics | None = None,
+                 metrics: AggregatorTelemetry | None = None,
                  offsets: KafkaOffsets | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.spark = spark
         self.store = store
         self.settings = settings or AggregatorSettings()
-        self.metrics = metrics or AggregatorMetrics()
+        self.metrics = metrics or AggregatorTelemetry()
         self.offsets = offsets
         self.clock = clock
         self.windows: StreamingQuery | None = None

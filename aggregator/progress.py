@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from aggregator.metrics import AggregatorMetrics
+from aggregator.telemetry import AggregatorTelemetry
 
 __all__ = ["ProgressCounter", "state_figures"]
 
@@ -18,7 +18,7 @@ _DEDUP = "dedupe"  # Spark's operatorName for dropDuplicates
 
 
 class ProgressCounter:
-    def __init__(self, metrics: AggregatorMetrics) -> None:
+    def __init__(self, metrics: AggregatorTelemetry) -> None:
         self.metrics = metrics
         self.late_rows_total = 0
         self._counted: set[tuple[str, int, str]] = set()

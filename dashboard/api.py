@@ -1,6 +1,7 @@
 """The REST API on the dashboard's own Flask server, for automation. It validates through
 :mod:`dashboard.validation`, like the UI, so a 422 carries the parser's message and position.
-Every query in a response carries its ``state`` and ``reason`` (:mod:`dashboard.states`)."""
+Every query in a response carries its ``state`` and ``reason`` (:mod:`dashboard.states`).
+Every error is :func:`apm.errors.error_body`, the ingest's shape: ``{"error", "detail", "at"}``."""
 
 from __future__ import annotations
 
@@ -11,14 +12,15 @@ from typing import TypeVar
 
 from flask import Blueprint, Response, jsonify, request
 
+from apm.errors import error_body
 from apm.query import QueryError, StoredQuery
-from dashboard.metrics import DashboardMetrics
 from dashboard.ports import QueryRepository
 from dashboard.series import build_series, stored_query_json, window_json
 from dashboard.settings import DashboardSettings
+from dashboard.telemetry import DashboardTelemetry
 from dashboard.validation import error_json, parse_time, validate
 
-__all__ = ["MAX_RANGE_SECONDS", "StorageUnavailable", "build_api", "guarded"]
+__all__ = ["MAX_RANGE_SECONDS", "StorageUnavailable", "build_api", "error", "guarded"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -29,29 +31,32 @@ class StorageUnavailable(RuntimeError):
     pass
 
 
-def guarded(metrics: DashboardMetrics, op: str, call: Callable[[], T]) -> T:
+def guarded(telemetry: DashboardTelemetry, op: str, call: Callable[[], T]) -> T:
     """Runs one storage call; any driver failure becomes StorageUnavailable (a 503 / a banner)."""
     try:
         return call()
     except (KeyError, QueryError):
         raise
     except Exception as exc:  # the driver raises many unrelated types; all mean "not now"
-        metrics.storage_errors.labels(op).inc()
+        telemetry.storage_errors.labels(op).inc()
         log.warning("storage %s failed: %s", op, exc)
         raise StorageUnavailable(f"storage unavailable during {op}: {exc}") from exc
 
 
-def _error(status: int, message: str, **extra: object) -> tuple[Response, int]:
-    return jsonify({"error": message, **extra}), status
+def error(status: int, code: str, detail: str, at: str | int | None = None
+          ) -> tuple[Response, int]:
+    """A non-2xx JSON answer in the shape both HTTP APIs share (:mod:`apm.errors`)."""
+    return jsonify(error_body(code, detail, at)), status
 
 
-def build_api(repo: QueryRepository, settings: DashboardSettings, metrics: DashboardMetrics,
+def build_api(repo: QueryRepository, settings: DashboardSettings,
+              telemetry: DashboardTelemetry,
               clock: Callable[[], float] = time.time) -> Blueprint:
     from dashboard.states import QueryStates  # it imports guarded from here
 
     api = Blueprint("api", __name__, url_prefix="/api")
     # Read fresh on every call (ttl 0): an API client acts on what it gets.
-    states = QueryStates(repo, metrics, clock, ttl_s=0.0)
+    states = QueryStates(repo, telemetry, clock, ttl_s=0.0)
 
     def as_json(q: StoredQuery) -> dict[str, object]:
         e = states.one(q)
@@ -59,12 +64,12 @@ def build_api(repo: QueryRepository, settings: DashboardSettings, metrics: Dashb
 
     @api.errorhandler(StorageUnavailable)
     def _unavailable(exc: StorageUnavailable) -> tuple[Response, int]:
-        return _error(503, str(exc))
+        return error(503, "storage_unavailable", str(exc))
 
     def body() -> dict[str, object]:
         data = request.get_json(silent=True)
         if not isinstance(data, dict):
-            raise _BadRequest("the body must be a JSON object")
+            raise _BadRequest("the body must be a JSON object", "body")
         return data
 
     @api.errorhandler(QueryError)
@@ -73,11 +78,11 @@ def build_api(repo: QueryRepository, settings: DashboardSettings, metrics: Dashb
 
     @api.errorhandler(_BadRequest)
     def _bad(exc: _BadRequest) -> tuple[Response, int]:
-        return _error(400, str(exc))
+        return error(400, "bad_request", str(exc), exc.at)
 
     @api.get("/queries")
     def list_queries() -> Response:
-        queries = guarded(metrics, "list_queries", repo.list_queries)
+        queries = guarded(telemetry, "list_queries", repo.list_queries)
         evaluated = states.evaluate(queries)
         return jsonify([stored_query_json(q, evaluated[q.id].last_result_at,
                                           evaluated[q.id].query_state) for q in queries])
@@ -87,14 +92,14 @@ def build_api(repo: QueryRepository, settings: DashboardSettings, metrics: Dashb
         text = body().get("text")
         validate(text)
         assert isinstance(text, str)
-        saved = guarded(metrics, "save_query", lambda: repo.save_query(text))
+        saved = guarded(telemetry, "save_query", lambda: repo.save_query(text))
         return jsonify(as_json(saved)), 201
 
     @api.get("/queries/<query_id>")
     def get_query(query_id: str) -> Response | tuple[Response, int]:
-        found = guarded(metrics, "get_query", lambda: repo.get_query(query_id))
+        found = guarded(telemetry, "get_query", lambda: repo.get_query(query_id))
         if found is None:
-            return _error(404, f"no query {query_id!r}")
+            return error(404, "not_found", f"no query {query_id!r}")
         return jsonify(as_json(found))
 
     @api.patch("/queries/<query_id>")
@@ -102,54 +107,60 @@ def build_api(repo: QueryRepository, settings: DashboardSettings, metrics: Dashb
         data = body()
         unknown = set(data) - {"text", "paused"}
         if unknown or not data:
-            return _error(400, "PATCH takes 'text' and/or 'paused'"
-                          + (f"; unknown: {sorted(unknown)}" if unknown else ""))
+            return error(400, "bad_request", "PATCH takes 'text' and/or 'paused'"
+                         + (f"; unknown: {sorted(unknown)}" if unknown else ""),
+                         min(unknown) if unknown else "body")
         if "paused" in data and not isinstance(data["paused"], bool):
-            return _error(400, "'paused' must be true or false")
+            return error(400, "bad_request", "'paused' must be true or false", "paused")
         if "text" in data:
             validate(data["text"])
         try:
             result = None
             if "text" in data:
                 text = str(data["text"])
-                result = guarded(metrics, "update_query", lambda: repo.update_query(query_id, text))
+                result = guarded(telemetry, "update_query",
+                                 lambda: repo.update_query(query_id, text))
             if "paused" in data:
                 paused = bool(data["paused"])
-                result = guarded(metrics, "set_paused",
+                result = guarded(telemetry, "set_paused",
                                  lambda: repo.set_paused(query_id, paused))
         except KeyError:
-            return _error(404, f"no query {query_id!r}")
+            return error(404, "not_found", f"no query {query_id!r}")
         assert result is not None
         return jsonify(as_json(result))
 
     @api.delete("/queries/<query_id>")
     def delete_query(query_id: str) -> Response | tuple[Response, int]:
-        if not guarded(metrics, "delete_query", lambda: repo.delete_query(query_id)):
-            return _error(404, f"no query {query_id!r}")
+        if not guarded(telemetry, "delete_query", lambda: repo.delete_query(query_id)):
+            return error(404, "not_found", f"no query {query_id!r}")
         return Response(status=204)
 
     @api.get("/queries/<query_id>/results")
     def results(query_id: str) -> Response | tuple[Response, int]:
         now = clock()
+        param = "to"
         try:
             end = parse_time(request.args.get("to"), now)
+            param = "from"
             start = parse_time(request.args.get("from"), end - 3600)
+            param = "max_points"
             raw_points = request.args.get("max_points")
             max_points = int(raw_points) if raw_points else None
         except ValueError as exc:
-            return _error(400, f"bad parameter: {exc}")
+            return error(400, "bad_request", f"bad parameter: {exc}", param)
         if end <= start:
-            return _error(400, "'from' must be before 'to'")
+            return error(400, "bad_request", "'from' must be before 'to'", "from")
         if end - start > MAX_RANGE_SECONDS:
-            return _error(400, f"the range may span at most {MAX_RANGE_SECONDS // 86_400} days")
+            return error(400, "bad_request",
+                         f"the range may span at most {MAX_RANGE_SECONDS // 86_400} days", "from")
         if max_points is not None and max_points < 2:
-            return _error(400, "'max_points' must be at least 2")
-        found = guarded(metrics, "get_query", lambda: repo.get_query(query_id))
+            return error(400, "bad_request", "'max_points' must be at least 2", "max_points")
+        found = guarded(telemetry, "get_query", lambda: repo.get_query(query_id))
         if found is None:
-            return _error(404, f"no query {query_id!r}")
-        windows = guarded(metrics, "read_results",
+            return error(404, "not_found", f"no query {query_id!r}")
+        windows = guarded(telemetry, "read_results",
                           lambda: list(repo.read_results(query_id, start, end)))
-        metrics.windows_read.inc(len(windows))
+        telemetry.windows_read.inc(len(windows))
         out: dict[str, object] = {"query": as_json(found), "from": start, "to": end}
         if max_points is None:
             out["windows"] = [window_json(w) for w in windows]
@@ -162,4 +173,6 @@ def build_api(repo: QueryRepository, settings: DashboardSettings, metrics: Dashb
 
 
 class _BadRequest(ValueError):
-    pass
+    def __init__(self, detail: str, at: str | None = None) -> None:
+        super().__init__(detail)
+        self.at = at

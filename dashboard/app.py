@@ -10,8 +10,10 @@ from pathlib import Path
 from dash import Dash, Input, Output, dcc, html
 from flask import Flask, Response, request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from werkzeug.exceptions import HTTPException, NotFound
 
-from dashboard.api import build_api
+from apm.errors import status_error
+from dashboard.api import build_api, error
 from dashboard.auth import install_auth
 from dashboard.context import AppContext
 from dashboard.pages import chart, health, queries
@@ -24,6 +26,25 @@ def create_app(app_ctx: AppContext) -> Dash:
     install_auth(server, app_ctx.settings, app_ctx.metrics)
     server.register_blueprint(build_api(app_ctx.repo, app_ctx.settings, app_ctx.metrics,
                                         app_ctx.clock))
+
+    @server.before_request
+    def api_routes_only() -> None:
+        # Dash's catch-all page route would answer an unknown /api/ path with the app's HTML.
+        if (request.path.startswith("/api/") and request.routing_exception is None
+                and request.blueprint != "api"):
+            raise NotFound(f"no API route {request.path}")
+
+    @server.errorhandler(HTTPException)
+    def api_http_error(exc: HTTPException) -> HTTPException | tuple[Response, int]:
+        """Under /api/, the framework's own answers (unknown route, method not allowed, an
+        unhandled exception's 500) are in the APIs' error shape too; elsewhere, as they were."""
+        if not request.path.startswith("/api/") or exc.code is None:
+            return exc
+        response, status = error(exc.code, status_error(exc.code), exc.description or exc.name)
+        allow = exc.get_response().headers.get("Allow")
+        if allow:
+            response.headers["Allow"] = allow
+        return response, status
 
     @server.get("/metrics")
     def prometheus() -> Response:

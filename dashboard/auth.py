@@ -20,8 +20,9 @@ from flask import Flask, Response, jsonify, redirect, render_template_string, re
 from werkzeug.security import check_password_hash
 from werkzeug.wrappers import Response as BaseResponse
 
-from dashboard.metrics import DashboardMetrics
+from apm.errors import error_body
 from dashboard.settings import DashboardSettings
+from dashboard.telemetry import DashboardTelemetry
 
 __all__ = ["CSRF_COOKIE", "PUBLIC_PATHS", "SessionRegistry", "install_auth"]
 
@@ -100,7 +101,7 @@ def _safe_next(target: str | None) -> str:
     return target
 
 
-def install_auth(server: Flask, settings: DashboardSettings, metrics: DashboardMetrics,
+def install_auth(server: Flask, settings: DashboardSettings, metrics: DashboardTelemetry,
                  registry: SessionRegistry | None = None) -> SessionRegistry:
     if not settings.password_hash and not settings.token:
         raise ValueError("the dashboard needs APM_DASHBOARD_PASSWORD_HASH (see `apm dashboard "
@@ -160,23 +161,24 @@ def install_auth(server: Flask, settings: DashboardSettings, metrics: DashboardM
                     and _same(request.authorization.token, settings.token)):
                 return None
             metrics.refused.labels("bad_token").inc()
-            return _refuse("invalid bearer token", 401)
+            return _refuse(401, "unauthorized", "invalid bearer token", "header:Authorization")
         if not sessions.valid(session.get("sid")):
             metrics.refused.labels("no_session").inc()
             if path.startswith(("/api/", "/_dash-")) or request.method not in _SAFE:
-                return _refuse("login required", 401)
+                return _refuse(401, "unauthorized", "login required")
             return redirect("/login?next=" + quote(request.full_path.rstrip("?"), safe="/?=&"))
         sent = request.headers.get("X-CSRFToken") or request.form.get("csrf_token")
         if request.method not in _SAFE and not _same(sent, session.get("csrf")):
             metrics.refused.labels("csrf").inc()
-            return _refuse("CSRF token missing or wrong (X-CSRFToken header)", 403)
+            return _refuse(403, "forbidden", "CSRF token missing or wrong (X-CSRFToken header)",
+                           "header:X-CSRFToken")
         return None
 
     return sessions
 
 
-def _refuse(message: str, status: int) -> Response:
-    response = jsonify({"error": message})
+def _refuse(status: int, code: str, detail: str, at: str | None = None) -> Response:
+    response = jsonify(error_body(code, detail, at))
     response.status_code = status
     if status == 401:
         response.headers["WWW-Authenticate"] = 'Bearer realm="apm"'

@@ -1,4 +1,5 @@
-"""What every page and the API share: settings, the ports to the outside, metrics and a clock."""
+"""What every page and the API share: settings, the ports to the outside, the dashboard's
+telemetry (``metrics``) and a clock."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from dashboard.cache import ResultCache
-from dashboard.metrics import DashboardMetrics
 from dashboard.ports import IngestScraper, QueryRepository, TopicSource
 from dashboard.settings import DashboardSettings
+from dashboard.telemetry import DashboardTelemetry
 
 __all__ = ["AppContext"]
 
@@ -20,7 +21,7 @@ class AppContext:
     repo: QueryRepository
     topics: TopicSource
     scraper: IngestScraper
-    metrics: DashboardMetrics = field(default_factory=DashboardMetrics)
+    metrics: DashboardTelemetry = field(default_factory=DashboardTelemetry)
     clock: Callable[[], float] = time.time
     cache: ResultCache | None = None
 

@@ -12,8 +12,8 @@ from typing import NamedTuple
 from apm.query import StoredQuery
 from apm.query_state import QueryState, query_states
 from dashboard.api import guarded
-from dashboard.metrics import DashboardMetrics
 from dashboard.ports import QueryRepository
+from dashboard.telemetry import DashboardTelemetry
 
 __all__ = ["Evaluated", "QueryStates"]
 
@@ -36,7 +36,7 @@ class QueryStates:
     makes storage search back through many day buckets, and the list refreshes every few
     seconds; 0 reads it every time."""
 
-    def __init__(self, repo: QueryRepository, metrics: DashboardMetrics,
+    def __init__(self, repo: QueryRepository, metrics: DashboardTelemetry,
                  clock: Callable[[], float] = time.time, ttl_s: float = 10.0) -> None:
         self._repo, self._metrics, self._clock, self._ttl = repo, metrics, clock, ttl_s
         self._seen: dict[str, tuple[float, float | None]] = {}

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from apm.errors import ErrorBody, error_body
 from apm.query import Query, QueryError, parse
 
 __all__ = ["BUILDER_FIELDS", "Composed", "check_builder", "compose", "error_json", "field_for",
@@ -26,12 +27,9 @@ def validate(text: object) -> Query:
     return parse(text)
 
 
-def error_json(exc: QueryError, text: str | None = None) -> dict[str, object]:
-    body: dict[str, object] = {"error": str(exc), "message": exc.detail,
-                               "position": exc.position, "expected": exc.expected}
-    if text is not None:
-        body["text"] = text
-    return body
+def error_json(exc: QueryError) -> ErrorBody:
+    """A parse error as the APIs' error shape; ``at`` is the 0-based position in the text."""
+    return error_body("invalid_query", exc.detail, exc.position)
 
 
 def pointer(text: str, position: int) -> str:

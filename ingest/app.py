@@ -12,13 +12,14 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from apm.errors import error_body, status_error
 from ingest.auth import KeyFile
 from ingest.deps import State
-from ingest.errors import ApiError, error_body, json_response
-from ingest.metrics import IngestMetrics
+from ingest.errors import ApiError, json_response
 from ingest.publisher import KafkaPublisher, Publisher
-from ingest.routes import health, metrics
+from ingest.routes import health, samples
 from ingest.settings import IngestSettings
+from ingest.telemetry import IngestTelemetry
 from ingest.validate import Validator
 
 __all__ = ["create_app"]
@@ -40,7 +41,7 @@ def create_app(settings: IngestSettings | None = None, publisher: Publisher | No
     if keys.path is None:
         log.warning("no API key file (APM_INGEST_KEYS_FILE): every request will get 401")
     state = State(settings=settings, publisher=publisher, keys=keys,
-                  metrics=IngestMetrics(publisher.queue_depth, publisher.lingering),
+                  telemetry=IngestTelemetry(publisher.queue_depth, publisher.lingering),
                   validator=Validator(settings.max_samples, settings.max_future_s,
                                       settings.topic_retention_s))
 
@@ -57,24 +58,27 @@ def create_app(settings: IngestSettings | None = None, publisher: Publisher | No
     app = FastAPI(title="APM ingest", version="1", description=DESCRIPTION,
                   lifespan=lifespan)
     app.state.ingest = state
-    app.include_router(metrics.router)
+    app.include_router(samples.router)
     app.include_router(health.router)
 
     @app.exception_handler(ApiError)
     async def api_error(_request: Request, exc: ApiError) -> Response:
-        return json_response(error_body(exc.error, exc.detail, exc.at), exc.status,
-                             exc.headers)
+        return json_response(exc.body(), exc.status, exc.headers)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_request: Request, exc: StarletteHTTPException) -> Response:
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return json_response(error_body(code, str(exc.detail)), exc.status_code,
-                             dict(exc.headers or {}))
+        return json_response(error_body(status_error(exc.status_code), str(exc.detail)),
+                             exc.status_code, dict(exc.headers or {}))
 
     @app.exception_handler(RequestValidationError)
     async def request_error(_request: Request, exc: RequestValidationError) -> Response:
         first = exc.errors()[0] if exc.errors() else {}
         at = ".".join(str(p) for p in first.get("loc", ()))
         return json_response(error_body("validation", str(first.get("msg", exc)), at), 422)
+
+    @app.exception_handler(Exception)
+    async def internal_error(_request: Request, _exc: Exception) -> Response:
+        # Starlette still re-raises the exception after this answer, so it is logged.
+        return json_response(error_body(status_error(500), "internal error"), 500)
 
     return app

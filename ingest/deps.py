@@ -1,4 +1,4 @@
-"""Request dependencies: the app's settings, publisher, metrics and the API-key check."""
+"""Request dependencies: the app's settings, publisher, telemetry and the API-key check."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from ingest.auth import KeyFile
 from ingest.errors import ApiError
-from ingest.metrics import IngestMetrics
 from ingest.publisher import Publisher
 from ingest.settings import IngestSettings
+from ingest.telemetry import IngestTelemetry
 from ingest.validate import Validator
 
 __all__ = ["AuthDep", "PublisherDep", "ServiceDep", "SettingsDep", "State"]
@@ -25,7 +25,7 @@ class State:
     settings: IngestSettings
     publisher: Publisher
     keys: KeyFile
-    metrics: IngestMetrics
+    telemetry: IngestTelemetry
     validator: Validator
 
 
@@ -53,12 +53,12 @@ _bearer = HTTPBearer(auto_error=False, description="an API key made by `apm inge
 def require_key(state: ServiceDep, credentials: Annotated[
         HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> str:
     if credentials is None:
-        state.metrics.rejected("unauthorized", 0)
+        state.telemetry.rejected("unauthorized", 0)
         raise ApiError(401, "unauthorized", "missing 'Authorization: Bearer <api key>'",
                        at="header:Authorization", reason="unauthorized",
                        headers={"WWW-Authenticate": "Bearer"})
     if not state.keys.check(credentials.credentials):
-        state.metrics.rejected("unauthorized", 0)
+        state.telemetry.rejected("unauthorized", 0)
         raise ApiError(401, "unauthorized", "the API key is not valid",
                        at="header:Authorization", reason="unauthorized",
                        headers={"WWW-Authenticate": "Bearer"})

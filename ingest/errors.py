@@ -1,11 +1,14 @@
-"""The one error shape every non-2xx answer uses: ``{"error", "detail", "at"}``."""
+"""The ingest's failures as :class:`ApiError`; every non-2xx answer's body is the shape both
+HTTP APIs share (:mod:`apm.errors`): ``{"error", "detail", "at"}``."""
 
 from __future__ import annotations
 
 import orjson
 from starlette.responses import Response
 
-__all__ = ["ApiError", "error_body", "json_response"]
+from apm.errors import ErrorBody, error_body
+
+__all__ = ["ApiError", "json_response"]
 
 
 class ApiError(Exception):
@@ -21,9 +24,8 @@ class ApiError(Exception):
         self.reason = reason or error
         self.headers = headers or {}
 
-
-def error_body(error: str, detail: str, at: str | None = None) -> dict[str, object]:
-    return {"error": error, "detail": detail, "at": at}
+    def body(self) -> ErrorBody:
+        return error_body(self.error, self.detail, self.at)
 
 
 def json_response(body: object, status: int = 200,

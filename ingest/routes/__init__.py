@@ -1,1 +1,1 @@
-"""The service's routers: metrics intake and health."""
+"""The service's routers: sample intake (POST /v1/metrics) and health."""

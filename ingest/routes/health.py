@@ -1,4 +1,5 @@
-"""Liveness, readiness (Kafka reachable) and the Prometheus scrape endpoint."""
+"""Liveness, readiness (Kafka reachable) and the service's telemetry (the Prometheus scrape
+endpoint, /metrics)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from fastapi import APIRouter, Response
 from fastapi.concurrency import run_in_threadpool
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from apm.errors import error_body
 from ingest.deps import PublisherDep, ServiceDep
 from ingest.errors import json_response
 
@@ -23,9 +25,9 @@ async def healthz() -> Response:
 async def readyz(publisher: PublisherDep) -> Response:
     if await run_in_threadpool(publisher.ready):
         return json_response({"status": "ready"})
-    return json_response({"status": "kafka unreachable"}, 503)
+    return json_response(error_body("unavailable", "kafka unreachable"), 503)
 
 
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response)
-async def metrics(state: ServiceDep) -> Response:
-    return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+async def telemetry(state: ServiceDep) -> Response:
+    return Response(generate_latest(state.telemetry.registry), media_type=CONTENT_TYPE_LATEST)

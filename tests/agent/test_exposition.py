@@ -5,7 +5,7 @@ import urllib.request
 
 import pytest
 
-from agent.exposition import MetricsServer, render
+from agent.exposition import TelemetryServer, render
 from agent.spool import Spool
 from agent.stats import AgentStats
 
@@ -40,7 +40,7 @@ def test_render_reports_counters_gauges_and_push_age(stats_and_spool):
 
 def test_server_serves_metrics_and_refuses_other_paths(stats_and_spool):
     stats, spool, _ = stats_and_spool
-    server = MetricsServer(stats, spool, "127.0.0.1", 0)
+    server = TelemetryServer(stats, spool, "127.0.0.1", 0)
     assert server.start()
     try:
         url = f"http://127.0.0.1:{server.port}"
@@ -56,9 +56,9 @@ def test_server_serves_metrics_and_refuses_other_paths(stats_and_spool):
 
 def test_a_taken_port_is_not_fatal(stats_and_spool):
     stats, spool, _ = stats_and_spool
-    first = MetricsServer(stats, spool, "127.0.0.1", 0)
+    first = TelemetryServer(stats, spool, "127.0.0.1", 0)
     assert first.start()
     try:
-        assert not MetricsServer(stats, spool, "127.0.0.1", first.port or 0).start()
+        assert not TelemetryServer(stats, spool, "127.0.0.1", first.port or 0).start()
     finally:
         first.stop()

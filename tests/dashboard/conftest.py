@@ -44,7 +44,7 @@ def ingest_endpoint() -> Iterator[tuple[str, Any]]:
     from prometheus_client import CollectorRegistry, Counter, start_http_server
 
     registry = CollectorRegistry()
-    # The ingest's own names (ingest/metrics.py): samples and requests by outcome and reason.
+    # The ingest's own names (ingest/telemetry.py): samples and requests by outcome and reason.
     samples = Counter("apm_ingest_samples", "samples", ["outcome", "reason"], registry=registry)
     requests = Counter("apm_ingest_requests", "requests", ["outcome", "reason"],
                        registry=registry)

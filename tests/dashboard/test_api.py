@@ -1,5 +1,6 @@
 """The REST API against the real app and real Cassandra: auth, validation shared with the UI
-(422 with the parser's message and position), CRUD and results as JSON."""
+(422 with the parser's message and position), CRUD and results as JSON. The error shape of
+every answer, over a fake repository: test_api_errors.py."""
 
 from __future__ import annotations
 
@@ -93,13 +94,14 @@ def test_bad_query_is_422_with_the_parsers_message_and_position(api: Any) -> Non
     response = api.post("/api/queries", json={"text": text})
     assert response.status_code == 422
     body = response.json()
-    assert body["position"] == text.index("10x")
-    assert "duration" in body["message"] and "'10x'" in body["message"]
+    assert body["error"] == "invalid_query"
+    assert body["at"] == text.index("10x")
+    assert "duration" in body["detail"] and "'10x'" in body["detail"]
     with pytest.raises(Exception) as exc_info:
         parse(text)
-    assert body["message"] == exc_info.value.detail  # type: ignore[attr-defined]
+    assert body["detail"] == exc_info.value.detail  # type: ignore[attr-defined]
     patch = api.patch("/api/queries/whatever", json={"text": "FROM"})
-    assert patch.status_code == 422 and patch.json()["expected"]
+    assert patch.status_code == 422 and patch.json()["at"] == len("FROM")
 
 
 @pytest.mark.parametrize("payload", [None, [], {"text": 5}, {}])
@@ -130,7 +132,7 @@ def test_results_as_json_raw_and_downsampled(api: Any, repo: Any) -> None:
     iso = api.get(f"/api/queries/{qid}/results", params={"from": begin, "to": start + 20})
     assert len(iso.json()["windows"]) == 2
     too_long = api.get(f"/api/queries/{qid}/results", params={"from": 0, "to": start})
-    assert too_long.status_code == 400 and "at most" in too_long.json()["error"]
+    assert too_long.status_code == 400 and "at most" in too_long.json()["detail"]
 
 
 @pytest.mark.parametrize("params", [{"from": "yesterday"}, {"from": "10", "to": "5"},
@@ -139,7 +141,7 @@ def test_bad_result_parameters(api: Any, params: dict[str, str]) -> None:
     qid = api.post("/api/queries", json={"text": "FROM * SELECT cpu WINDOW 10s "
                                                  "COMPUTE min"}).json()["id"]
     response = api.get(f"/api/queries/{qid}/results", params=params)
-    assert response.status_code == 400 and response.json()["error"]
+    assert response.status_code == 400 and response.json()["error"] == "bad_request"
 
 
 def test_results_of_unknown_query_is_404(api: Any) -> None:

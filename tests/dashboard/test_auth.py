@@ -10,8 +10,8 @@ from flask import Flask
 from werkzeug.security import generate_password_hash
 
 from dashboard.auth import CSRF_COOKIE, SessionRegistry, check_credentials, install_auth
-from dashboard.metrics import DashboardMetrics
 from dashboard.settings import DashboardSettings
+from dashboard.telemetry import DashboardTelemetry
 
 pytestmark = pytest.mark.unit
 
@@ -24,7 +24,7 @@ def make_client() -> Any:
         settings = DashboardSettings(**{"user": "ops", "password_hash": HASH, "token": "tok",
                                         **overrides})
         app = Flask("t")
-        install_auth(app, settings, DashboardMetrics())
+        install_auth(app, settings, DashboardTelemetry())
         app.add_url_rule("/", "home", lambda: "home")
         app.add_url_rule("/api/x", "api_x", lambda: {"ok": True}, methods=["GET", "POST"])
         app.add_url_rule("/_dash-update-component", "cb", lambda: "{}", methods=["POST"])
@@ -108,7 +108,7 @@ def test_next_is_only_followed_within_the_site(make_client: Any) -> None:
 def test_no_credentials_configured_refuses_to_start() -> None:
     with pytest.raises(ValueError, match="refusing"):
         install_auth(Flask("t"), DashboardSettings(password_hash="", token=""),
-                     DashboardMetrics())
+                     DashboardTelemetry())
 
 
 def test_credentials_and_sessions() -> None:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import gzip
+import re
 import time
 
 import orjson
 import pytest
+from fastapi.testclient import TestClient
 
 from apm.wire import decode
+from tests.ingest.fakes import FakePublisher
 
 pytestmark = pytest.mark.unit
 
@@ -182,8 +185,38 @@ def test_shutdown_closes_the_publisher(make_client, fake_publisher):
     assert fake_publisher.closed
 
 
-def test_unknown_route_has_the_error_shape(make_client):
-    answer = make_client().get("/v2/nothing")
-    assert answer.status_code == 404
-    assert set(answer.json()) == {"error", "detail", "at"}
+class _BrokenPublisher(FakePublisher):
+    def publish(self, records):
+        raise RuntimeError("a bug, not an outage")
+
+
+def test_every_error_has_the_one_shape(make_client, make_batch, key_file):
+    """Each status the ingest answers with, framework ones included: exactly error, detail,
+    at (apm.errors), the shape the dashboard's API shares."""
+    client = make_client()
+    down = make_client(publisher=FakePublisher(unavailable=True))
+    broken = TestClient(make_client(publisher=_BrokenPublisher()).app,
+                        raise_server_exceptions=False,
+                        headers={"Authorization": f"Bearer {key_file[1]}"})
+    answers = {
+        "400": post(client, raw=b"{"),
+        "401": post(client, make_batch(), Authorization="Bearer nope.nope"),
+        "404": client.get("/v2/nothing"),
+        "405": client.get("/v1/metrics"),
+        "413": post(make_client(max_body_bytes=10), make_batch()),
+        "415": post(client, make_batch(), **{"Content-Type": "text/plain"}),
+        "422": post(client, {"snapshots": []}),
+        "503": post(down, make_batch()),
+        "503 readyz": down.get("/readyz"),
+        "500": post(broken, make_batch()),
+    }
+    for name, answer in answers.items():
+        assert str(answer.status_code) == name.split()[0], (name, answer.text)
+        body = answer.json()
+        assert set(body) == {"error", "detail", "at"}, (name, body)
+        assert body["error"] and body["detail"], (name, body)
+        assert re.fullmatch(r"[a-z_]+", body["error"]), (name, body)
+    assert answers["405"].json()["error"] == "method_not_allowed"
+    assert answers["500"].json() == {"error": "internal_error", "detail": "internal error",
+                                     "at": None}
 

@@ -1,5 +1,5 @@
-"""The aggregator's Prometheus metrics, in a registry of its own (one per job instance, so
-tests can run several); ``serve`` exposes it on /metrics."""
+"""The aggregator's telemetry: its own Prometheus metrics, in a registry of its own (one per
+job instance, so tests can run several); ``serve`` exposes it on /metrics."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-__all__ = ["AggregatorMetrics"]
+__all__ = ["AggregatorTelemetry"]
 
 _BATCH_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 3, 5, 8, 13, 21, 34, 60)
 
 
 @dataclass
-class AggregatorMetrics:
+class AggregatorTelemetry:
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
 
     def __post_init__(self) -> None:

@@ -1,4 +1,5 @@
-"""The service's Prometheus metrics, in a registry per app so tests can build many apps."""
+"""The service's telemetry: its own Prometheus metrics (on /metrics), in a registry per app so
+tests can build many apps."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-__all__ = ["IngestMetrics"]
+__all__ = ["IngestTelemetry"]
 
 
-class IngestMetrics:
+class IngestTelemetry:
     def __init__(self, queue_depth: Callable[[], float],
                  lingering: Callable[[], float] = lambda: 0) -> None:
         self.registry = CollectorRegistry()

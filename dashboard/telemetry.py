@@ -1,4 +1,5 @@
-"""The dashboard's own Prometheus metrics, in a registry per app (tests build many apps)."""
+"""The dashboard's telemetry: its own Prometheus metrics (on /metrics), in a registry per app
+(tests build many apps)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-__all__ = ["DashboardMetrics"]
+__all__ = ["DashboardTelemetry"]
 
 
 @dataclass
-class DashboardMetrics:
+class DashboardTelemetry:
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
 
     def __post_init__(self) -> None:

@@ -1,4 +1,5 @@
-"""POST /v1/metrics: auth, limits, parse, validate, publish, then 202 once Kafka has acked."""
+"""POST /v1/metrics, the sample intake: auth, limits, parse, validate, publish, then 202 once
+Kafka has acked."""
 
 from __future__ import annotations
 
@@ -16,13 +17,13 @@ from ingest.validate import count_samples
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["metrics"])
+router = APIRouter(tags=["samples"])
 
 
 @router.post("/v1/metrics", status_code=202, response_model=Accepted,
              summary="publish a batch of snapshots", responses=ERROR_RESPONSES,
              openapi_extra={"requestBody": REQUEST_BODY})
-async def post_metrics(request: Request, state: ServiceDep, _key: AuthDep) -> Response:
+async def post_samples(request: Request, state: ServiceDep, _key: AuthDep) -> Response:
     settings = state.settings
     doc: object = None
     try:
@@ -44,9 +45,9 @@ async def post_metrics(request: Request, state: ServiceDep, _key: AuthDep) -> Re
         except PublishUnavailable as exc:
             raise ApiError(503, "unavailable", str(exc), reason="unavailable",
                            headers={"Retry-After": str(settings.retry_after_s)}) from exc
-        state.metrics.publish_seconds.observe(time.perf_counter() - started)
+        state.telemetry.publish_seconds.observe(time.perf_counter() - started)
     except ApiError as exc:
-        state.metrics.rejected(exc.reason, count_samples(doc))
+        state.telemetry.rejected(exc.reason, count_samples(doc))
         raise
-    state.metrics.accepted(batch.samples)
+    state.telemetry.accepted(batch.samples)
     return json_response({"accepted": batch.samples, "snapshots": batch.snapshots}, 202)
