@@ -1,1 +1,8 @@
-"""agent."""
+"""The agent: one per server, it collects the host's metrics and its applications' StatsD
+metrics every second and pushes them to the ingest. ``collectors/`` reads the host through
+psutil (one collector per area, named in a registry); ``statsd/`` parses, aggregates and
+listens for StatsD/DogStatsD lines; ``runner.py`` ticks each second and hands snapshots to
+``push.py``, which sends them with backoff through ``http.py`` and keeps what it cannot send in
+the disk ``spool.py``; ``stats.py`` and ``exposition.py`` are its own telemetry on /metrics;
+``settings.py``, ``install.py`` (systemd unit and config), ``once.py`` (a single push) and
+``cli.py`` (``apm agent``) are its edges."""

@@ -1,1 +1,15 @@
-"""apm."""
+"""The shared contract: what crosses stages, and nothing that runs a stage.
+
+- ``model.py``: the sample, metric and server naming rules, topics and partitions per topic;
+- ``wire.py``: the Kafka record encoding; ``kafka.py``: Kafka clients from one bootstrap
+  string, the platform's topic spec and end offsets;
+- ``query.py``: the query language, the stored query, the window result;
+  ``functions.py``: the one catalogue of query functions;
+  ``query_state.py``: what a query waits for and which job covers it;
+- ``errors.py``: the one error shape of both HTTP APIs; ``retry.py``: the one retry helper;
+- ``settings.py``: how every service's settings resolve (its own variable, the shared one,
+  the default);
+- ``cli.py``: the ``apm`` command's dispatcher, which names each component's CLI.
+
+It imports no component (tests/test_architecture.py).
+"""

@@ -1,1 +1,8 @@
-"""dashboard."""
+"""The dashboard: a Plotly Dash app on a Flask server to define queries, watch their charts
+and the platform's health, with a REST API for automation. ``app.py`` assembles it;
+``pages/`` holds the queries, chart and health pages; ``api.py`` the REST API; ``auth.py``
+login, tokens and CSRF; ``validation.py`` the one path for query text; ``states.py`` why a
+query shows what it shows; ``series.py``, ``downsample.py`` and ``cache.py`` turn stored
+windows into chart series; ``health.py`` and ``sources.py`` read Kafka and the ingest's
+/metrics; ``ports.py`` and ``context.py`` are what pages share; ``telemetry.py`` its own
+metrics; ``settings.py``, ``serve.py`` and ``cli.py`` (``apm dashboard``) are its edges."""
