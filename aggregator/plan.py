@@ -31,14 +31,15 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from apm.functions import SUMMARY_FIELDS, needs
 from apm.model import TOPIC_PREFIX
 from apm.query import Query, StoredQuery
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["KLL_K", "QUERY_SCHEMA", "admit", "decode", "queries_frame", "server_match",
-           "topic_regex", "window_summaries"]
+__all__ = ["KLL_K", "QUERY_SCHEMA", "admit", "decode", "queries_frame", "query_row",
+           "server_match", "topic_regex", "window_summaries"]
 
 # A KLL sketch holds every value until it has seen k of them, so percentiles are exact up to
 # k samples a window; beyond, its rank error is ~0.02% (measured; DataSketches bounds it
@@ -56,10 +57,11 @@ _EVENT_TIME_KEY = "spark.watermarkDelayMs"
 # float sum (evaluate.py).
 _FIXED_POINT = "decimal(38,18)"
 
-# Percentile levels ride along for the evaluation step; the stream join uses _JOIN_COLUMNS.
+# Whether the query's functions read the sketch (apm.functions.needs) rides along for the
+# evaluation step; the stream join uses _JOIN_COLUMNS.
 QUERY_SCHEMA = ("query_id string, metric string, all_servers boolean, names array<string>, "
                 "prefix string, prefixes array<string>, server_regex string, "
-                "window_seconds int, pcts array<double>, since double")
+                "window_seconds int, wants_sketch boolean, since double")
 _JOIN_COLUMNS = ("query_id", "metric", "all_servers", "names", "prefix", "prefixes",
                  "server_regex", "window_seconds")
 # Metric and server names cannot be empty, so this row matches nothing. It keeps the static
@@ -67,7 +69,7 @@ _JOIN_COLUMNS = ("query_id", "metric", "all_servers", "names", "prefix", "prefix
 # selectors is set) into it, which is why it selects the server "": a broadcast join with an
 # empty build side skips its stream side, the dedup operator below it would then not commit
 # its state store, and Spark fails the batch (STATE_STORE_COMMIT_VALIDATION_FAILED).
-_SENTINEL: tuple[object, ...] = ("", "", False, [""], None, [], None, 1, [], 0.0)
+_SENTINEL: tuple[object, ...] = ("", "", False, [""], None, [], None, 1, False, 0.0)
 _GLOB_CHARS = frozenset("*?[")
 
 
@@ -93,20 +95,21 @@ def server_match(query: Query) -> tuple[bool, list[str], list[str], str | None]:
     return False, names, prefixes, regex
 
 
+def query_row(stored: StoredQuery) -> tuple[object, ...]:
+    """One row of the static query table (QUERY_SCHEMA)."""
+    q = stored.query
+    everyone, names, prefixes, regex = server_match(q)
+    # One prefix (``web-*``, the common case) gets its own column: ``startswith`` is
+    # compiled code, where ``exists`` over an array is interpreted per row (measured: the
+    # server filter was 0.6 s of a 400k-sample batch with it).
+    prefix = prefixes.pop() if len(prefixes) == 1 else None
+    return (stored.id, q.metric, everyone, names, prefix, prefixes, regex, q.window_seconds,
+            "sketch" in needs(q.functions), stored.active_from or 0.0)
+
+
 def queries_frame(spark: SparkSession, queries: Sequence[StoredQuery]) -> DataFrame:
     """The static query table the stream joins (QUERY_SCHEMA), sentinel row included."""
-    rows = [_SENTINEL]
-    for stored in queries:
-        q = stored.query
-        pcts = [float(f.p) for f in q.functions if f.p is not None]
-        everyone, names, prefixes, regex = server_match(q)
-        # One prefix (``web-*``, the common case) gets its own column: ``startswith`` is
-        # compiled code, where ``exists`` over an array is interpreted per row (measured: the
-        # server filter was 0.6 s of a 400k-sample batch with it).
-        prefix = prefixes.pop() if len(prefixes) == 1 else None
-        rows.append((stored.id, q.metric, everyone, names, prefix, prefixes, regex,
-                     q.window_seconds, pcts, stored.active_from or 0.0))
-    return spark.createDataFrame(rows, QUERY_SCHEMA)
+    return spark.createDataFrame([_SENTINEL, *map(query_row, queries)], QUERY_SCHEMA)
 
 
 def topic_regex(metrics: Iterable[str]) -> str:
@@ -199,9 +202,14 @@ def window_summaries(samples: DataFrame, queries: DataFrame, delay_seconds: int,
     # exact in fixed point, so it sends its window to the float sum (n_fixed < n).
     exact = F.when(fixed.cast("double") == F.col("value"), fixed)
     keyed = joined.select("query_id", "window_seconds", end, "value", exact.alias("fixed"))
+    # The Spark columns of each of apm.functions.SUMMARY_FIELDS ("sum" is resolved by
+    # evaluate.py). Keep their order: it is the state store's schema, which a checkpoint keeps.
+    columns = {"n": [F.count("value").alias("n")],
+               "sum": [F.try_sum("fixed").alias("fixed_sum"),
+                       F.count("fixed").alias("n_fixed"), F.sum("value").alias("float_sum")],
+               "min": [F.min("value").alias("min")], "max": [F.max("value").alias("max")],
+               "sketch": [F.kll_sketch_agg_double("value", KLL_K).alias("sketch")]}
+    if missing := set(SUMMARY_FIELDS) - set(columns):
+        raise ValueError(f"no Spark column for summary fields {sorted(missing)}")
     return (keyed.groupBy("query_id", "window_seconds", "window_end")
-            .agg(F.count("value").alias("n"),
-                 F.try_sum("fixed").alias("fixed_sum"), F.count("fixed").alias("n_fixed"),
-                 F.sum("value").alias("float_sum"),
-                 F.min("value").alias("min"), F.max("value").alias("max"),
-                 F.kll_sketch_agg_double("value", KLL_K).alias("sketch")))
+            .agg(*[c for cols in columns.values() for c in cols]))

@@ -13,31 +13,53 @@ Every value is clamped to the window's exact [min, max].
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-__all__ = ["percentiles"]
+__all__ = ["SketchPercentiles", "percentiles"]
+
+
+class SketchPercentiles:
+    """``percentile(p)`` (0 < p < 100) of the values summarised by ``sketch``, clamped to
+    [low, high]: the reader behind ``apm.functions.Summary.percentile``. The sketch is
+    deserialised on the first call only, so a window whose query reads no percentile never
+    reads its sketch, and one that reads several reads it once."""
+
+    def __init__(self, sketch: bytes | None, low: float, high: float) -> None:
+        self._raw, self._low, self._high = sketch, low, high
+        self._kll: Any = None
+        self._values: np.ndarray | None = None  # every value, in exact mode
+
+    def _load(self) -> None:
+        from datasketches import kll_doubles_sketch
+
+        if self._raw is None:
+            raise ValueError("this window's sketch was not kept (its query reads none)")
+        kll = kll_doubles_sketch.deserialize(bytes(self._raw))
+        if not kll.is_estimation_mode():
+            self._values = np.fromiter((item for item, _weight in kll), dtype=np.float64,
+                                       count=kll.n)
+        self._kll = kll
+
+    def __call__(self, p: float) -> float:
+        if self._kll is None:
+            self._load()
+        if self._values is not None:
+            value = float(np.percentile(self._values, p))
+        else:
+            kll = self._kll
+            n = kll.n
+            r = (n - 1) * p / 100.0
+            i = int(np.floor(r))
+            a = kll.get_quantile((i + 0.5) / n, inclusive=True)
+            b = kll.get_quantile((min(i + 1, n - 1) + 0.5) / n, inclusive=True)
+            t = r - i
+            value = b - (b - a) * (1.0 - t) if t >= 0.5 else a + (b - a) * t
+        return float(min(max(value, self._low), self._high))
 
 
 def percentiles(sketch: bytes, levels: Sequence[float], low: float, high: float) -> list[float]:
     """The percentiles (0 < p < 100) of the values summarised by ``sketch``."""
-    from datasketches import kll_doubles_sketch
-
-    if not levels:
-        return []
-    kll = kll_doubles_sketch.deserialize(bytes(sketch))
-    n = kll.n
-    if not kll.is_estimation_mode():
-        values = np.fromiter((item for item, _weight in kll), dtype=np.float64, count=n)
-        exact = np.percentile(values, list(levels))
-        return [float(v) for v in np.clip(exact, low, high)]
-    out = []
-    for p in levels:
-        r = (n - 1) * p / 100.0
-        i = int(np.floor(r))
-        a = kll.get_quantile((i + 0.5) / n, inclusive=True)
-        b = kll.get_quantile((min(i + 1, n - 1) + 0.5) / n, inclusive=True)
-        t = r - i
-        value = b - (b - a) * (1.0 - t) if t >= 0.5 else a + (b - a) * t
-        out.append(float(min(max(value, low), high)))
-    return out
+    read = SketchPercentiles(sketch, low, high)
+    return [read(p) for p in levels]

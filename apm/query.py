@@ -4,18 +4,21 @@
 
 ``<servers>`` is ``*``, or a comma-separated list of names and glob patterns (``web-*``,
 ``db-?``, ``cache-[12]``). ``<duration>`` is a whole number of ``s``, ``m``, ``h`` or ``d``.
-``<functions>`` are ``min``, ``max``, ``avg``, ``count``, ``sum`` and ``percentile(p)`` for
-0 < p < 100, with ``p50``, ``p95``, ``p99`` (any ``pN``) as shorthands. Keywords are
-case-insensitive. :func:`parse` and :meth:`Query.text` round-trip: ``parse(q.text) == q``.
+``<functions>`` are the names in ``apm.functions.CATALOGUE``: today ``min``, ``max``, ``avg``,
+``count``, ``sum`` and ``percentile(p)`` for 0 < p < 100, with ``p50``, ``p95``, ``p99`` (any
+``pN``) as shorthands. Keywords are case-insensitive. :func:`parse` and :meth:`Query.text`
+round-trip: ``parse(q.text) == q``.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple
 
+from apm import functions
 from apm.model import metric_name_error
 
 __all__ = [
@@ -28,7 +31,7 @@ __all__ = [
     "parse",
 ]
 
-FUNCTION_NAMES = ("min", "max", "avg", "count", "sum", "percentile")
+FUNCTION_NAMES = tuple(functions.CATALOGUE)  # for the dashboard's builder
 MAX_WINDOW_SECONDS = 86_400
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
 _TOKEN = re.compile(r"\s*(?:(?P<punct>[,()])|(?P<word>[^\s,()]+))")
@@ -53,15 +56,11 @@ class Function:
     @property
     def key(self) -> str:
         """The result column name: ``min``, ``avg``, ``p99``, ``p99.9``."""
-        return self.name if self.p is None else f"p{_num(self.p)}"
+        return functions.spec(self.name).key(self.p)
 
     @property
     def text(self) -> str:
-        return self.name if self.p is None else f"percentile({_num(self.p)})"
-
-
-def _num(p: float) -> str:
-    return str(int(p)) if float(p).is_integer() else repr(float(p))
+        return functions.spec(self.name).text(self.p)
 
 
 @dataclass(frozen=True)
@@ -203,35 +202,38 @@ def _duration(tok: str, pos: int) -> int:
     return seconds
 
 
-def _percentile(raw: str, pos: int) -> float:
-    expected = "a percentile p with 0 < p < 100"
+def _param(spec: functions.Spec, raw: str, pos: int) -> float:
+    low, high = spec.param or (-math.inf, math.inf)
     try:
         p = float(raw)
     except ValueError:
-        raise QueryError(f"expected {expected}, got {raw!r}", pos, expected) from None
-    if not 0 < p < 100:
-        raise QueryError(f"expected {expected}, got {raw!r}", pos, expected)
+        raise QueryError(f"expected {spec.param_text}, got {raw!r}", pos, spec.param_text
+                         ) from None
+    if not low < p < high:
+        raise QueryError(f"expected {spec.param_text}, got {raw!r}", pos, spec.param_text)
     return p
 
 
 def _function(tokens: _Tokens) -> Function:
-    expected = "a function: min, max, avg, count, sum, percentile(p) or pNN"
+    expected = f"a function: {functions.forms()}"
     tok, pos = tokens.take(expected)
     name = tok.lower()
-    if name in ("min", "max", "avg", "count", "sum"):
+    spec = functions.CATALOGUE.get(name)
+    if spec is not None and spec.param is None:
         return Function(name)
-    if name == "percentile":
+    if spec is not None:
         paren, ppos = tokens.take("'('")
         if paren != "(":
-            raise QueryError(f"expected '(' after percentile, got {paren!r}", ppos, "'('")
-        raw, rpos = tokens.take("a percentile p with 0 < p < 100")
-        p = _percentile(raw, rpos)
+            raise QueryError(f"expected '(' after {name}, got {paren!r}", ppos, "'('")
+        raw, rpos = tokens.take(spec.param_text)
+        p = _param(spec, raw, rpos)
         close, cpos = tokens.take("')'")
         if close != ")":
             raise QueryError(f"expected ')', got {close!r}", cpos, "')'")
-        return Function("percentile", p)
-    if re.fullmatch(r"p\d+(\.\d+)?", name):
-        return Function("percentile", _percentile(name[1:], pos + 1))
+        return Function(name, p)
+    if (short := functions.shorthand(name)) is not None:
+        spec, raw = short
+        return Function(spec.name, _param(spec, raw, pos + len(name) - len(raw)))
     raise QueryError(f"expected {expected}, got {tok!r}", pos, expected)
 
 

@@ -1,9 +1,10 @@
 """The exact per-window aggregates that the generator's own samples imply for one query.
 
-The end-to-end check compares the platform's results with this. Percentiles use numpy's
-``linear`` method (the same definition as Spark's exact ``percentile``); min, max, count and
-sum are exact, and since every value is a multiple of ``fleet.QUANTUM`` the sum does not depend
-on the order of addition, so avg = sum / count is exact too.
+The end-to-end check compares the platform's results with this. Each function is computed by
+its ``truth`` in ``apm.functions.CATALOGUE``: percentiles use numpy's ``linear`` method (the
+same definition as Spark's exact ``percentile``); min, max, count and sum are exact, and since
+every value is a multiple of ``fleet.QUANTUM`` the sum does not depend on the order of
+addition, so avg = sum / count is exact too.
 
 The ``--expect`` file (:meth:`TruthCollector.document`)::
 
@@ -27,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from apm.functions import truth
 from apm.query import Function, Query
 from loadgen.fleet import Fleet, Tick
 
@@ -37,25 +39,7 @@ def aggregate(values: np.ndarray, functions: tuple[Function, ...]) -> dict[str, 
     """Each function's value over ``values`` (non-empty), keyed by :attr:`Function.key`."""
     if values.size == 0:
         raise ValueError("cannot aggregate an empty window")
-    total = math.fsum(values.tolist())
-    out: dict[str, float] = {}
-    for fn in functions:
-        if fn.name == "min":
-            out[fn.key] = float(values.min())
-        elif fn.name == "max":
-            out[fn.key] = float(values.max())
-        elif fn.name == "count":
-            out[fn.key] = float(values.size)
-        elif fn.name == "sum":
-            out[fn.key] = total
-        elif fn.name == "avg":
-            out[fn.key] = total / values.size
-        elif fn.name == "percentile":
-            assert fn.p is not None
-            out[fn.key] = float(np.percentile(values, fn.p, method="linear"))
-        else:  # the parser admits no other name; a new one must be taught here
-            raise ValueError(f"unknown function {fn.name!r}")
-    return out
+    return {fn.key: truth(fn, values) for fn in functions}
 
 
 @dataclass

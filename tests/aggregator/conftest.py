@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
+from apm.functions import truth
 from apm.query import Query, StoredQuery, WindowResult, parse
 
 BASE = 1_699_999_200  # epoch seconds, a multiple of 3600
@@ -77,10 +78,7 @@ def expected(rows: Iterable[Row], query: Query) -> dict[float, dict[str, float]]
     out = {}
     for start, samples in by_window.items():
         v = np.array(list(samples.values()))
-        stats = {"min": v.min(), "max": v.max(), "avg": v.mean(), "sum": v.sum(),
-                 "count": float(len(v))}
-        out[start] = {f.key: float(np.percentile(v, f.p) if f.p is not None else stats[f.name])
-                      for f in query.functions}
+        out[start] = {f.key: truth(f, v) for f in query.functions}  # apm.functions' numpy
     return out
 
 

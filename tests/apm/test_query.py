@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from apm.functions import CATALOGUE
 from apm.query import Function, Query, QueryError, parse
 
 pytestmark = pytest.mark.unit
@@ -68,8 +69,10 @@ def test_server_globs_match_like_shell_globs():
 
 names = st.from_regex(r"[a-z][a-z0-9_.\-]{0,12}", fullmatch=True)
 functions = st.one_of(
-    st.sampled_from([Function(n) for n in ("min", "max", "avg", "count", "sum")]),
-    st.floats(min_value=0.01, max_value=99.99).map(lambda p: Function("percentile", p)),
+    st.sampled_from([Function(s.name) for s in CATALOGUE.values() if s.param is None]),
+    *[st.builds(Function, st.just(s.name),
+                st.floats(s.param[0], s.param[1], exclude_min=True, exclude_max=True))
+      for s in CATALOGUE.values() if s.param is not None],
 )
 
 
