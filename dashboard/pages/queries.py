@@ -10,7 +10,8 @@ import logging
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 from dash.development.base_component import Component
 
-from apm.query import FUNCTION_NAMES, QueryError
+from apm.functions import CATALOGUE
+from apm.query import QueryError
 from dashboard.api import StorageUnavailable, guarded
 from dashboard.context import AppContext
 from dashboard.pages.common import ago, banner, navbar, state_badge, when
@@ -20,7 +21,8 @@ from dashboard.validation import BUILDER_FIELDS, check_builder, compose, pointer
 __all__ = ["layout", "register"]
 
 log = logging.getLogger(__name__)
-_PLAIN_FUNCTIONS = [f for f in FUNCTION_NAMES if f != "percentile"]
+# The checklist offers the functions without a parameter; percentile has its own field.
+_PLAIN_FUNCTIONS = [name for name, spec in CATALOGUE.items() if spec.param is None]
 
 
 def _field(label: str, control: Component, name: str, hint: str = "") -> html.Div:
