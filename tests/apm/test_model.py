@@ -1,0 +1,90 @@
+"""apm.model: the naming rules, values, snapshots and partitions per topic."""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import pytest
+
+from apm.model import (
+    BYTES_PER_SAMPLE,
+    PARTITION_BYTES_PER_S,
+    TOPIC_PARTITIONS,
+    Snapshot,
+    metric_for_topic,
+    metric_name_error,
+    partitions_for,
+    server_name_error,
+    topic_for,
+    value_error,
+)
+
+pytestmark = pytest.mark.unit
+
+class _FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+class _AdvancingEvent(threading.Event):
+    """wait() advances the fake clock instead of sleeping."""
+
+    def __init__(self, clock):
+        super().__init__()
+        self.clock, self.waits = clock, []
+
+    def wait(self, timeout=None):
+        self.waits.append(timeout)
+        self.clock.now += timeout or 0
+        return self.is_set()
+
+
+@pytest.mark.parametrize("name", ["cpu.util", "rpc.latency.max", "a", "disk_used-pct"])
+def test_valid_metric_names(name):
+    assert metric_name_error(name) is None
+    assert metric_for_topic(topic_for(name)) == name
+
+
+@pytest.mark.parametrize("name", ["", "9cpu", "cpu util", "cpu\tx", "é", "x" * 201, None, 3])
+def test_invalid_metric_names(name):
+    assert metric_name_error(name)
+
+
+@pytest.mark.parametrize("name", ["web-042", "10.0.0.1", "Host_A"])
+def test_server_names(name):
+    assert server_name_error(name) is None
+    assert server_name_error(name + "\n")
+
+
+@pytest.mark.parametrize(("value", "ok"), [(1, True), (0.5, True), (-3e300, True),
+                                           (math.nan, False), (math.inf, False),
+                                           (True, False), ("1", False), (None, False)])
+def test_values(value, ok):
+    assert (value_error(value) is None) is ok
+
+
+def test_snapshot_samples():
+    snap = Snapshot("web-1", 10.0, {"a": 1.0, "b": 2.0})
+    assert [(s.metric, s.value) for s in snap.samples()] == [("a", 1.0), ("b", 2.0)]
+
+
+def test_partitions_for_sizes_a_topic_by_its_bytes_per_second():
+    assert partitions_for(1) == 1  # 34 B/s: never fewer than one partition
+    assert TOPIC_PARTITIONS == partitions_for(10_000) == 1  # 340 KB/s
+    assert partitions_for(100_000) == 4  # 3.4 MB/s
+    # Exactly one partition's worth stays at 1; one more server needs a second.
+    at = PARTITION_BYTES_PER_S // BYTES_PER_SAMPLE
+    assert partitions_for(10, bytes_per_sample=100, partition_bytes_per_s=1000) == 1
+    assert partitions_for(11, bytes_per_sample=100, partition_bytes_per_s=1000) == 2
+    assert partitions_for(at, bytes_per_sample=BYTES_PER_SAMPLE) == 1
+    assert partitions_for(at + 1, bytes_per_sample=BYTES_PER_SAMPLE) == 2
+    for bad in (0, -5, 1.5, True, "10"):
+        with pytest.raises(ValueError, match="servers must be"):
+            partitions_for(bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="must be > 0"):
+        partitions_for(10, bytes_per_sample=0)
+    with pytest.raises(ValueError, match="must be > 0"):
+        partitions_for(10, partition_bytes_per_s=math.nan)
