@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from apm.model import topic_for
-from tests.ingest.kafka_read import read_samples
+from tests.support.kafka import read_samples
 
 pytestmark = pytest.mark.integration
 

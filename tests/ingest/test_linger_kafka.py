@@ -13,7 +13,7 @@ import pytest
 
 from apm.model import topic_for
 from apm.wire import decode
-from tests.ingest.kafka_read import read_records, read_samples
+from tests.support.kafka import read_records, read_samples
 
 pytestmark = pytest.mark.integration
 

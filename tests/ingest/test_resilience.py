@@ -18,7 +18,7 @@ from launch.probe import free_port
 from launch.stack.config import StackSettings
 from launch.stack.services import SERVICES
 from launch.supervisor import ManagedProcess
-from tests.ingest.kafka_read import read_samples
+from tests.support.kafka import read_samples
 
 pytestmark = pytest.mark.integration
 
