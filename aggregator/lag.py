@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["KafkaOffsets", "checkpoint_offsets", "lag_per_topic", "parse_source_offsets"]
+from apm.kafka import Offsets, end_offsets, new_consumer, start_offsets, topic_partitions
 
-Offsets = dict[tuple[str, int], int]
+__all__ = ["KafkaOffsets", "checkpoint_offsets", "lag_per_topic", "parse_source_offsets"]
 
 
 def parse_source_offsets(raw: str | Mapping[str, Any] | None) -> Offsets:
@@ -58,26 +58,18 @@ class KafkaOffsets:
     """Start and end offsets of the metric topics a job reads, from the broker."""
 
     def __init__(self, bootstrap: str) -> None:
-        from kafka import KafkaConsumer
-
-        self._consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                                       request_timeout_ms=15000)
+        self._consumer = new_consumer(bootstrap, request_timeout_ms=15000)
 
     def partitions(self, topics: Iterable[str]) -> list[Any]:
         """The partitions of ``topics``; a topic that does not exist (yet) has none."""
-        from kafka import TopicPartition
-
-        return [TopicPartition(topic, part) for topic in topics
-                for part in sorted(self._consumer.partitions_for_topic(topic) or ())]
+        return topic_partitions(self._consumer, topics)
 
     def start_end(self, topics: Iterable[str]) -> tuple[Offsets, Offsets]:
-        parts = self.partitions(topics)
-        if not parts:
+        topics = list(topics)
+        begin = start_offsets(self._consumer, topics)
+        if not begin:
             return {}, {}
-        begin = self._consumer.beginning_offsets(parts)
-        end = self._consumer.end_offsets(parts)
-        return ({(tp.topic, tp.partition): o for tp, o in begin.items()},
-                {(tp.topic, tp.partition): o for tp, o in end.items()})
+        return begin, end_offsets(self._consumer, topics)
 
     def records_before(self, since: Mapping[str, float]) -> dict[str, int]:
         """Per topic, how many retained records arrived before its ``since`` (epoch s): what a

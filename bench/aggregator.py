@@ -19,6 +19,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from apm.kafka import TopicSpec, delete_topics, ensure_topics
 from apm.model import TOPIC_PARTITIONS, topic_for
 from bench.base import progress, write_section
 from bench.feed import LINES_PER_RECORD, METRICS, SERVERS, produce, wait_for_topics
@@ -116,8 +117,6 @@ def _step(job: Any, offsets: Any, repo: Any, metrics: list[str], query_id: str, 
 
 def _run_config(config: str, rates: list[int], args: argparse.Namespace, spark: Any,
                 warmup_s: int) -> tuple[list[list[str]], int, dict[str, float]]:
-    from kafka.admin import KafkaAdminClient, NewTopic
-
     from aggregator.job import Aggregator
     from aggregator.lag import KafkaOffsets
     from aggregator.settings import AggregatorSettings
@@ -130,10 +129,8 @@ def _run_config(config: str, rates: list[int], args: argparse.Namespace, spark: 
                                   dedup=not args.no_dedup,
                                   trigger_seconds=args.trigger_seconds,
                                   checkpoint_dir=Path(tempfile.mkdtemp(prefix="aggbench-")))
-    admin = KafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap)
     topics = [topic_for(m) for m in metrics]
-    admin.create_topics([NewTopic(t, num_partitions=args.partitions, replication_factor=1)
-                         for t in topics])
+    ensure_topics(settings.kafka_bootstrap, topics, TopicSpec(partitions=args.partitions))
     repo = Repository.connect(StorageSettings(keyspace=f"aggbench_{run}"))
     rows: list[list[str]] = []
     best, phases = 0, {}
@@ -168,8 +165,7 @@ def _run_config(config: str, rates: list[int], args: argparse.Namespace, spark: 
     finally:
         if job is not None:
             job.stop()
-        admin.delete_topics(topics)
-        admin.close()
+        delete_topics(settings.kafka_bootstrap, topics)
         repo.session.execute(f"DROP KEYSPACE IF EXISTS {repo.keyspace}")
         repo.close()
     return rows, best, phases

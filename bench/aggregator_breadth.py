@@ -19,6 +19,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from apm.kafka import TopicSpec, delete_topics, ensure_topics
 from apm.model import TOPIC_PARTITIONS, topic_for
 from bench import feed
 from bench.aggregator import _pct
@@ -56,8 +57,6 @@ def _slope(series: list[tuple[float, int]], after: float) -> float:
 
 
 def _step(spark: Any, repo: Any, args: argparse.Namespace, cap: int) -> dict[str, Any]:
-    from kafka.admin import KafkaAdminClient, NewTopic
-
     from aggregator.job import Aggregator
     from aggregator.lag import KafkaOffsets, parse_source_offsets
     from aggregator.settings import AggregatorSettings
@@ -68,9 +67,7 @@ def _step(spark: Any, repo: Any, args: argparse.Namespace, cap: int) -> dict[str
     home = Path(tempfile.mkdtemp(prefix="aggbreadth-"))
     settings = AggregatorSettings(metrics_port=0, trigger_seconds=args.trigger_seconds,
                                   max_offsets_per_trigger=cap, checkpoint_dir=home)
-    admin = KafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap)
-    admin.create_topics([NewTopic(t, num_partitions=args.partitions, replication_factor=1)
-                         for t in topics])
+    ensure_topics(settings.kafka_bootstrap, topics, TopicSpec(partitions=args.partitions))
     job, offsets, feeder = None, KafkaOffsets(settings.kafka_bootstrap), None
     try:
         feed.wait_for_topics(settings.kafka_bootstrap, topics)
@@ -131,8 +128,7 @@ def _step(spark: Any, repo: Any, args: argparse.Namespace, cap: int) -> dict[str
         if job is not None:
             job.stop()
         offsets.close()
-        admin.delete_topics(topics)
-        admin.close()
+        delete_topics(settings.kafka_bootstrap, topics)
         shutil.rmtree(home, ignore_errors=True)
     return {"cap": cap, "rate": written / fed_s, "fed_s": fed_s, "growth": growth,
             "servers_growth": servers_growth,

@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from apm.kafka import delete_topics, new_consumer, new_producer
 from apm.model import topic_for
 from bench.base import progress
 
@@ -67,10 +68,8 @@ def fleet_records(metric_index: int, servers: int, records: int) -> list[bytes]:
 
 def _send_every_second(bootstrap: str, topics: list[str], per_topic: list[list[bytes]],
                        seconds: int) -> None:
-    from kafka import KafkaProducer
-
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=10,
-                             batch_size=1 << 20, max_request_size=4 << 20)
+    producer = new_producer(bootstrap, acks=1, linger_ms=10, batch_size=1 << 20,
+                            max_request_size=4 << 20)
     second = int(time.time()) + 1
     end = second + seconds
     while second < end:
@@ -139,12 +138,7 @@ def ingest_records_per_topic(bootstrap: str, servers: int, metrics: int, seconds
     finally:
         proc.stop(30)
         offsets.close()
-        from kafka import KafkaAdminClient
-
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-        if mine := [t for t in admin.list_topics() if t in set(topics)]:
-            admin.delete_topics(mine)
-        admin.close()
+        delete_topics(bootstrap, topics)
     return {"records_per_topic_per_fleet_s": records / metrics / seconds,
             "records_per_topic_per_wall_s": records / metrics / wall, "wall_s": wall,
             "fleet_s": seconds, "ingest_cores": cpu / wall,
@@ -221,9 +215,7 @@ def run_isolated(target: Any, args: tuple[Any, ...], timeout_s: float) -> Any:
 def wait_for_topics(bootstrap: str, topics: list[str], timeout_s: float = 60) -> None:
     """Waits until the broker serves metadata for every topic (else Spark's first plan sees
     UNKNOWN_TOPIC_OR_PARTITION and the feeder's first sends stall)."""
-    from kafka import KafkaConsumer
-
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap)
+    consumer = new_consumer(bootstrap)
     deadline = time.monotonic() + timeout_s
     try:
         while time.monotonic() < deadline:

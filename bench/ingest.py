@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import orjson
 
+from apm.kafka import delete_topics
 from apm.model import topic_for
 from apm.settings import ServiceSettings
 from bench.base import progress, write_section
@@ -106,16 +107,7 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _delete_topics(bootstrap: str, metrics: int, run: str) -> None:
-    from kafka import KafkaAdminClient
-
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        ours = {topic_for(_metric(run, m)) for m in range(metrics)}
-        doomed = sorted(ours & set(admin.list_topics()))
-        if doomed:
-            admin.delete_topics(doomed)
-    finally:
-        admin.close()
+    delete_topics(bootstrap, sorted(topic_for(_metric(run, m)) for m in range(metrics)))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from apm.kafka import TopicSpec, delete_topics, ensure_topics, new_admin
 from apm.model import topic_for
 from apm.query import parse
 from apm.wire import encode_chunks
 from bench.base import progress
 from loadgen.fleet import Fleet, metric_catalog
-from loadgen.kafka_sink import ensure_topics
 from loadgen.runner import run_load
 from loadgen.settings import LoadgenSettings
 from loadgen.truth import TruthCollector
@@ -118,7 +118,8 @@ class Procs:
         progress(f"bench-pipeline: keyspace {self.keyspace}, topics {self.prefix}*")
         overrides: dict[str, Any] = {"keyspace": self.keyspace}
         self.repo = Repository.connect(StorageSettings(**overrides))
-        ensure_topics(self.bootstrap, [topic_for(m) for m in self.metric_names], 4)
+        ensure_topics(self.bootstrap, [topic_for(m) for m in self.metric_names],
+                      TopicSpec(partitions=4))
         self.key = add_key(self.home / "ingest-keys", "bench-pipeline")
         port = free_port()
         self._started.append(processes.ingest(port, self.home / "ingest-keys", self.bootstrap)
@@ -171,13 +172,12 @@ class Procs:
         for proc in reversed(self._started):
             proc.stop(60)
         with contextlib.suppress(Exception):
-            from kafka import KafkaAdminClient
-
-            admin = KafkaAdminClient(bootstrap_servers=self.bootstrap)
-            mine = [t for t in admin.list_topics() if t.startswith(topic_for(self.prefix))]
-            if mine:
-                admin.delete_topics(mine)
-            admin.close()
+            admin = new_admin(self.bootstrap)
+            try:
+                delete_topics(admin, [t for t in admin.list_topics()
+                                      if t.startswith(topic_for(self.prefix))])
+            finally:
+                admin.close()
         if self.repo is not None:
             with contextlib.suppress(Exception):
                 self.repo.session.execute(f"DROP KEYSPACE IF EXISTS {self.keyspace}")

@@ -13,6 +13,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from apm.kafka import new_admin
 from apm.model import metric_for_topic
 
 __all__ = ["IngestCounters", "IngestNames", "KafkaTopics", "PrometheusScraper", "parse_ingest"]
@@ -47,10 +48,7 @@ class KafkaTopics:
 
     def _list_topics(self) -> list[str]:
         if self._admin is None:
-            from kafka.admin import KafkaAdminClient
-
-            self._admin = KafkaAdminClient(bootstrap_servers=self._bootstrap,
-                                           client_id="apm-dashboard", request_timeout_ms=5000)
+            self._admin = new_admin(self._bootstrap, "apm-dashboard", request_timeout_ms=5000)
         return list(self._admin.list_topics())
 
 

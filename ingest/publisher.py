@@ -3,7 +3,8 @@
 A batch's records join those of concurrent requests for ``linger_ms`` (ingest.linger) and
 are sent as shared records; only then are the futures awaited, so one request costs a share
 of one round of produce requests, not one record per metric. Topics are created on first
-sight through the admin client; the set of known topics is cached.
+sight through the admin client, shaped by apm.kafka.TopicSpec; the set of known topics is
+cached.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from apm.kafka import TopicError, TopicSpec, new_admin, new_producer
+from apm.kafka import ensure_topics as ensure_kafka_topics
 from apm.model import topic_for
 from apm.wire import ENCODING_HEADER
 from ingest.linger import Coalescer
@@ -84,25 +87,25 @@ class KafkaPublisher:
         self._inflight_bytes = 0
         self._closed = False
         self._headers = [ENCODING_HEADER]
+        self._spec = TopicSpec(partitions=settings.topic_partitions,
+                               replication=settings.topic_replication,
+                               retention_s=settings.topic_retention_s)
         self._coalescer = Coalescer(self._send, settings.linger_ms / 1000,
                                     settings.record_max_bytes, settings.linger_max_bytes)
 
     # --- connections -----------------------------------------------------------------------
     def _common(self) -> dict[str, Any]:
-        s = self.settings
-        return {"bootstrap_servers": s.kafka_bootstrap.split(","),
-                "bootstrap_timeout_ms": s.kafka_timeout_ms,
+        return {"bootstrap_timeout_ms": self.settings.kafka_timeout_ms,
                 "reconnect_backoff_max_ms": 1000}
 
     def _get_producer(self) -> Any:
         if self._producer is None:
-            from kafka import KafkaProducer
-
             s = self.settings
             # A busy broker can take seconds over a produce request of hundreds of
             # partitions; timing it out early only closes the connection and resends it all.
-            self._producer = KafkaProducer(
-                **self._common(), acks="all", request_timeout_ms=s.produce_timeout_ms,
+            self._producer = new_producer(
+                s.kafka_bootstrap, **self._common(), acks="all",
+                request_timeout_ms=s.produce_timeout_ms,
                 linger_ms=s.producer_linger_ms, batch_size=s.batch_bytes,
                 max_block_ms=s.max_block_ms,
                 max_request_size=max(s.record_max_bytes * 2, 1024 * 1024),
@@ -111,10 +114,8 @@ class KafkaPublisher:
 
     def _get_admin(self) -> Any:
         if self._admin is None:
-            from kafka import KafkaAdminClient
-
-            self._admin = KafkaAdminClient(**self._common(),
-                                           request_timeout_ms=self.settings.kafka_timeout_ms)
+            self._admin = new_admin(self.settings.kafka_bootstrap, **self._common(),
+                                    request_timeout_ms=self.settings.kafka_timeout_ms)
             self._known.update(t for t in self._admin.list_topics() if t.startswith("apm."))
         return self._admin
 
@@ -128,35 +129,28 @@ class KafkaPublisher:
 
     # --- topics ------------------------------------------------------------------------------
     def ensure_topics(self, topics: Iterable[str]) -> None:
+        """Creates the topics not known yet with the platform's TopicSpec (apm.kafka), sized
+        by the settings; raises PublishUnavailable if Kafka is down or refuses one."""
         missing = [t for t in topics if t not in self._known]
         if not missing:
             return
-        from kafka.errors import KafkaError, TopicAlreadyExistsError
+        from kafka.errors import KafkaError
 
-        s = self.settings
         with self._lock:
             try:
                 admin = self._get_admin()
                 missing = [t for t in missing if t not in self._known]
                 if not missing:
                     return
-                spec = {"num_partitions": s.topic_partitions,
-                        "replication_factor": s.topic_replication,
-                        "configs": {"retention.ms": str(int(s.topic_retention_s * 1000))}}
-                response = admin.create_topics({t: dict(spec) for t in missing},
-                                               timeout_ms=s.kafka_timeout_ms, raise_errors=False,
-                                               wait_for_metadata=True)
+                ensure_kafka_topics(admin, missing, self._spec,
+                                    timeout_ms=self.settings.kafka_timeout_ms)
+            except TopicError as exc:
+                raise PublishUnavailable(str(exc)) from exc
             except (KafkaError, OSError) as exc:
                 self._drop_admin()
                 raise PublishUnavailable(f"Kafka unavailable while creating topics: {exc}") \
                     from exc
-            for entry in response.get("topics", []):
-                code = entry.get("error_code", 0)
-                if code and code != TopicAlreadyExistsError.errno:
-                    raise PublishUnavailable(f"creating topic {entry.get('name')} failed: "
-                                             f"{entry.get('error_message') or code}")
             self._known.update(missing)
-            log.info("created %d topic(s), e.g. %s", len(missing), missing[0])
 
     # --- publishing ----------------------------------------------------------------------------
     def _done(self, size: int, _result: object) -> None:

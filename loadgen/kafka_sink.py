@@ -9,11 +9,11 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
+from apm.kafka import TopicSpec, ensure_topics, new_admin, new_producer
 from apm.model import topic_for
 from apm.wire import ENCODING_HEADER, encode_chunks
 from loadgen.fleet import Fleet, Tick
@@ -21,32 +21,11 @@ from loadgen.inflight import BoundedExecutor
 from loadgen.settings import LoadgenSettings
 from loadgen.stats import Stats
 
-__all__ = ["KafkaSink", "ensure_topics"]
+__all__ = ["KafkaSink"]
 
 log = logging.getLogger("loadgen.kafka")
 
-
-def ensure_topics(bootstrap: str, topics: Iterable[str], partitions: int,
-                  replication: int = 1) -> list[str]:
-    """Creates the missing topics; returns the ones it created. Existing ones are kept as is."""
-    from kafka import KafkaAdminClient
-    from kafka.admin import NewTopic
-    from kafka.errors import TopicAlreadyExistsError
-
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="apm-loadgen")
-    try:
-        existing = set(admin.list_topics())
-        missing = [t for t in topics if t not in existing]
-        created = []
-        for topic in missing:  # one by one, so a concurrent creator costs only that topic
-            try:
-                admin.create_topics([NewTopic(topic, partitions, replication)])
-                created.append(topic)
-            except TopicAlreadyExistsError:
-                pass
-        return created
-    finally:
-        admin.close()
+CLIENT_ID = "apm-loadgen"
 
 
 class KafkaSink:
@@ -57,14 +36,18 @@ class KafkaSink:
         self.topics = [topic_for(m) for m in fleet.metric_names]
         self._names = np.asarray(fleet.names, dtype=object)
         if producer is None:
-            from kafka import KafkaProducer
-
-            ensure_topics(settings.kafka_bootstrap, self.topics, settings.topic_partitions,
-                          settings.topic_replication)
-            producer = KafkaProducer(
-                bootstrap_servers=settings.kafka_bootstrap, acks="all", linger_ms=20,
+            # The ingest's topic shape (apm.kafka.TopicSpec), whichever of the two creates a
+            # metric topic first.
+            admin = new_admin(settings.kafka_bootstrap, CLIENT_ID)
+            try:
+                ensure_topics(admin, self.topics, TopicSpec(
+                    partitions=settings.topic_partitions, replication=settings.topic_replication))
+            finally:
+                admin.close()
+            producer = new_producer(
+                settings.kafka_bootstrap, CLIENT_ID, acks="all", linger_ms=20,
                 batch_size=1024 * 1024, max_request_size=4 * settings.record_max_bytes,
-                retries=10, client_id="apm-loadgen")
+                retries=10)
         self.producer = producer
         # One encoding thread keeps the records of a topic in time order; two ticks in flight
         # let one encode while the last one sends.

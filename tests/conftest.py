@@ -36,6 +36,18 @@ def kafka_bootstrap(stack: StackSettings) -> str:
     return stack.kafka_bootstrap
 
 
+@pytest.fixture
+def own_topics(kafka_bootstrap: str) -> Iterator[list[str]]:
+    """The topics this test creates (named from unique metric names): whatever is listed here
+    is deleted after it, if it exists."""
+    topics: list[str] = []
+    yield topics
+    if topics:
+        from apm.kafka import delete_topics
+
+        delete_topics(kafka_bootstrap, topics)
+
+
 @pytest.fixture(scope="session")
 def cassandra_session(stack: StackSettings):
     from cassandra.cluster import Cluster

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
+from apm.kafka import new_admin
 from launch.stack.config import StackSettings
 from launch.stack.jars import jar_dir
 
@@ -99,13 +100,11 @@ def _kafka_command(settings: StackSettings) -> list[str]:
 
 
 def _kafka_healthy(settings: StackSettings) -> bool:
-    from kafka import KafkaAdminClient
     from kafka.errors import KafkaError
 
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
     try:
-        admin = KafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap,
-                                 request_timeout_ms=3000)
+        admin = new_admin(settings.kafka_bootstrap, request_timeout_ms=3000)
     except (KafkaError, OSError):
         return False
     try:

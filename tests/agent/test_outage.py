@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from apm.kafka import end_offsets
 from apm.model import topic_for
 from launch.supervisor import ManagedProcess
-from tests.agent.kafka_tail import end_offsets, samples_since
+from tests.support.kafka import read_samples
 
 pytestmark = pytest.mark.integration
 
@@ -83,7 +84,8 @@ def test_ingest_outage_with_agent_restart_loses_no_second(tmp_path: Path, kafka_
         while True:
             time.sleep(3)
             collected = set(_collected(agent.log))
-            rows = samples_since(kafka_bootstrap, topics, since, server)
+            rows = [(topic, ts, value) for topic, _server, ts, value
+                    in read_samples(kafka_bootstrap, topics, since, server)]
             seen: dict[str, set[int]] = defaultdict(set)
             for topic, ts, _value in rows:
                 seen[topic].add(int(ts))

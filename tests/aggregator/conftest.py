@@ -103,38 +103,29 @@ def fleet_rows() -> Callable[..., list[Row]]:
 
 
 @pytest.fixture
-def metric_topics(kafka_bootstrap: str, unique_name) -> Iterator[Callable[..., str]]:
+def metric_topics(kafka_bootstrap: str, unique_name, own_topics: list[str]
+                  ) -> Callable[..., str]:
     """Creates metric topics (deleted afterwards); returns the metric name."""
-    from kafka import KafkaAdminClient
-    from kafka.admin import NewTopic
-
+    from apm.kafka import TopicSpec, ensure_topics
     from apm.model import topic_for
-
-    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
-    made: list[str] = []
 
     def make(prefix: str = "aggt", partitions: int = 2) -> str:
         metric = unique_name(prefix)
-        admin.create_topics([NewTopic(topic_for(metric), num_partitions=partitions,
-                                      replication_factor=1)])
-        made.append(topic_for(metric))
+        own_topics.append(topic_for(metric))
+        ensure_topics(kafka_bootstrap, [topic_for(metric)], TopicSpec(partitions=partitions))
         return metric
 
-    yield make
-    if made:
-        admin.delete_topics(made)
-    admin.close()
+    return make
 
 
 @pytest.fixture
 def produce(kafka_bootstrap: str) -> Iterator[Callable[[str, list[Row]], None]]:
     """Sends rows of one metric in apm.wire records (several samples per record)."""
-    from kafka import KafkaProducer
-
+    from apm.kafka import new_producer
     from apm.model import topic_for
     from apm.wire import ENCODING_HEADER, encode_chunks
 
-    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all", linger_ms=5)
+    producer = new_producer(kafka_bootstrap, acks="all", linger_ms=5)
 
     def send(metric: str, rows: list[Row], chunk_bytes: int = 4096) -> None:
         for value in encode_chunks(rows, max_bytes=chunk_bytes):

@@ -149,9 +149,8 @@ def test_pausing_the_last_query_on_a_metric_unsubscribes_it_and_resuming_reads_n
 
 
 def test_a_query_on_a_metric_with_no_topic_waits_for_it_and_reads_it_when_it_comes(
-        fake_store, job_factory, produce, fleet_rows, unique_name, kafka_bootstrap):
-    from kafka import KafkaAdminClient
-    from kafka.admin import NewTopic
+        fake_store, job_factory, produce, fleet_rows, unique_name, kafka_bootstrap, own_topics):
+    from apm.kafka import TopicSpec, ensure_topics
 
     metric = unique_name("aggnew")  # no topic yet: nothing ever sent it
     q = fake_store.add(f"FROM * SELECT {metric} WINDOW 10s COMPUTE count, sum, min, max")
@@ -160,20 +159,15 @@ def test_a_query_on_a_metric_with_no_topic_waits_for_it_and_reads_it_when_it_com
     time.sleep(2)
     job.check()  # the stream is alive, waiting for the topic
     assert job.publish_status()["lag"] == {}
-    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
-    try:
-        admin.create_topics([NewTopic(topic_for(metric), num_partitions=1,
-                                      replication_factor=1)])
-        rows = fleet_rows(3, 12)
-        produce(metric, rows)
-        _drain_until(job, lambda: assert_matches(fake_store.of(q.id), expected(rows, q.query)))
-        # The servers stream records the metric's newest sample (a query's "no-data" state).
-        assert job.servers is not None
-        job.servers.processAllAvailable()
-        assert fake_store.metrics[metric] == max(ts for _, ts, _ in rows)
-    finally:
-        admin.delete_topics([topic_for(metric)])
-        admin.close()
+    own_topics.append(topic_for(metric))
+    ensure_topics(kafka_bootstrap, own_topics, TopicSpec(partitions=1))
+    rows = fleet_rows(3, 12)
+    produce(metric, rows)
+    _drain_until(job, lambda: assert_matches(fake_store.of(q.id), expected(rows, q.query)))
+    # The servers stream records the metric's newest sample (a query's "no-data" state).
+    assert job.servers is not None
+    job.servers.processAllAvailable()
+    assert fake_store.metrics[metric] == max(ts for _, ts, _ in rows)
 
 
 def test_new_topics_are_picked_up_shards_split_metrics_and_lag_reaches_zero(

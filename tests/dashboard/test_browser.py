@@ -23,15 +23,14 @@ return el && el.data ? el.data.map(t => ({name: t.name, y: t.y})) : null;"""
 
 
 @pytest.fixture
-def metric_topic(kafka_bootstrap: str, unique_name: Callable[[str], str]) -> Any:
-    from kafka.admin import KafkaAdminClient, NewTopic
+def metric_topic(kafka_bootstrap: str, unique_name: Callable[[str], str],
+                 own_topics: list[str]) -> str:
+    from apm.kafka import TopicSpec, ensure_topics
 
     metric = unique_name("dashm")
-    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
-    admin.create_topics([NewTopic(topic_for(metric), num_partitions=1, replication_factor=1)])
-    yield metric
-    admin.delete_topics([topic_for(metric)])  # ours: created just above
-    admin.close()
+    own_topics.append(topic_for(metric))
+    ensure_topics(kafka_bootstrap, own_topics, TopicSpec(partitions=1))
+    return metric
 
 
 def _text(chrome: Any, element_id: str) -> str:

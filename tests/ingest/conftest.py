@@ -100,21 +100,3 @@ def start_ingest_process(tmp_path: Path, key_file: tuple[Path, str]
     yield start
     for proc in started:
         proc.stop(30)
-
-
-@pytest.fixture
-def kafka_cleanup(kafka_bootstrap: str) -> Iterator[list[str]]:
-    """Topics listed here (this test's own, from unique metric names) are deleted after it."""
-    topics: list[str] = []
-    yield topics
-    if topics:
-        from kafka import KafkaAdminClient
-
-        admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
-        try:
-            existing = set(admin.list_topics())
-            doomed = [t for t in topics if t in existing]
-            if doomed:
-                admin.delete_topics(doomed)
-        finally:
-            admin.close()

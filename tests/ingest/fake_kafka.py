@@ -1,5 +1,6 @@
-"""A stand-in for kafka-python's producer and admin client, injected into KafkaPublisher to
-unit-test the coalescing: it keeps every record and lets the test acknowledge or fail them."""
+"""A stand-in for kafka-python's producer, injected into KafkaPublisher (with
+tests.support.kafka.FakeAdmin) to unit-test the coalescing: it keeps every record and lets the
+test acknowledge or fail them."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 from kafka.errors import KafkaError
 
-__all__ = ["FakeAdmin", "FakeFuture", "FakeProducer", "SentRecord"]
+__all__ = ["FakeFuture", "FakeProducer", "SentRecord"]
 
 
 class FakeFuture:
@@ -77,15 +78,4 @@ class FakeProducer:
         self.flushed = True
 
     def close(self, timeout: float | None = None) -> None:
-        pass
-
-
-class FakeAdmin:
-    def list_topics(self) -> list[str]:
-        return []
-
-    def create_topics(self, topics: dict, **_kwargs: Any) -> dict:
-        return {"topics": [{"name": t, "error_code": 0} for t in topics]}
-
-    def close(self) -> None:
         pass

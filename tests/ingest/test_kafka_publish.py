@@ -7,18 +7,18 @@ import httpx
 import pytest
 
 from apm.model import topic_for
-from tests.ingest.kafka_read import read_samples
+from tests.support.kafka import read_samples
 
 pytestmark = pytest.mark.integration
 
 
 def test_accepted_batch_is_wholly_in_kafka_and_rejected_one_is_not(
-        kafka_bootstrap, start_ingest_process, make_batch, unique_name, kafka_cleanup):
+        kafka_bootstrap, start_ingest_process, make_batch, unique_name, own_topics):
     ingest = start_ingest_process(kafka_bootstrap)
     prefix = unique_name("ingt").replace("-", "_")
     batch = make_batch(servers=30, metrics=5, prefix=prefix)
     topics = [topic_for(m) for m in batch["snapshots"][0]["metrics"]]
-    kafka_cleanup.extend(topics)
+    own_topics.extend(topics)
 
     bad = make_batch(servers=30, metrics=5, prefix=prefix)
     bad["snapshots"][29]["metrics"][f"{prefix}.m4"] = "NaN"  # the very last sample is bad

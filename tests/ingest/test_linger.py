@@ -20,7 +20,8 @@ from ingest.linger import Coalescer
 from ingest.publisher import KafkaPublisher, PublishUnavailable, to_records
 from ingest.settings import IngestSettings
 from ingest.validate import Validator
-from tests.ingest.fake_kafka import FakeAdmin, FakeFuture, FakeProducer
+from tests.ingest.fake_kafka import FakeFuture, FakeProducer
+from tests.support.kafka import FakeAdmin
 
 pytestmark = pytest.mark.unit
 

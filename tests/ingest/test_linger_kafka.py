@@ -13,7 +13,7 @@ import pytest
 
 from apm.model import topic_for
 from apm.wire import decode
-from tests.ingest.kafka_read import read_records, read_samples
+from tests.support.kafka import read_records, read_samples
 
 pytestmark = pytest.mark.integration
 
@@ -46,13 +46,13 @@ def _rows(batch: dict, metric: str) -> list[tuple[str, float, float]]:
 
 
 def test_concurrent_requests_share_one_record_per_metric(
-        kafka_bootstrap, start_ingest_process, make_batch, unique_name, kafka_cleanup):
+        kafka_bootstrap, start_ingest_process, make_batch, unique_name, own_topics):
     ingest = start_ingest_process(kafka_bootstrap, env=LINGER)
     prefix = unique_name("lgr").replace("-", "_")
     a = make_batch(servers=4, metrics=3, prefix=prefix, server_prefix="a")
     b = make_batch(servers=5, metrics=3, prefix=prefix, server_prefix="b")
     topics = [topic_for(m) for m in a["snapshots"][0]["metrics"]]
-    kafka_cleanup.extend(topics)
+    own_topics.extend(topics)
     answers: list[httpx.Response] = []
     with httpx.Client(base_url=ingest.url, headers=ingest.headers, timeout=60) as client:
         # Topics first, so that creating them does not hold the second request back.
@@ -74,12 +74,12 @@ def test_concurrent_requests_share_one_record_per_metric(
 
 
 def test_sigterm_while_a_request_lingers_publishes_and_acknowledges_it(
-        kafka_bootstrap, start_ingest_process, make_batch, unique_name, kafka_cleanup):
+        kafka_bootstrap, start_ingest_process, make_batch, unique_name, own_topics):
     ingest = start_ingest_process(kafka_bootstrap, env=LINGER)
     prefix = unique_name("lgt").replace("-", "_")
     batch = make_batch(servers=6, metrics=2, prefix=prefix)
     topics = [topic_for(m) for m in batch["snapshots"][0]["metrics"]]
-    kafka_cleanup.extend(topics)
+    own_topics.extend(topics)
     answers: list[httpx.Response] = []
     with httpx.Client(base_url=ingest.url, headers=ingest.headers, timeout=60) as client:
         assert client.post("/v1/metrics", json=make_batch(

@@ -18,7 +18,7 @@ from launch.probe import free_port
 from launch.stack.config import StackSettings
 from launch.stack.services import SERVICES
 from launch.supervisor import ManagedProcess
-from tests.ingest.kafka_read import read_samples
+from tests.support.kafka import read_samples
 
 pytestmark = pytest.mark.integration
 
@@ -95,7 +95,7 @@ def test_503_while_kafka_is_down_then_recovers_without_restart(
 
 
 def test_sigterm_under_load_loses_no_acknowledged_sample(
-        kafka_bootstrap, start_ingest_process, make_batch, unique_name, kafka_cleanup):
+        kafka_bootstrap, start_ingest_process, make_batch, unique_name, own_topics):
     ingest = start_ingest_process(kafka_bootstrap)
     prefix = unique_name("term").replace("-", "_")
     base = time.time()
@@ -130,7 +130,7 @@ def test_sigterm_under_load_loses_no_acknowledged_sample(
         thread.join()
 
     topics = [topic_for(f"{prefix}.m{m}") for m in range(4)]
-    kafka_cleanup.extend(topics)
+    own_topics.extend(topics)
     want = set().union(*(_expected(b) for b in acked))
     got = set(read_samples(kafka_bootstrap, topics))
     assert want - got == set()

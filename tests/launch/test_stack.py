@@ -12,11 +12,10 @@ pytestmark = pytest.mark.integration
 
 
 def _consume(bootstrap: str, topic: str, group: str, expect: int, timeout_s: float = 30.0):
-    from kafka import KafkaConsumer
+    from apm.kafka import new_consumer
 
-    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
-                             auto_offset_reset="earliest", enable_auto_commit=False,
-                             consumer_timeout_ms=1000)
+    consumer = new_consumer(bootstrap, topic, group_id=group, auto_offset_reset="earliest",
+                            consumer_timeout_ms=1000)
     got: list[bytes] = []
     deadline = time.monotonic() + timeout_s
     while len(got) < expect and time.monotonic() < deadline:
@@ -28,18 +27,18 @@ def _consume(bootstrap: str, topic: str, group: str, expect: int, timeout_s: flo
 
 
 def test_kafka_topic_partitions_and_committed_offsets_survive_restart(kafka_bootstrap,
-                                                                       unique_name):
-    from kafka import KafkaAdminClient, KafkaProducer
-    from kafka.admin import NewTopic
+                                                                       unique_name, own_topics):
+    from apm.kafka import TopicSpec, ensure_topics, new_admin, new_producer
 
     topic, group = unique_name("stack-test"), unique_name("group")
-    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
-    admin.create_topics([NewTopic(topic, num_partitions=4, replication_factor=1)])
+    own_topics.append(topic)
+    admin = new_admin(kafka_bootstrap)
+    ensure_topics(admin, [topic], TopicSpec(partitions=4))
     described = admin.describe_topics([topic])
     assert len(described[0]["partitions"]) == 4
     admin.close()
 
-    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all")
+    producer = new_producer(kafka_bootstrap, acks="all")
     for i in range(40):
         producer.send(topic, key=str(i).encode(), value=f"first-{i}".encode())
     producer.flush()
@@ -75,19 +74,18 @@ def test_cassandra_time_series_table_with_prepared_statements(cassandra_session,
 
 
 def test_spark_structured_streaming_reads_kafka_and_writes_windowed_aggregate(
-        spark, kafka_bootstrap, unique_name):
-    from kafka import KafkaAdminClient, KafkaProducer
-    from kafka.admin import NewTopic
+        spark, kafka_bootstrap, unique_name, own_topics):
     from pyspark.sql import functions as F
 
+    from apm.kafka import TopicSpec, ensure_topics, new_producer
+
     topic = unique_name("stack-spark")
-    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
-    admin.create_topics([NewTopic(topic, num_partitions=4, replication_factor=1)])
-    admin.close()
+    own_topics.append(topic)
+    ensure_topics(kafka_bootstrap, [topic], TopicSpec(partitions=4))
     rng = np.random.default_rng(7)
     values = rng.normal(50, 10, size=120)
     base = 1_763_800_000  # epoch seconds, a multiple of 10
-    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all")
+    producer = new_producer(kafka_bootstrap, acks="all")
     for i, v in enumerate(values):
         producer.send(topic, value=f"{base + i}\t{float(v)!r}".encode())
     producer.flush()

@@ -77,23 +77,6 @@ def fake_ingest() -> Callable[..., FakeIngest]:
 
 
 @pytest.fixture
-def own_topics(kafka_bootstrap: str) -> Iterator[list[str]]:
-    """Topics this test made (from a unique metric prefix); deleted after it."""
-    topics: list[str] = []
-    yield topics
-    if topics:
-        from kafka import KafkaAdminClient
-
-        admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
-        try:
-            doomed = [t for t in topics if t in set(admin.list_topics())]
-            if doomed:
-                admin.delete_topics(doomed)
-        finally:
-            admin.close()
-
-
-@pytest.fixture
 def real_ingest(kafka_bootstrap: str, tmp_path: Path) -> Iterator[tuple[str, str]]:
     """A real ``apm ingest`` process on the shared Kafka: (base URL, API key)."""
     from ingest.auth import add_key

@@ -14,7 +14,7 @@ import pytest
 from apm.model import topic_for
 from loadgen.fleet import metric_catalog
 from loadgen.runner import expected_samples, run_load
-from tests.ingest.kafka_read import read_samples
+from tests.support.kafka import read_samples
 
 pytestmark = pytest.mark.integration
 
