@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["KAFKA_BOOTSTRAP", "PROJECT_ROOT", "SHARED", "SHARED_PREFIX", "ServiceSettings",
+__all__ = ["KAFKA_BOOTSTRAP", "PROJECT_ROOT", "SHARED", "SHARED_PREFIX",
            "env_config", "env_names", "shared"]
 
 # The checkout this package runs from (editable install); overridable per service.
@@ -69,11 +69,3 @@ def env_names(cls: type[BaseSettings]) -> set[str]:
             names.add(prefix + name)
     return {n.upper() for n in names}
 
-
-class ServiceSettings(BaseSettings):
-    """The shared variables alone (``APM_KAFKA_BOOTSTRAP``), for tools that are not a service
-    (the ingest and pipeline benchmarks). Services read them through ``shared`` fields."""
-
-    model_config = env_config(SHARED_PREFIX)
-
-    kafka_bootstrap: str = SHARED["kafka_bootstrap"]

@@ -39,17 +39,25 @@ INGEST_RECORDS_ORIGIN = (
 _PH = b"@@@@@@@@@@"  # 10-digit epoch seconds go here
 
 
-def templates(metric_index: int, per_second: int) -> list[bytes]:
-    """Records for one metric-second: ``per_second`` lines over the fleet, (server, ts) unique."""
-    import random
+def _values(metric_index: int, servers: int, seconds: int) -> tuple[list[str], list[list[float]]]:
+    """The one synthetic fleet's values (``loadgen.fleet``) for one metric: its server names
+    and ``seconds`` consecutive seconds of every server, all servers sending."""
+    from loadgen.fleet import Fleet
 
-    rng = random.Random(metric_index)
+    fleet = Fleet(servers, 1, seed=metric_index, silent_fraction=0.0)
+    return fleet.names, [fleet.step(1_000_000 + s).values[:, 0].tolist() for s in range(seconds)]
+
+
+def templates(metric_index: int, per_second: int) -> list[bytes]:
+    """Records for one metric-second: ``per_second`` lines over the fleet, (server, ts) unique
+    (more samples than servers go in as rounds at fractions of the second)."""
     rounds = -(-per_second // SERVERS)
+    names, values = _values(metric_index, min(per_second, SERVERS), rounds)
     lines = []
     for i in range(per_second):
         frac = f"{(i // SERVERS) / rounds:.4f}"[1:]  # ".0000", ".5000" ...
-        lines.append(b"srv-%d\t%s%s\t%r" % (i % SERVERS, _PH, frac.encode(),
-                                            round(rng.gauss(50, 15), 3)))
+        lines.append(b"%s\t%s%s\t%r" % (names[i % SERVERS].encode(), _PH, frac.encode(),
+                                          values[i // SERVERS][i % SERVERS]))
     return [b"\n".join(lines[i:i + LINES_PER_RECORD])
             for i in range(0, len(lines), LINES_PER_RECORD)]
 
@@ -57,11 +65,9 @@ def templates(metric_index: int, per_second: int) -> list[bytes]:
 def fleet_records(metric_index: int, servers: int, records: int) -> list[bytes]:
     """One metric-second of ``servers`` 1 Hz agents as ``records`` records (the servers in
     near-equal shares), the way the ingest's linger coalesces concurrent snapshots."""
-    import random
-
-    rng = random.Random(metric_index)
-    lines = [b"srv-%d\t%s.0\t%r" % (s, _PH, round(rng.gauss(50, 15), 3))
-             for s in range(servers)]
+    names, values = _values(metric_index, servers, 1)
+    lines = [b"%s\t%s.0\t%r" % (name.encode(), _PH, value)
+             for name, value in zip(names, values[0], strict=True)]
     k = max(1, min(records, servers))
     return [b"\n".join(lines[i * servers // k:(i + 1) * servers // k]) for i in range(k)]
 

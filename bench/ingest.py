@@ -18,7 +18,6 @@ import orjson
 
 from apm.kafka import delete_topics
 from apm.model import topic_for
-from apm.settings import ServiceSettings
 from bench.base import progress, write_section
 from ingest.auth import add_key
 from ingest.settings import IngestSettings
@@ -122,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="APM_INGEST_LINGER_MS of the ingest (0: no coalescing)")
     parser.add_argument("--no-doc", action="store_true", help="do not write BENCHMARKS.md")
     args = parser.parse_args(argv)
-    bootstrap = ServiceSettings().kafka_bootstrap
+    bootstrap = IngestSettings().kafka_bootstrap
     per_request = args.servers * args.metrics
     run = f"r{os.getpid()}"
 

@@ -17,7 +17,7 @@ import uuid
 from typing import Any
 
 from apm.query import parse
-from apm.settings import PROJECT_ROOT, ServiceSettings
+from apm.settings import PROJECT_ROOT
 from bench.base import progress, write_section
 from bench.stage import Procs, Stage, check_results, cpu_seconds, wire_bytes_per_sample
 from loadgen.capacity import Measured, plan, topic_partitions_note
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     run = uuid.uuid4().hex[:8]
     prefix = f"bench{run}."
     home = PROJECT_ROOT / "var" / "bench-pipeline" / run
-    bootstrap = ServiceSettings().kafka_bootstrap
+    bootstrap = LoadgenSettings().kafka_bootstrap
     stages: list[Stage] = []
     with Procs.start(home, bootstrap, prefix, args.metrics, f"bench_{run}") as procs:
         procs.warm_up(args.window)

@@ -9,7 +9,7 @@ from pydantic import AliasChoices
 
 from agent.settings import AgentSettings
 from aggregator.settings import AggregatorSettings
-from apm.settings import KAFKA_BOOTSTRAP, SHARED, ServiceSettings, env_names, shared
+from apm.settings import KAFKA_BOOTSTRAP, SHARED, env_names, shared
 from dashboard.settings import DashboardSettings
 from ingest.settings import IngestSettings
 from loadgen.settings import LoadgenSettings
@@ -23,7 +23,7 @@ KAFKA_CLIENTS = {
     DashboardSettings: "APM_DASHBOARD_",
     LoadgenSettings: "APM_LOADGEN_",
 }
-EVERY_CLASS = (*KAFKA_CLIENTS, StorageSettings, AgentSettings, ServiceSettings)
+EVERY_CLASS = (*KAFKA_CLIENTS, StorageSettings, AgentSettings)
 
 
 @pytest.fixture(autouse=True)
@@ -133,14 +133,7 @@ def test_env_names_lists_what_a_class_reads():
     names = env_names(IngestSettings)
     assert {"APM_INGEST_PORT", "APM_INGEST_KAFKA_BOOTSTRAP", "APM_KAFKA_BOOTSTRAP"} <= names
     assert all(n.startswith("APM_INGEST_") for n in names - {"APM_KAFKA_BOOTSTRAP"})
-    assert env_names(ServiceSettings) == {"APM_KAFKA_BOOTSTRAP"}
     assert "APM_STORAGE_HOSTS" in env_names(StorageSettings)
-
-
-def test_service_settings_hold_only_the_shared_variables(monkeypatch):
-    assert set(ServiceSettings.model_fields) == set(SHARED)
-    monkeypatch.setenv("APM_KAFKA_BOOTSTRAP", "shared:9092")
-    assert ServiceSettings().kafka_bootstrap == "shared:9092"
 
 
 def test_shared_refuses_an_unknown_name():
