@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 APM := $(VENV)/bin/apm
 STAMP := $(VENV)/.installed
 
-.PHONY: help install jars up down status run test test-unit test-integration test-e2e lint \
+.PHONY: help install jars up down status run test test-unit test-integration test-e2e lint mypy format \
         browser bench bench-ingest bench-agent bench-aggregator bench-aggregator-breadth bench-aggregator-nodedup bench-dashboard bench-storage bench-pipeline \
         clean
 
@@ -43,9 +43,16 @@ browser:  ## Debian's chromium + chromedriver (browser tests) and docker-compose
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	      chromium chromium-driver docker-compose; }
 
-lint: install  ## ruff and mypy
+lint: install mypy  ## ruff check, ruff format --check and mypy (also the pre-commit hooks)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+mypy: install
 	$(VENV)/bin/mypy apm agent ingest storage aggregator dashboard loadgen launch bench
+
+format: install  ## rewrite the tree as make lint wants it (ruff format, ruff check --fix)
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
 
 # pytest exits 5 when it collected no test: that is a failure here, not a pass.
 define run_pytest
@@ -56,7 +63,7 @@ endef
 test: install lint jars browser  ## lint, then every tier against the real engines
 	$(call run_pytest,-m "unit or integration or e2e" tests)
 
-test-unit: install
+test-unit: install  ## the inner loop: pure logic, no engines, about a minute
 	$(call run_pytest,-m unit tests)
 
 test-integration: jars

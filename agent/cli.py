@@ -19,14 +19,21 @@ DEFAULT_CONFIG = Path("/etc/apm/agent.toml")
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
-        "agent", help="the host agent: per-second host and StatsD metrics",
+        "agent",
+        help="the host agent: per-second host and StatsD metrics",
         description="Collects host metrics every second and StatsD traffic, spools them on "
-        "disk and pushes them to the ingest. Settings: TOML (--config), then APM_AGENT_* env.")
+        "disk and pushes them to the ingest. Settings: TOML (--config), then APM_AGENT_* env.",
+    )
     _common(parser)
-    parser.add_argument("--once", action="store_true",
-                        help="collect one snapshot (over one second) and exit")
-    parser.add_argument("--print", action="store_true", dest="print_only",
-                        help="with --once: print the snapshot as JSON instead of pushing it")
+    parser.add_argument(
+        "--once", action="store_true", help="collect one snapshot (over one second) and exit"
+    )
+    parser.add_argument(
+        "--print",
+        action="store_true",
+        dest="print_only",
+        help="with --once: print the snapshot as JSON instead of pushing it",
+    )
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
     run = verbs.add_parser("run", help="collect and push until stopped (the default)")
     _common(run)
@@ -37,15 +44,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     inst.add_argument("--ingest-url", default="http://127.0.0.1:8080/v1/metrics")
     inst.add_argument("--api-key", default="")
     inst.add_argument("--force", action="store_true", help="overwrite an existing config")
-    inst.add_argument("--enable", action="store_true",
-                      help="also run systemctl daemon-reload and enable --now")
+    inst.add_argument(
+        "--enable", action="store_true", help="also run systemctl daemon-reload and enable --now"
+    )
     parser.set_defaults(func=_run)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", type=Path, default=argparse.SUPPRESS,
-                        help=f"TOML config (default: $APM_AGENT_CONFIG, else {DEFAULT_CONFIG} "
-                        "if it exists)")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=argparse.SUPPRESS,
+        help=f"TOML config (default: $APM_AGENT_CONFIG, else {DEFAULT_CONFIG} if it exists)",
+    )
 
 
 def _config_path(args: argparse.Namespace) -> Path | None:
@@ -95,8 +106,13 @@ def _serve(settings: AgentSettings) -> int:
 def _install(args: argparse.Namespace) -> int:
     from agent.install import InstallPlan, install
 
-    plan = InstallPlan(unit_dir=args.unit_dir, config=args.config, spool_dir=args.spool_dir,
-                       ingest_url=args.ingest_url, api_key=args.api_key)
+    plan = InstallPlan(
+        unit_dir=args.unit_dir,
+        config=args.config,
+        spool_dir=args.spool_dir,
+        ingest_url=args.ingest_url,
+        api_key=args.api_key,
+    )
     try:
         for line in install(plan, force=args.force, enable=args.enable):
             print(line)

@@ -22,33 +22,72 @@ log = logging.getLogger(__name__)
 
 # name, type, help, how to read it
 _FAMILIES: tuple[tuple[str, str, str, Callable[[AgentStats, Spool], float]], ...] = (
-    ("apm_agent_snapshots_pushed_total", "counter", "snapshots acknowledged by the ingest",
-     lambda s, _: s.pushed),
-    ("apm_agent_push_retries_total", "counter", "failed push attempts that will be retried",
-     lambda s, _: s.retries),
-    ("apm_agent_snapshots_rejected_total", "counter",
-     "snapshots the ingest refused for good (4xx), set aside", lambda s, _: s.rejected),
-    ("apm_agent_collector_errors_total", "counter", "collector runs that raised",
-     lambda s, _: s.collector_errors),
-    ("apm_agent_statsd_packets_total", "counter", "StatsD packets received",
-     lambda s, _: s.statsd_packets),
-    ("apm_agent_statsd_malformed_total", "counter", "malformed StatsD lines dropped",
-     lambda s, _: s.statsd_malformed),
-    ("apm_agent_spool_depth", "gauge", "snapshots waiting in the on-disk spool",
-     lambda _, sp: sp.depth),
+    (
+        "apm_agent_snapshots_pushed_total",
+        "counter",
+        "snapshots acknowledged by the ingest",
+        lambda s, _: s.pushed,
+    ),
+    (
+        "apm_agent_push_retries_total",
+        "counter",
+        "failed push attempts that will be retried",
+        lambda s, _: s.retries,
+    ),
+    (
+        "apm_agent_snapshots_rejected_total",
+        "counter",
+        "snapshots the ingest refused for good (4xx), set aside",
+        lambda s, _: s.rejected,
+    ),
+    (
+        "apm_agent_collector_errors_total",
+        "counter",
+        "collector runs that raised",
+        lambda s, _: s.collector_errors,
+    ),
+    (
+        "apm_agent_statsd_packets_total",
+        "counter",
+        "StatsD packets received",
+        lambda s, _: s.statsd_packets,
+    ),
+    (
+        "apm_agent_statsd_malformed_total",
+        "counter",
+        "malformed StatsD lines dropped",
+        lambda s, _: s.statsd_malformed,
+    ),
+    (
+        "apm_agent_spool_depth",
+        "gauge",
+        "snapshots waiting in the on-disk spool",
+        lambda _, sp: sp.depth,
+    ),
     ("apm_agent_spool_bytes", "gauge", "bytes on disk in the spool", lambda _, sp: sp.size_bytes),
-    ("apm_agent_spool_dropped_total", "counter", "unsent snapshots dropped by the spool cap",
-     lambda _, sp: sp.dropped),
-    ("apm_agent_last_push_age_seconds", "gauge", "seconds since the last acknowledged push",
-     lambda s, _: s.push_age()),
+    (
+        "apm_agent_spool_dropped_total",
+        "counter",
+        "unsent snapshots dropped by the spool cap",
+        lambda _, sp: sp.dropped,
+    ),
+    (
+        "apm_agent_last_push_age_seconds",
+        "gauge",
+        "seconds since the last acknowledged push",
+        lambda s, _: s.push_age(),
+    ),
 )
 
 
 def render(stats: AgentStats, spool: Spool) -> str:
     lines = []
     for name, kind, help_text, read in _FAMILIES:
-        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}",
-                  f"{name} {float(read(stats, spool))!r}"]
+        lines += [
+            f"# HELP {name} {help_text}",
+            f"# TYPE {name} {kind}",
+            f"{name} {float(read(stats, spool))!r}",
+        ]
     return "\n".join(lines) + "\n"
 
 

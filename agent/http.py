@@ -20,8 +20,7 @@ class HttpResponse:
 
 
 class HttpClient(Protocol):
-    def post(self, url: str, body: bytes, headers: dict[str, str],
-             timeout: float) -> HttpResponse:
+    def post(self, url: str, body: bytes, headers: dict[str, str], timeout: float) -> HttpResponse:
         """Sends one request; raises OSError (or a subclass) when no answer came back."""
         ...
 
@@ -40,8 +39,7 @@ class StdlibHttpClient:
             self._target = (scheme, netloc, timeout)
         return self._conn
 
-    def post(self, url: str, body: bytes, headers: dict[str, str],
-             timeout: float) -> HttpResponse:
+    def post(self, url: str, body: bytes, headers: dict[str, str], timeout: float) -> HttpResponse:
         parts = urlsplit(url)
         path = parts.path or "/"
         if parts.query:
@@ -59,8 +57,9 @@ class StdlibHttpClient:
                 raise ConnectionError(f"bad HTTP exchange with {parts.netloc}: {exc!r}") from exc
             if response.will_close:
                 self.close()
-            return HttpResponse(response.status,
-                                {k.lower(): v for k, v in response.getheaders()}, data)
+            return HttpResponse(
+                response.status, {k.lower(): v for k, v in response.getheaders()}, data
+            )
 
     def close(self) -> None:
         if self._conn is not None:

@@ -86,8 +86,9 @@ def render_unit(plan: InstallPlan) -> str:
 
 
 def render_config(plan: InstallPlan) -> str:
-    return _CONFIG.format(ingest_url=plan.ingest_url, api_key=plan.api_key,
-                          spool_dir=plan.spool_dir)
+    return _CONFIG.format(
+        ingest_url=plan.ingest_url, api_key=plan.api_key, spool_dir=plan.spool_dir
+    )
 
 
 def install(plan: InstallPlan, *, force: bool = False, enable: bool = False) -> list[str]:

@@ -37,8 +37,10 @@ def once(settings: AgentSettings, *, print_only: bool) -> int:
             if delay:
                 stop.wait(delay)
         if agent.spool.depth:
-            print(f"apm agent: could not push to {settings.ingest_url} in 10 s "
-                  f"(see the log above)", file=sys.stderr)
+            print(
+                f"apm agent: could not push to {settings.ingest_url} in 10 s (see the log above)",
+                file=sys.stderr,
+            )
             return 1
         print(f"pushed 1 snapshot with {len(snapshot.metrics)} metrics to {settings.ingest_url}")
         return 0

@@ -44,11 +44,22 @@ def retry_after_seconds(value: str | None, now: float) -> float | None:
 
 
 class Pusher:
-    def __init__(self, spool: Spool, client: HttpClient, url: str, api_key: str,
-                 backoff: Backoff, stats: AgentStats, *, timeout_s: float = 5.0,
-                 max_snapshots: int = 300, max_bytes: int = 1024 * 1024,
-                 drain_rate: float = 200.0, rejected_path: Path | None = None,
-                 wall_clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        spool: Spool,
+        client: HttpClient,
+        url: str,
+        api_key: str,
+        backoff: Backoff,
+        stats: AgentStats,
+        *,
+        timeout_s: float = 5.0,
+        max_snapshots: int = 300,
+        max_bytes: int = 1024 * 1024,
+        drain_rate: float = 200.0,
+        rejected_path: Path | None = None,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
         self.spool = spool
         self.client = client
         self.url = url
@@ -83,25 +94,38 @@ class Pusher:
             return len(batch) / self.drain_rate if self.spool.depth else 0.0
         if response.status >= 500 or response.status in _RETRIED_4XX:
             hint = retry_after_seconds(response.headers.get("retry-after"), self.wall_clock())
-            return self._retry(f"ingest answered {response.status}: {_detail(response)}", hint,
-                               len(batch))
+            return self._retry(
+                f"ingest answered {response.status}: {_detail(response)}", hint, len(batch)
+            )
         self._set_aside(batch, response)
         return 0.0
 
     def _retry(self, why: str, retry_after: float | None, size: int) -> float:
         delay = self.backoff.next_delay(retry_after)
         self.stats.add("retries")
-        log.warning("push of %d snapshots failed (%s); retry #%d in %.3fs", size, why,
-                    self.backoff.attempt, delay)
+        log.warning(
+            "push of %d snapshots failed (%s); retry #%d in %.3fs",
+            size,
+            why,
+            self.backoff.attempt,
+            delay,
+        )
         return delay
 
     def _set_aside(self, batch: list[bytes], response: HttpResponse) -> None:
-        log.error("ingest refused %d snapshots for good with %d: %s; set aside in %s",
-                  len(batch), response.status, _detail(response), self.rejected_path)
+        log.error(
+            "ingest refused %d snapshots for good with %d: %s; set aside in %s",
+            len(batch),
+            response.status,
+            _detail(response),
+            self.rejected_path,
+        )
         if self.rejected_path is not None:
             try:
-                if (self.rejected_path.exists() and
-                        self.rejected_path.stat().st_size > _REJECTED_MAX_BYTES):
+                if (
+                    self.rejected_path.exists()
+                    and self.rejected_path.stat().st_size > _REJECTED_MAX_BYTES
+                ):
                     self.rejected_path.replace(self.rejected_path.with_suffix(".old"))
                 with open(self.rejected_path, "ab") as handle:
                     handle.write(b"\n".join(batch) + b"\n")

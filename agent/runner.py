@@ -34,18 +34,27 @@ def encode_snapshot(snapshot: Snapshot) -> bytes:
 
 
 class Agent:
-    def __init__(self, settings: AgentSettings, *, psutil: Any = None,
-                 clock: Callable[[], float] = time.time, http: HttpClient | None = None,
-                 registry: Registry = REGISTRY, spool: Spool | None = None,
-                 statsd: bool | None = None) -> None:
+    def __init__(
+        self,
+        settings: AgentSettings,
+        *,
+        psutil: Any = None,
+        clock: Callable[[], float] = time.time,
+        http: HttpClient | None = None,
+        registry: Registry = REGISTRY,
+        spool: Spool | None = None,
+        statsd: bool | None = None,
+    ) -> None:
         if psutil is None:
             import psutil as psutil_module
+
             psutil = psutil_module
         self.settings = settings
         self.clock = clock
         self.stats = AgentStats(clock)
-        self.spool = spool or Spool(settings.spool_dir, settings.spool_max_bytes,
-                                    settings.spool_segment_bytes)
+        self.spool = spool or Spool(
+            settings.spool_dir, settings.spool_max_bytes, settings.spool_segment_bytes
+        )
         context = CollectorContext(psutil=psutil, stats=self.stats, extra={"spool": self.spool})
         self.collectors: list[Collector] = registry.create(list(settings.collectors), context)
         self._failing: set[str] = set()
@@ -53,16 +62,26 @@ class Agent:
         self.listener: StatsdListener | None = None
         if settings.statsd_enabled if statsd is None else statsd:
             self.aggregator = StatsdAggregator(
-                clock, prefix=settings.statsd_prefix, tags=settings.statsd_tags,
+                clock,
+                prefix=settings.statsd_prefix,
+                tags=settings.statsd_tags,
                 timer_stats=list(settings.statsd_timer_stats),
-                idle_ttl_s=settings.statsd_idle_ttl_s, on_malformed=self._malformed)
+                idle_ttl_s=settings.statsd_idle_ttl_s,
+                on_malformed=self._malformed,
+            )
         self.pusher = Pusher(
-            self.spool, http or StdlibHttpClient(), settings.ingest_url, settings.api_key,
+            self.spool,
+            http or StdlibHttpClient(),
+            settings.ingest_url,
+            settings.api_key,
             Backoff(settings.backoff_initial_s, settings.backoff_cap_s, settings.backoff_jitter),
-            self.stats, timeout_s=settings.push_timeout_s,
-            max_snapshots=settings.batch_max_snapshots, max_bytes=settings.batch_max_bytes,
+            self.stats,
+            timeout_s=settings.push_timeout_s,
+            max_snapshots=settings.batch_max_snapshots,
+            max_bytes=settings.batch_max_bytes,
             drain_rate=settings.drain_rate,
-            rejected_path=settings.spool_dir.parent / "rejected.jsonl")
+            rejected_path=settings.spool_dir.parent / "rejected.jsonl",
+        )
         self.stop_event = threading.Event()
 
     def _malformed(self, why: str) -> None:
@@ -120,22 +139,31 @@ class Agent:
         """Collects every interval until ``stop_event`` is set; pushes on another thread."""
         interval = self.settings.interval_s
         if self.aggregator is not None:
-            self.listener = StatsdListener(self.aggregator, self.settings.statsd_host,
-                                           self.settings.statsd_port)
+            self.listener = StatsdListener(
+                self.aggregator, self.settings.statsd_host, self.settings.statsd_port
+            )
             self.listener.start()
         exposition = None
         if self.settings.metrics_port:
-            exposition = TelemetryServer(self.stats, self.spool, self.settings.metrics_host,
-                                         self.settings.metrics_port)
+            exposition = TelemetryServer(
+                self.stats, self.spool, self.settings.metrics_host, self.settings.metrics_port
+            )
             exposition.start()
         self.collect(self.clock())  # primes the counters so the first tick has rates
-        pusher = threading.Thread(target=self.pusher.run, args=(self.stop_event,),
-                                  name="push", daemon=True)
+        pusher = threading.Thread(
+            target=self.pusher.run, args=(self.stop_event,), name="push", daemon=True
+        )
         pusher.start()
         notify("READY=1")
-        log.info("agent %s collecting every %.3gs (%s), pushing to %s, spool %s (%d waiting)",
-                 self.settings.server, interval, ",".join(self.settings.collectors),
-                 self.settings.ingest_url, self.settings.spool_dir, self.spool.depth)
+        log.info(
+            "agent %s collecting every %.3gs (%s), pushing to %s, spool %s (%d waiting)",
+            self.settings.server,
+            interval,
+            ",".join(self.settings.collectors),
+            self.settings.ingest_url,
+            self.settings.spool_dir,
+            self.spool.depth,
+        )
         ticks = 0
         try:
             while not self.stop_event.is_set() and (max_ticks is None or ticks < max_ticks):

@@ -71,12 +71,14 @@ class AgentSettings(BaseSettings):
     metrics_port: int = Field(9101, ge=0, le=65535, description="Prometheus /metrics; 0 = off")
 
     @classmethod
-    def settings_customise_sources(cls, settings_cls: type[BaseSettings],
-                                   init_settings: PydanticBaseSettingsSource,
-                                   env_settings: PydanticBaseSettingsSource,
-                                   dotenv_settings: PydanticBaseSettingsSource,
-                                   file_secret_settings: PydanticBaseSettingsSource,
-                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
         return init_settings, env_settings, _TomlSource(settings_cls)
 
     @field_validator("server")

@@ -50,7 +50,7 @@ def _scan(path: Path) -> tuple[list[int], int]:
     while pos + _HEADER.size <= len(data):
         length, crc = _HEADER.unpack_from(data, pos)
         end = pos + _HEADER.size + length
-        if end > len(data) or zlib.crc32(data[pos + _HEADER.size:end]) != crc:
+        if end > len(data) or zlib.crc32(data[pos + _HEADER.size : end]) != crc:
             break
         ends.append(end)
         pos = end
@@ -58,8 +58,13 @@ def _scan(path: Path) -> tuple[list[int], int]:
 
 
 class Spool:
-    def __init__(self, directory: Path, max_bytes: int = 100 * 1024 * 1024,
-                 segment_bytes: int = 1024 * 1024, fsync: bool = True) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        max_bytes: int = 100 * 1024 * 1024,
+        segment_bytes: int = 1024 * 1024,
+        fsync: bool = True,
+    ) -> None:
         self.directory = Path(directory)
         self.max_bytes = max_bytes
         self.segment_bytes = min(segment_bytes, max(4096, max_bytes // 4))
@@ -85,8 +90,9 @@ class Spool:
             ends, intact = _scan(path)
             size = path.stat().st_size
             if intact < size:
-                log.warning("spool segment %s: %d torn or corrupt bytes cut off", path,
-                            size - intact)
+                log.warning(
+                    "spool segment %s: %d torn or corrupt bytes cut off", path, size - intact
+                )
                 self.dropped += 1
                 with open(path, "r+b") as handle:
                     handle.truncate(intact)
@@ -169,8 +175,12 @@ class Spool:
             self._unread -= lost
             self.dropped += lost
             oldest.path.unlink(missing_ok=True)
-            log.warning("spool over %d bytes: dropped segment %d with %d unsent snapshots",
-                        self.max_bytes, oldest.seq, lost)
+            log.warning(
+                "spool over %d bytes: dropped segment %d with %d unsent snapshots",
+                self.max_bytes,
+                oldest.seq,
+                lost,
+            )
 
     # -- reading -------------------------------------------------------------------------
 
@@ -199,7 +209,7 @@ class Spool:
                     if out and total + length > max_bytes:
                         return out
                     end = pos + _HEADER.size + length
-                    out.append(data[pos + _HEADER.size:end])
+                    out.append(data[pos + _HEADER.size : end])
                     total += length
                     pos = end
                     self._peeked.append((segment.seq, start + pos))
@@ -214,9 +224,12 @@ class Spool:
             self._peeked = self._peeked[count:]
             self._unread -= count
             while len(self._segments) > 1 and (
-                    self._segments[0].seq < self._cursor_seq or
-                    (self._segments[0].seq == self._cursor_seq and
-                     self._cursor_offset >= self._segments[0].size)):
+                self._segments[0].seq < self._cursor_seq
+                or (
+                    self._segments[0].seq == self._cursor_seq
+                    and self._cursor_offset >= self._segments[0].size
+                )
+            ):
                 done = self._segments.pop(0)
                 done.path.unlink(missing_ok=True)
                 if done.seq == self._cursor_seq:

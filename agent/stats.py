@@ -37,5 +37,6 @@ class AgentStats:
 
     def push_age(self) -> float:
         """Seconds since the last acknowledged push (since start when there was none yet)."""
-        return max(0.0, self.clock() - (self.last_push if self.last_push is not None
-                                        else self.started))
+        return max(
+            0.0, self.clock() - (self.last_push if self.last_push is not None else self.started)
+        )

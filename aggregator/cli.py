@@ -43,12 +43,18 @@ def _settings(args: argparse.Namespace) -> AggregatorSettings | None:
 
     from aggregator.settings import AggregatorSettings
 
-    overrides = {key: value for key, value in {
-        "metrics": args.metrics, "shard": args.shard, "checkpoint_dir": args.checkpoint_dir,
-        "trigger_seconds": getattr(args, "trigger_seconds", None),
-        "allowed_lateness_seconds": getattr(args, "lateness_seconds", None),
-        "metrics_port": getattr(args, "metrics_port", None),
-    }.items() if value is not None}
+    overrides = {
+        key: value
+        for key, value in {
+            "metrics": args.metrics,
+            "shard": args.shard,
+            "checkpoint_dir": args.checkpoint_dir,
+            "trigger_seconds": getattr(args, "trigger_seconds", None),
+            "allowed_lateness_seconds": getattr(args, "lateness_seconds", None),
+            "metrics_port": getattr(args, "metrics_port", None),
+        }.items()
+        if value is not None
+    }
     try:
         return AggregatorSettings(**overrides)
     except ValidationError as exc:
@@ -77,8 +83,9 @@ def _run(args: argparse.Namespace) -> int:
     if settings.metrics_port:
         telemetry.serve(settings.metrics_port, settings.metrics_host)
     offsets = KafkaOffsets(settings.kafka_bootstrap)
-    spark = build_session(settings.identity, jars=_local_jars(),
-                          driver_memory=settings.driver_memory)
+    spark = build_session(
+        settings.identity, jars=_local_jars(), driver_memory=settings.driver_memory
+    )
     Aggregator(spark, store, settings, telemetry, offsets).run(stop)
     spark.stop()
     return 0
@@ -116,7 +123,10 @@ def _status(args: argparse.Namespace) -> int:
     else:
         print(render(jobs))
     if not any(j["live"] for j in jobs):
-        print("apm aggregator: no aggregator job is running (`apm aggregator run`, or "
-              "`make run`, starts one)", file=sys.stderr)
+        print(
+            "apm aggregator: no aggregator job is running (`apm aggregator run`, or "
+            "`make run`, starts one)",
+            file=sys.stderr,
+        )
         return 1
     return 0

@@ -32,12 +32,16 @@ def evaluate(batch: DataFrame, queries: DataFrame) -> DataFrame:
     rows = batch.join(F.broadcast(wants), ["query_id", "window_seconds"])
     exact = (F.col("n_fixed") == F.col("n")) & F.col("fixed_sum").isNotNull()
     total = F.when(exact, F.col("fixed_sum").cast("double")).otherwise(F.col("float_sum"))
-    resolved = {"sum": total.alias("sum"),
-                "sketch": F.when(F.col("wants_sketch"), F.col("sketch")).alias("sketch")}
+    resolved = {
+        "sum": total.alias("sum"),
+        "sketch": F.when(F.col("wants_sketch"), F.col("sketch")).alias("sketch"),
+    }
     return rows.select(
-        "query_id", "window_seconds",
+        "query_id",
+        "window_seconds",
         (F.unix_seconds("window_end") - F.col("window_seconds")).alias("window_start"),
-        *[resolved.get(name, F.col(name)) for name in SUMMARY_FIELDS])
+        *[resolved.get(name, F.col(name)) for name in SUMMARY_FIELDS],
+    )
 
 
 def summary(row: Row) -> Summary:
@@ -46,8 +50,9 @@ def summary(row: Row) -> Summary:
     return Summary(**fields, percentile=SketchPercentiles(row["sketch"], row["min"], row["max"]))
 
 
-def to_results(rows: list[Row], queries: Mapping[str, Query],
-               clock: Callable[[], float] = time.time) -> list[WindowResult]:
+def to_results(
+    rows: list[Row], queries: Mapping[str, Query], clock: Callable[[], float] = time.time
+) -> list[WindowResult]:
     """Collected ``evaluate`` rows -> WindowResults holding exactly each query's functions."""
     now = clock()
     out = []
@@ -57,6 +62,14 @@ def to_results(rows: list[Row], queries: Mapping[str, Query],
             continue  # deleted or redefined since the batch was planned
         window = summary(row)
         values = {f.key: compute(f, window) for f in query.functions}
-        out.append(WindowResult(row["query_id"], float(row["window_start"]),
-                                int(row["window_seconds"]), values, int(row["n"]), now))
+        out.append(
+            WindowResult(
+                row["query_id"],
+                float(row["window_start"]),
+                int(row["window_seconds"]),
+                values,
+                int(row["n"]),
+                now,
+            )
+        )
     return out

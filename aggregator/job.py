@@ -41,11 +41,15 @@ log = logging.getLogger(__name__)
 
 
 class Aggregator:
-    def __init__(self, spark: SparkSession, store: AggregatorStore,
-                 settings: AggregatorSettings | None = None,
-                 metrics: AggregatorTelemetry | None = None,
-                 offsets: KafkaOffsets | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        store: AggregatorStore,
+        settings: AggregatorSettings | None = None,
+        metrics: AggregatorTelemetry | None = None,
+        offsets: KafkaOffsets | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.spark = spark
         self.store = store
         self.settings = settings or AggregatorSettings()
@@ -57,8 +61,9 @@ class Aggregator:
         self.active: list[StoredQuery] = []
         self.reads: list[str] = []  # the metrics whose topics the streams subscribe to now
         self._admitted: list[tuple[str, float]] = []  # (metric, since) the servers stream uses
-        self.join_cap = JoinCap(self.settings.max_offsets_per_trigger,
-                                patience_s=30 * self.settings.trigger_seconds)
+        self.join_cap = JoinCap(
+            self.settings.max_offsets_per_trigger, patience_s=30 * self.settings.trigger_seconds
+        )
         self.last_restart_s: float | None = None
         self.last_lag: dict[str, int] = {}
         self.progress = ProgressCounter(self.metrics)
@@ -68,8 +73,10 @@ class Aggregator:
     def mine(self, queries: list[StoredQuery]) -> list[StoredQuery]:
         """The active queries whose metric is in this job's scope (--metrics, --shard)."""
         scope = self.settings.scope
-        return sorted((q for q in queries if not q.paused and scope.covers(q.query.metric)),
-                      key=lambda q: q.id)
+        return sorted(
+            (q for q in queries if not q.paused and scope.covers(q.query.metric)),
+            key=lambda q: q.id,
+        )
 
     def _write(self, results: list[WindowResult]) -> None:
         def attempt() -> int:
@@ -108,17 +115,23 @@ class Aggregator:
         known = {topic for topic, _ in self.processed_offsets()}
         cap = self.join_cap.cap(admitted, known, self.offsets)
         table = queries_frame(self.spark, active)
-        self.windows = start_windows(self.spark, self.settings, self.reads,
-                                     {q.id: q.query for q in active}, table, cap, self._write,
-                                     self.clock)
+        self.windows = start_windows(
+            self.spark,
+            self.settings,
+            self.reads,
+            {q.id: q.query for q in active},
+            table,
+            cap,
+            self._write,
+            self.clock,
+        )
         if self.settings.track_servers and self.servers is None:
             # The servers stream triggers less often, so its cap per batch grows with its
             # interval: the same cap would read 5x fewer records a second than the windows
             # stream, and fell behind for ever in the breadth benchmark.
             s = self.settings
             every = max(1, round(s.servers_trigger_seconds / s.trigger_seconds))
-            self.servers = start_servers(self.spark, s, self.reads, table, cap * every,
-                                         self._seen)
+            self.servers = start_servers(self.spark, s, self.reads, table, cap * every, self._seen)
 
     def settle(self) -> None:
         """Back to the configured cap once a batch has read the joining topics' backlog."""
@@ -132,15 +145,20 @@ class Aggregator:
 
     def start(self) -> None:
         self._apply(self.mine(self.store.list_queries(include_paused=False)))
-        log.info("aggregator %s started with %d active queries over %d metrics (scope: %s)",
-                 self.settings.identity, len(self.active), len(self.reads),
-                 self.settings.scope.describe())
+        log.info(
+            "aggregator %s started with %d active queries over %d metrics (scope: %s)",
+            self.settings.identity,
+            len(self.active),
+            len(self.reads),
+            self.settings.scope.describe(),
+        )
 
     def refresh_queries(self) -> bool:
         """Restarts the streams when the active query set changed; True if it did."""
         active = self.mine(self.store.list_queries(include_paused=False))
-        if [(q.id, q.text, q.active_from) for q in active] == \
-                [(q.id, q.text, q.active_from) for q in self.active]:
+        if [(q.id, q.text, q.active_from) for q in active] == [
+            (q.id, q.text, q.active_from) for q in self.active
+        ]:
             return False
         began = time.monotonic()
         self._collect_progress()
@@ -150,9 +168,15 @@ class Aggregator:
         self.metrics.restarts.inc()
         self.metrics.restart_seconds.set(self.last_restart_s)
         joined, left = sorted(set(self.reads) - set(before)), sorted(set(before) - set(self.reads))
-        log.info("query set changed (%d active over %d metrics; joined %s, left %s): streams "
-                 "restarted in %.2fs", len(active), len(self.reads), joined or "none",
-                 left or "none", self.last_restart_s)
+        log.info(
+            "query set changed (%d active over %d metrics; joined %s, left %s): streams "
+            "restarted in %.2fs",
+            len(active),
+            len(self.reads),
+            joined or "none",
+            left or "none",
+            self.last_restart_s,
+        )
         return True
 
     def check(self) -> None:
@@ -214,8 +238,9 @@ class Aggregator:
         windows, dedup_keys, state_bytes = state_figures(newest)
         if self.offsets is not None:
             try:
-                self.last_lag = self.offsets.lag(self.processed_offsets(),
-                                                 [topic_for(m) for m in self.reads])
+                self.last_lag = self.offsets.lag(
+                    self.processed_offsets(), [topic_for(m) for m in self.reads]
+                )
             except Exception as exc:  # the broker briefly away: keep the last figures
                 log.warning("cannot read Kafka end offsets: %s", exc)
         self.metrics.lag.clear()  # a topic that left the subscription has no lag any more
@@ -230,8 +255,7 @@ class Aggregator:
             "checkpoint": str(self.settings.checkpoint),
             "active_queries": len(self.active),
             "batch_id": newest.get("batchId"),
-            "batch_duration_s": (newest.get("durationMs") or {}).get("triggerExecution", 0)
-            / 1000,
+            "batch_duration_s": (newest.get("durationMs") or {}).get("triggerExecution", 0) / 1000,
             "input_rows_per_s": newest.get("processedRowsPerSecond"),
             "state_windows": windows,
             "state_dedup_keys": dedup_keys,

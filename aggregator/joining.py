@@ -27,15 +27,20 @@ class OlderRecords(Protocol):
 
 
 class JoinCap:
-    def __init__(self, base: int, patience_s: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, base: int, patience_s: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.base, self.patience_s, self.clock = base, patience_s, clock
         self.raised = False
         self._joining: set[str] = set()
         self._until = 0.0
 
-    def cap(self, admitted: Iterable[tuple[str, float]], known_topics: set[str],
-            offsets: OlderRecords | None) -> int:
+    def cap(
+        self,
+        admitted: Iterable[tuple[str, float]],
+        known_topics: set[str],
+        offsets: OlderRecords | None,
+    ) -> int:
         """The cap for a run reading ``admitted`` (metric, active since) pairs, when the
         checkpoint already has offsets for ``known_topics``."""
         self.raised, self._joining = False, set()
@@ -46,16 +51,20 @@ class JoinCap:
             if (topic := topic_for(metric)) not in known_topics:
                 since[topic] = min(moment, since.get(topic, moment))
         try:
-            older = {t: n for t, n in offsets.records_before(since).items() if n} \
-                if since else {}
+            older = {t: n for t, n in offsets.records_before(since).items() if n} if since else {}
         except Exception as exc:  # the broker briefly away: the plain cap only costs time
             log.warning("cannot count the joining topics' older records: %s", exc)
             return self.base
         if older:
             total = sum(older.values())
-            log.info("joining %s: %d records that arrived before their queries became active "
-                     "are read and skipped under a cap of %d records (normally %d)",
-                     ", ".join(sorted(older)), total, self.base + total, self.base)
+            log.info(
+                "joining %s: %d records that arrived before their queries became active "
+                "are read and skipped under a cap of %d records (normally %d)",
+                ", ".join(sorted(older)),
+                total,
+                self.base + total,
+                self.base,
+            )
             self.raised, self._joining = True, set(older)
             # A joining topic deleted meanwhile never shows up in the offsets read: give up
             # on it after a while rather than keep the raised cap.

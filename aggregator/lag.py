@@ -22,15 +22,19 @@ def parse_source_offsets(raw: str | Mapping[str, Any] | None) -> Offsets:
     if raw is None:
         return {}
     data = json.loads(raw) if isinstance(raw, str) else raw
-    return {(topic, int(part)): int(off) for topic, parts in data.items()
-            for part, off in parts.items()}
+    return {
+        (topic, int(part)): int(off) for topic, parts in data.items() for part, off in parts.items()
+    }
 
 
 def checkpoint_offsets(checkpoint: Path) -> Offsets:
     """The offsets of the newest committed batch in a streaming checkpoint ({} if none)."""
     commits = checkpoint / "commits"
-    done = sorted((int(p.name) for p in commits.glob("[0-9]*") if p.name.isdigit()),
-                  reverse=True) if commits.is_dir() else []
+    done = (
+        sorted((int(p.name) for p in commits.glob("[0-9]*") if p.name.isdigit()), reverse=True)
+        if commits.is_dir()
+        else []
+    )
     for batch in done:
         path = checkpoint / "offsets" / str(batch)
         try:
@@ -43,8 +47,11 @@ def checkpoint_offsets(checkpoint: Path) -> Offsets:
     return {}
 
 
-def lag_per_topic(end: Mapping[tuple[str, int], int], start: Mapping[tuple[str, int], int],
-                  processed: Mapping[tuple[str, int], int]) -> dict[str, int]:
+def lag_per_topic(
+    end: Mapping[tuple[str, int], int],
+    start: Mapping[tuple[str, int], int],
+    processed: Mapping[tuple[str, int], int],
+) -> dict[str, int]:
     """Per topic, the sum over partitions of end - processed; a partition the job has not read
     yet counts from its start offset."""
     out: dict[str, int] = {}
@@ -81,16 +88,19 @@ class KafkaOffsets:
         if not begin:
             return {}
         first_new = self._consumer.offsets_for_times(
-            {TopicPartition(*key): max(0, int(since[key[0]] * 1000)) for key in begin})
+            {TopicPartition(*key): max(0, int(since[key[0]] * 1000)) for key in begin}
+        )
         out: dict[str, int] = {}
         for key, start in begin.items():
             found = first_new.get(TopicPartition(*key))
-            out[key[0]] = out.get(key[0], 0) + (
-                found.offset if found is not None else end[key]) - start
+            out[key[0]] = (
+                out.get(key[0], 0) + (found.offset if found is not None else end[key]) - start
+            )
         return out
 
-    def lag(self, processed: Mapping[tuple[str, int], int], topics: Iterable[str]
-            ) -> dict[str, int]:
+    def lag(
+        self, processed: Mapping[tuple[str, int], int], topics: Iterable[str]
+    ) -> dict[str, int]:
         start, end = self.start_end(topics)
         return lag_per_topic(end, start, processed)
 

@@ -38,8 +38,17 @@ from apm.query import Query, StoredQuery
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["KLL_K", "QUERY_SCHEMA", "admit", "decode", "queries_frame", "query_row",
-           "server_match", "topic_regex", "window_summaries"]
+__all__ = [
+    "KLL_K",
+    "QUERY_SCHEMA",
+    "admit",
+    "decode",
+    "queries_frame",
+    "query_row",
+    "server_match",
+    "topic_regex",
+    "window_summaries",
+]
 
 # A KLL sketch holds every value until it has seen k of them, so percentiles are exact up to
 # k samples a window; beyond, its rank error is ~0.02% (measured; DataSketches bounds it
@@ -59,11 +68,21 @@ _FIXED_POINT = "decimal(38,18)"
 
 # Whether the query's functions read the sketch (apm.functions.needs) rides along for the
 # evaluation step; the stream join uses _JOIN_COLUMNS.
-QUERY_SCHEMA = ("query_id string, metric string, all_servers boolean, names array<string>, "
-                "prefix string, prefixes array<string>, server_regex string, "
-                "window_seconds int, wants_sketch boolean, since double")
-_JOIN_COLUMNS = ("query_id", "metric", "all_servers", "names", "prefix", "prefixes",
-                 "server_regex", "window_seconds")
+QUERY_SCHEMA = (
+    "query_id string, metric string, all_servers boolean, names array<string>, "
+    "prefix string, prefixes array<string>, server_regex string, "
+    "window_seconds int, wants_sketch boolean, since double"
+)
+_JOIN_COLUMNS = (
+    "query_id",
+    "metric",
+    "all_servers",
+    "names",
+    "prefix",
+    "prefixes",
+    "server_regex",
+    "window_seconds",
+)
 # Metric and server names cannot be empty, so this row matches nothing. It keeps the static
 # side non-empty even after the optimizer pushes the filter's static-only part (one of the
 # selectors is set) into it, which is why it selects the server "": a broadcast join with an
@@ -90,8 +109,11 @@ def server_match(query: Query) -> tuple[bool, list[str], list[str], str | None]:
             prefixes.append(head)
         else:
             others.append(glob)
-    regex = Query(tuple(others), query.metric, query.window_seconds,
-                  query.functions).server_regex() if others else None
+    regex = (
+        Query(tuple(others), query.metric, query.window_seconds, query.functions).server_regex()
+        if others
+        else None
+    )
     return False, names, prefixes, regex
 
 
@@ -103,8 +125,18 @@ def query_row(stored: StoredQuery) -> tuple[object, ...]:
     # compiled code, where ``exists`` over an array is interpreted per row (measured: the
     # server filter was 0.6 s of a 400k-sample batch with it).
     prefix = prefixes.pop() if len(prefixes) == 1 else None
-    return (stored.id, q.metric, everyone, names, prefix, prefixes, regex, q.window_seconds,
-            "sketch" in needs(q.functions), stored.active_from or 0.0)
+    return (
+        stored.id,
+        q.metric,
+        everyone,
+        names,
+        prefix,
+        prefixes,
+        regex,
+        q.window_seconds,
+        "sketch" in needs(q.functions),
+        stored.active_from or 0.0,
+    )
 
 
 def queries_frame(spark: SparkSession, queries: Sequence[StoredQuery]) -> DataFrame:
@@ -132,9 +164,12 @@ def admit(raw: DataFrame, queries: DataFrame) -> DataFrame:
 
     since = queries.groupBy("metric").agg(F.min("since").alias("since"))
     metric = F.expr(f"substring(topic, {len(TOPIC_PREFIX) + 1})")
-    return (raw.withColumn("metric", metric).join(F.broadcast(since), "metric")
-            .where(F.col("timestamp") >= F.timestamp_seconds("since"))
-            .select("topic", "value"))
+    return (
+        raw.withColumn("metric", metric)
+        .join(F.broadcast(since), "metric")
+        .where(F.col("timestamp") >= F.timestamp_seconds("since"))
+        .select("topic", "value")
+    )
 
 
 def decode(raw: DataFrame) -> DataFrame:
@@ -144,22 +179,23 @@ def decode(raw: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     lines = raw.select(
-        F.col("topic"),
-        F.explode(F.split(F.col("value").cast("string"), "\n")).alias("line"))
+        F.col("topic"), F.explode(F.split(F.col("value").cast("string"), "\n")).alias("line")
+    )
     parts = F.split(F.col("line"), "\t")
     out = lines.select(
         F.expr(f"substring(topic, {len(TOPIC_PREFIX) + 1})").alias("metric"),
         F.get(parts, 0).alias("server"),
         F.get(parts, 1).try_cast("double").alias("ts"),
         F.get(parts, 2).try_cast("double").alias("value"),
-        F.size(parts).alias("n_fields"))
+        F.size(parts).alias("n_fields"),
+    )
     finite = F.abs(F.col("value")) < F.lit(float("inf"))
-    return (out.where((F.col("n_fields") == 3) & F.col("ts").isNotNull() & finite)
-            .drop("n_fields"))
+    return out.where((F.col("n_fields") == 3) & F.col("ts").isNotNull() & finite).drop("n_fields")
 
 
-def window_summaries(samples: DataFrame, queries: DataFrame, delay_seconds: int,
-                     dedup: bool = True) -> DataFrame:
+def window_summaries(
+    samples: DataFrame, queries: DataFrame, delay_seconds: int, dedup: bool = True
+) -> DataFrame:
     """Per (query_id, window_seconds, window_end): n, the sums, min, max and a KLL sketch of
     the distinct samples seen so far.
 
@@ -181,8 +217,9 @@ def window_summaries(samples: DataFrame, queries: DataFrame, delay_seconds: int,
     from pyspark.sql import functions as F
 
     delay = f"{int(delay_seconds)} seconds"
-    timed = (samples.withColumn("event_time", F.timestamp_seconds("ts"))
-             .withWatermark("event_time", delay))
+    timed = samples.withColumn("event_time", F.timestamp_seconds("ts")).withWatermark(
+        "event_time", delay
+    )
     distinct = timed.dropDuplicates(["metric", "server", "event_time"]) if dedup else timed
 
     wanted = F.broadcast(queries.select(*_JOIN_COLUMNS))
@@ -193,10 +230,12 @@ def window_summaries(samples: DataFrame, queries: DataFrame, delay_seconds: int,
         | (F.col("prefix").isNotNull() & F.startswith(server, F.col("prefix")))
         | ((F.size("names") > 0) & F.array_contains("names", server))
         | ((F.size("prefixes") > 0) & F.exists("prefixes", lambda p: F.startswith(server, p)))
-        | (F.col("server_regex").isNotNull() & F.expr("server RLIKE server_regex")))
+        | (F.col("server_regex").isNotNull() & F.expr("server RLIKE server_regex"))
+    )
     width = F.col("window_seconds")
     end = F.timestamp_seconds(F.floor(F.col("ts") / width) * width + width).alias(
-        "window_end", metadata={_EVENT_TIME_KEY: int(delay_seconds) * 1000})
+        "window_end", metadata={_EVENT_TIME_KEY: int(delay_seconds) * 1000}
+    )
     fixed = F.col("value").try_cast(_FIXED_POINT)
     # try_cast rounds to 18 decimals; a value that does not survive the round trip is not
     # exact in fixed point, so it sends its window to the float sum (n_fixed < n).
@@ -204,12 +243,19 @@ def window_summaries(samples: DataFrame, queries: DataFrame, delay_seconds: int,
     keyed = joined.select("query_id", "window_seconds", end, "value", exact.alias("fixed"))
     # The Spark columns of each of apm.functions.SUMMARY_FIELDS ("sum" is resolved by
     # evaluate.py). Keep their order: it is the state store's schema, which a checkpoint keeps.
-    columns = {"n": [F.count("value").alias("n")],
-               "sum": [F.try_sum("fixed").alias("fixed_sum"),
-                       F.count("fixed").alias("n_fixed"), F.sum("value").alias("float_sum")],
-               "min": [F.min("value").alias("min")], "max": [F.max("value").alias("max")],
-               "sketch": [F.kll_sketch_agg_double("value", KLL_K).alias("sketch")]}
+    columns = {
+        "n": [F.count("value").alias("n")],
+        "sum": [
+            F.try_sum("fixed").alias("fixed_sum"),
+            F.count("fixed").alias("n_fixed"),
+            F.sum("value").alias("float_sum"),
+        ],
+        "min": [F.min("value").alias("min")],
+        "max": [F.max("value").alias("max")],
+        "sketch": [F.kll_sketch_agg_double("value", KLL_K).alias("sketch")],
+    }
     if missing := set(SUMMARY_FIELDS) - set(columns):
         raise ValueError(f"no Spark column for summary fields {sorted(missing)}")
-    return (keyed.groupBy("query_id", "window_seconds", "window_end")
-            .agg(*[c for cols in columns.values() for c in cols]))
+    return keyed.groupBy("query_id", "window_seconds", "window_end").agg(
+        *[c for cols in columns.values() for c in cols]
+    )

@@ -37,10 +37,12 @@ class ProgressCounter:
                 continue
             self._counted.add(key)
             self.metrics.input_rows.inc(report.get("numInputRows", 0))
-            self.metrics.batch_seconds.observe(report["durationMs"].get("triggerExecution", 0)
-                                               / 1000)
-            late = sum(op.get("numRowsDroppedByWatermark", 0)
-                       for op in report.get("stateOperators", []))
+            self.metrics.batch_seconds.observe(
+                report["durationMs"].get("triggerExecution", 0) / 1000
+            )
+            late = sum(
+                op.get("numRowsDroppedByWatermark", 0) for op in report.get("stateOperators", [])
+            )
             self.late_rows_total += late
             self.metrics.late_rows.inc(late)
         self._counted &= seen

@@ -38,8 +38,9 @@ class SketchPercentiles:
             raise ValueError("this window's sketch was not kept (its query reads none)")
         kll = kll_doubles_sketch.deserialize(bytes(self._raw))
         if not kll.is_estimation_mode():
-            self._values = np.fromiter((item for item, _weight in kll), dtype=np.float64,
-                                       count=kll.n)
+            self._values = np.fromiter(
+                (item for item, _weight in kll), dtype=np.float64, count=kll.n
+            )
         self._kll = kll
 
     def __call__(self, p: float) -> float:

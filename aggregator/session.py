@@ -25,8 +25,14 @@ if TYPE_CHECKING:
 __all__ = ["build_session"]
 
 
-def build_session(app_name: str = "apm", *, jars: Sequence[str] = (), master: str | None = None,
-                  driver_memory: str = "2g", extra: dict[str, str] | None = None) -> SparkSession:
+def build_session(
+    app_name: str = "apm",
+    *,
+    jars: Sequence[str] = (),
+    master: str | None = None,
+    driver_memory: str = "2g",
+    extra: dict[str, str] | None = None,
+) -> SparkSession:
     from pyspark.sql import SparkSession
 
     cores = os.cpu_count() or 2
@@ -52,8 +58,10 @@ def build_session(app_name: str = "apm", *, jars: Sequence[str] = (), master: st
         # RocksDB, not the in-memory HDFS store: the dedup state holds one key per distinct
         # sample in the lateness horizon (millions), and the HDFS store copies its whole map
         # into every new version. Changelog checkpointing writes only each batch's changes.
-        .config("spark.sql.streaming.stateStore.providerClass",
-                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+        .config(
+            "spark.sql.streaming.stateStore.providerClass",
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        )
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.kafka.consumer.cache.capacity", "4096")

@@ -45,8 +45,13 @@ def _checkpoint_lag(bootstrap: str, checkpoint: Path, reads: list[str]) -> dict[
         offsets.close()
 
 
-def _job(identity: str, payload: Mapping[str, Any], settings: AggregatorSettings,
-         checkpoint: Path | None, now: float) -> dict[str, Any]:
+def _job(
+    identity: str,
+    payload: Mapping[str, Any],
+    settings: AggregatorSettings,
+    checkpoint: Path | None,
+    now: float,
+) -> dict[str, Any]:
     updated = payload.get("updated_at")
     age = now - float(updated) if isinstance(updated, int | float) else None
     live = age is not None and age <= STALE_AFTER_S
@@ -55,16 +60,30 @@ def _job(identity: str, payload: Mapping[str, Any], settings: AggregatorSettings
     source = "published" if payload else "none"
     if not live and checkpoint is not None and (checkpoint / "windows").is_dir():
         lag, source = _checkpoint_lag(settings.kafka_bootstrap, checkpoint, reads), "checkpoint"
-    scope = (JobScope.from_json(payload["scope"]) if "scope" in payload
-             else settings.scope if identity == settings.identity else JobScope())
-    return {"identity": identity, "live": live, "age_s": age, "scope": scope.describe(),
-            "reads": reads, "lag": lag, "lag_total": sum(lag.values()), "lag_from": source,
-            "checkpoint": None if checkpoint is None else str(checkpoint),
-            **{k: payload[k] for k in _SHOWN if k in payload}}
+    scope = (
+        JobScope.from_json(payload["scope"])
+        if "scope" in payload
+        else settings.scope
+        if identity == settings.identity
+        else JobScope()
+    )
+    return {
+        "identity": identity,
+        "live": live,
+        "age_s": age,
+        "scope": scope.describe(),
+        "reads": reads,
+        "lag": lag,
+        "lag_total": sum(lag.values()),
+        "lag_from": source,
+        "checkpoint": None if checkpoint is None else str(checkpoint),
+        **{k: payload[k] for k in _SHOWN if k in payload},
+    }
 
 
-def collect(settings: AggregatorSettings, keyspace: str | None = None,
-            only_named: bool = False) -> list[dict[str, Any]]:
+def collect(
+    settings: AggregatorSettings, keyspace: str | None = None, only_named: bool = False
+) -> list[dict[str, Any]]:
     """One dict per job. ``only_named``: just the job ``settings`` names (its identity and, if
     given, its checkpoint directory), even if it never published a status."""
     now = time.time()
@@ -74,8 +93,13 @@ def collect(settings: AggregatorSettings, keyspace: str | None = None,
     jobs = []
     for identity, payload in sorted(published.items()):
         where = payload.get("checkpoint")
-        checkpoint = (settings.checkpoint if only_named and not where
-                      else Path(where) if isinstance(where, str) else None)
+        checkpoint = (
+            settings.checkpoint
+            if only_named and not where
+            else Path(where)
+            if isinstance(where, str)
+            else None
+        )
         jobs.append(_job(identity, payload, settings, checkpoint, now))
     return jobs
 
@@ -86,10 +110,14 @@ def render(jobs: list[dict[str, Any]]) -> str:
     lines = []
     for job in jobs:
         age = "never reported" if job["age_s"] is None else f"reported {job['age_s']:.0f}s ago"
-        lines.append(f"{job['identity']}: {'live' if job['live'] else 'NOT RUNNING'} ({age}); "
-                     f"scope: {job['scope']}")
-        lines.append(f"  reads {len(job['reads'])} metrics; lag {job['lag_total']} records "
-                     f"({job['lag_from']})")
+        lines.append(
+            f"{job['identity']}: {'live' if job['live'] else 'NOT RUNNING'} ({age}); "
+            f"scope: {job['scope']}"
+        )
+        lines.append(
+            f"  reads {len(job['reads'])} metrics; lag {job['lag_total']} records "
+            f"({job['lag_from']})"
+        )
         for metric in job["reads"]:
             lines.append(f"    {metric:<40} {job['lag'].get(topic_for(metric), '-')}")
         for key in _SHOWN:

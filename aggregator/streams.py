@@ -24,24 +24,27 @@ if TYPE_CHECKING:
 __all__ = ["start_servers", "start_windows"]
 
 
-def _samples(spark: SparkSession, s: AggregatorSettings, metrics: list[str], table: DataFrame,
-             cap: int) -> DataFrame:
-    reader = (spark.readStream.format("kafka")
-              .option("kafka.bootstrap.servers", s.kafka_bootstrap)
-              # Exactly these metrics' topics. A pattern, not a list: a topic that does not
-              # exist yet is waited for (picked up within the metadata age) instead of failing
-              # the stream with UnknownTopicOrPartitionException.
-              .option("subscribePattern", topic_regex(metrics))
-              .option("startingOffsets", s.starting_offsets)
-              # A deleted topic, or one that leaves the subscription, must not stop the job;
-              # unread data lost to retention shows up as lag first.
-              .option("failOnDataLoss", "false")
-              .option("kafka.metadata.max.age.ms", "2000")
-              # Spark reads each topic-partition's offset range with its own fetches, and the
-              # last fetch of a range waits fetch.max.wait.ms (500 ms by default) for data that
-              # is not there yet: 20 partitions read 100 records in 5.5 s, 0.7 s with 10 ms
-              # (docs/aggregator.md).
-              .option("kafka.fetch.max.wait.ms", str(s.kafka_fetch_wait_ms)))
+def _samples(
+    spark: SparkSession, s: AggregatorSettings, metrics: list[str], table: DataFrame, cap: int
+) -> DataFrame:
+    reader = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", s.kafka_bootstrap)
+        # Exactly these metrics' topics. A pattern, not a list: a topic that does not
+        # exist yet is waited for (picked up within the metadata age) instead of failing
+        # the stream with UnknownTopicOrPartitionException.
+        .option("subscribePattern", topic_regex(metrics))
+        .option("startingOffsets", s.starting_offsets)
+        # A deleted topic, or one that leaves the subscription, must not stop the job;
+        # unread data lost to retention shows up as lag first.
+        .option("failOnDataLoss", "false")
+        .option("kafka.metadata.max.age.ms", "2000")
+        # Spark reads each topic-partition's offset range with its own fetches, and the
+        # last fetch of a range waits fetch.max.wait.ms (500 ms by default) for data that
+        # is not there yet: 20 partitions read 100 records in 5.5 s, 0.7 s with 10 ms
+        # (docs/aggregator.md).
+        .option("kafka.fetch.max.wait.ms", str(s.kafka_fetch_wait_ms))
+    )
     if cap:
         reader = reader.option("maxOffsetsPerTrigger", str(cap))
     raw = reader.load()
@@ -52,42 +55,68 @@ def _samples(spark: SparkSession, s: AggregatorSettings, metrics: list[str], tab
     return decode(admit(raw, table))
 
 
-def start_windows(spark: SparkSession, s: AggregatorSettings, metrics: list[str],
-                  queries: Mapping[str, Query], table: DataFrame, cap: int,
-                  write: Callable[[list[WindowResult]], None],
-                  clock: Callable[[], float]) -> StreamingQuery:
+def start_windows(
+    spark: SparkSession,
+    s: AggregatorSettings,
+    metrics: list[str],
+    queries: Mapping[str, Query],
+    table: DataFrame,
+    cap: int,
+    write: Callable[[list[WindowResult]], None],
+    clock: Callable[[], float],
+) -> StreamingQuery:
     """The windows stream; ``write`` gets each batch's results (none for an empty batch)."""
     longest = max(q.window_seconds for q in queries.values())
-    sets = window_summaries(_samples(spark, s, metrics, table, cap), table,
-                            s.allowed_lateness_seconds + longest, dedup=s.dedup)
+    sets = window_summaries(
+        _samples(spark, s, metrics, table, cap),
+        table,
+        s.allowed_lateness_seconds + longest,
+        dedup=s.dedup,
+    )
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
         results = to_results(evaluate(batch, table).collect(), queries, clock)
         if results:
             write(results)
 
-    return (sets.writeStream.queryName(f"{s.identity}-windows")
-            .outputMode("update").foreachBatch(write_batch)
-            .option("checkpointLocation", str(s.checkpoint / "windows"))
-            .trigger(processingTime=f"{s.trigger_seconds} seconds").start())
+    return (
+        sets.writeStream.queryName(f"{s.identity}-windows")
+        .outputMode("update")
+        .foreachBatch(write_batch)
+        .option("checkpointLocation", str(s.checkpoint / "windows"))
+        .trigger(processingTime=f"{s.trigger_seconds} seconds")
+        .start()
+    )
 
 
-def start_servers(spark: SparkSession, s: AggregatorSettings, metrics: list[str],
-                  table: DataFrame, cap: int,
-                  seen: Callable[[dict[str, float], dict[str, float]], None]) -> StreamingQuery:
+def start_servers(
+    spark: SparkSession,
+    s: AggregatorSettings,
+    metrics: list[str],
+    table: DataFrame,
+    cap: int,
+    seen: Callable[[dict[str, float], dict[str, float]], None],
+) -> StreamingQuery:
     """The servers stream; ``seen`` gets {server: newest ts} and {metric: newest ts}."""
     from pyspark.sql import functions as F
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
         # One pass for both: rows with a null metric are per server, and the reverse.
-        rows = (batch.groupingSets([["server"], ["metric"]], "server", "metric")
-                .agg(F.max("ts").alias("ts")).collect())
+        rows = (
+            batch.groupingSets([["server"], ["metric"]], "server", "metric")
+            .agg(F.max("ts").alias("ts"))
+            .collect()
+        )
         servers = {r["server"]: float(r["ts"]) for r in rows if r["metric"] is None}
         by_metric = {r["metric"]: float(r["ts"]) for r in rows if r["server"] is None}
         if servers or by_metric:
             seen(servers, by_metric)
 
     samples = _samples(spark, s, metrics, table, cap).select("metric", "server", "ts")
-    return (samples.writeStream.queryName(f"{s.identity}-servers").foreachBatch(write_batch)
-            .option("checkpointLocation", str(s.checkpoint / "servers"))
-            .trigger(processingTime=f"{s.servers_trigger_seconds} seconds").start())
+    return (
+        samples.writeStream.queryName(f"{s.identity}-servers")
+        .foreachBatch(write_batch)
+        .option("checkpointLocation", str(s.checkpoint / "servers"))
+        .trigger(processingTime=f"{s.servers_trigger_seconds} seconds")
+        .start()
+    )

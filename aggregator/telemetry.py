@@ -18,32 +18,56 @@ class AggregatorTelemetry:
 
     def __post_init__(self) -> None:
         r = self.registry
-        self.lag = Gauge("apm_aggregator_consumer_lag", "Kafka end offset minus processed "
-                         "offset, in records", ["topic"], registry=r)
-        self.batch_seconds = Histogram("apm_aggregator_batch_duration_seconds",
-                                       "micro-batch duration", buckets=_BATCH_BUCKETS,
-                                       registry=r)
-        self.input_rows = Counter("apm_aggregator_input_rows", "samples read from Kafka "
-                                  "(before the query filter)", registry=r)
-        self.late_rows = Counter("apm_aggregator_late_rows_dropped", "rows Spark dropped as "
-                                 "later than the watermark (numRowsDroppedByWatermark)",
-                                 registry=r)
-        self.results = Counter("apm_aggregator_results_written", "window rows upserted",
-                               registry=r)
-        self.active = Gauge("apm_aggregator_active_queries", "queries being evaluated",
-                            registry=r)
-        self.reads = Gauge("apm_aggregator_subscribed_metrics", "metric topics the job reads "
-                           "(those of its active queries)", registry=r)
-        self.state_rows = Gauge("apm_aggregator_state_windows", "open (query, window) "
-                                "groups in the state store", registry=r)
-        self.state_bytes = Gauge("apm_aggregator_state_memory_bytes", "state store memory",
-                                 registry=r)
-        self.restarts = Counter("apm_aggregator_query_set_restarts", "stream restarts for a "
-                                "changed query set", registry=r)
-        self.restart_seconds = Gauge("apm_aggregator_last_restart_seconds", "how long the "
-                                     "last restart for a changed query set took", registry=r)
-        self.watermark = Gauge("apm_aggregator_watermark_seconds", "event-time watermark "
-                               "(epoch seconds)", registry=r)
+        self.lag = Gauge(
+            "apm_aggregator_consumer_lag",
+            "Kafka end offset minus processed offset, in records",
+            ["topic"],
+            registry=r,
+        )
+        self.batch_seconds = Histogram(
+            "apm_aggregator_batch_duration_seconds",
+            "micro-batch duration",
+            buckets=_BATCH_BUCKETS,
+            registry=r,
+        )
+        self.input_rows = Counter(
+            "apm_aggregator_input_rows",
+            "samples read from Kafka (before the query filter)",
+            registry=r,
+        )
+        self.late_rows = Counter(
+            "apm_aggregator_late_rows_dropped",
+            "rows Spark dropped as later than the watermark (numRowsDroppedByWatermark)",
+            registry=r,
+        )
+        self.results = Counter("apm_aggregator_results_written", "window rows upserted", registry=r)
+        self.active = Gauge("apm_aggregator_active_queries", "queries being evaluated", registry=r)
+        self.reads = Gauge(
+            "apm_aggregator_subscribed_metrics",
+            "metric topics the job reads (those of its active queries)",
+            registry=r,
+        )
+        self.state_rows = Gauge(
+            "apm_aggregator_state_windows",
+            "open (query, window) groups in the state store",
+            registry=r,
+        )
+        self.state_bytes = Gauge(
+            "apm_aggregator_state_memory_bytes", "state store memory", registry=r
+        )
+        self.restarts = Counter(
+            "apm_aggregator_query_set_restarts",
+            "stream restarts for a changed query set",
+            registry=r,
+        )
+        self.restart_seconds = Gauge(
+            "apm_aggregator_last_restart_seconds",
+            "how long the last restart for a changed query set took",
+            registry=r,
+        )
+        self.watermark = Gauge(
+            "apm_aggregator_watermark_seconds", "event-time watermark (epoch seconds)", registry=r
+        )
 
     def serve(self, port: int, host: str = "127.0.0.1") -> None:
         start_http_server(port, addr=host, registry=self.registry)

@@ -17,9 +17,17 @@ from typing import TypedDict
 
 __all__ = ["ErrorBody", "error_body", "status_error"]
 
-_BY_STATUS = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
-              405: "method_not_allowed", 413: "too_large", 415: "unsupported_media_type",
-              500: "internal_error", 503: "unavailable"}
+_BY_STATUS = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "too_large",
+    415: "unsupported_media_type",
+    500: "internal_error",
+    503: "unavailable",
+}
 
 
 class ErrorBody(TypedDict):

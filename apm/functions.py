@@ -29,8 +29,20 @@ if TYPE_CHECKING:
 
     from apm.query import Function
 
-__all__ = ["CATALOGUE", "SUMMARY_FIELDS", "Kind", "Spec", "Summary", "compute", "forms",
-           "needs", "shorthand", "spec", "spec_of_key", "truth"]
+__all__ = [
+    "CATALOGUE",
+    "SUMMARY_FIELDS",
+    "Kind",
+    "Spec",
+    "Summary",
+    "compute",
+    "forms",
+    "needs",
+    "shorthand",
+    "spec",
+    "spec_of_key",
+    "truth",
+]
 
 Kind = Literal["exact", "sketch"]
 
@@ -106,21 +118,58 @@ def _np_percentile(values: np.ndarray, p: float | None) -> float:
 
 
 _ENTRIES = (
-    Spec("min", "exact", frozenset({"min"}), lambda s, p: s.min,
-         lambda v, p: float(v.min()), "values.min()"),
-    Spec("max", "exact", frozenset({"max"}), lambda s, p: s.max,
-         lambda v, p: float(v.max()), "values.max()"),
-    Spec("avg", "exact", frozenset({"sum", "n"}), lambda s, p: s.sum / s.n,
-         lambda v, p: math.fsum(v.tolist()) / v.size, "math.fsum(values) / values.size"),
-    Spec("count", "exact", frozenset({"n"}), lambda s, p: float(s.n),
-         lambda v, p: float(v.size), "values.size"),
-    Spec("sum", "exact", frozenset({"sum"}), lambda s, p: s.sum,
-         lambda v, p: math.fsum(v.tolist()), "math.fsum(values)"),
+    Spec(
+        "min",
+        "exact",
+        frozenset({"min"}),
+        lambda s, p: s.min,
+        lambda v, p: float(v.min()),
+        "values.min()",
+    ),
+    Spec(
+        "max",
+        "exact",
+        frozenset({"max"}),
+        lambda s, p: s.max,
+        lambda v, p: float(v.max()),
+        "values.max()",
+    ),
+    Spec(
+        "avg",
+        "exact",
+        frozenset({"sum", "n"}),
+        lambda s, p: s.sum / s.n,
+        lambda v, p: math.fsum(v.tolist()) / v.size,
+        "math.fsum(values) / values.size",
+    ),
+    Spec(
+        "count",
+        "exact",
+        frozenset({"n"}),
+        lambda s, p: float(s.n),
+        lambda v, p: float(v.size),
+        "values.size",
+    ),
+    Spec(
+        "sum",
+        "exact",
+        frozenset({"sum"}),
+        lambda s, p: s.sum,
+        lambda v, p: math.fsum(v.tolist()),
+        "math.fsum(values)",
+    ),
     # The promise is 0.5 points of rank; the sketch (k = 10,000) measured 0.015.
-    Spec("percentile", "sketch", frozenset({"sketch", "min", "max"}),
-         lambda s, p: s.percentile(_p(p)), _np_percentile,
-         'np.percentile(values, p, method="linear")', param=(0.0, 100.0), shorthand="p",
-         rank_error=0.5),
+    Spec(
+        "percentile",
+        "sketch",
+        frozenset({"sketch", "min", "max"}),
+        lambda s, p: s.percentile(_p(p)),
+        _np_percentile,
+        'np.percentile(values, p, method="linear")',
+        param=(0.0, 100.0),
+        shorthand="p",
+        rank_error=0.5,
+    ),
 )
 # In the order the parser's error message lists them.
 CATALOGUE: Mapping[str, Spec] = {entry.name: entry for entry in _ENTRIES}
@@ -147,9 +196,12 @@ def shorthand(word: str) -> tuple[Spec, str] | None:
     """(entry, its parameter as written) for a shorthand such as ``p99.9``, else None."""
     for entry in CATALOGUE.values():
         head = entry.shorthand
-        if entry.param is not None and head and re.fullmatch(re.escape(head) + r"\d+(\.\d+)?",
-                                                             word):
-            return entry, word[len(head):]
+        if (
+            entry.param is not None
+            and head
+            and re.fullmatch(re.escape(head) + r"\d+(\.\d+)?", word)
+        ):
+            return entry, word[len(head) :]
     return None
 
 
@@ -163,7 +215,7 @@ def spec_of_key(key: str) -> Spec | None:
         head = entry.shorthand or entry.name
         if key.startswith(head):
             try:
-                float(key[len(head):])
+                float(key[len(head) :])
             except ValueError:
                 continue
             return entry

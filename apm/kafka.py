@@ -58,8 +58,8 @@ TOPIC_RETENTION_S = 24 * 3600.0
 
 # --- clients ---------------------------------------------------------------------------------
 
-def client_config(bootstrap: str, client_id: str | None = None,
-                  **extra: Any) -> dict[str, Any]:
+
+def client_config(bootstrap: str, client_id: str | None = None, **extra: Any) -> dict[str, Any]:
     """The keyword arguments of any kafka-python client for ``bootstrap``, a comma-separated
     ``host:port`` list (the platform's ``*_KAFKA_BOOTSTRAP`` settings), plus ``extra``."""
     servers = [s.strip() for s in bootstrap.split(",") if s.strip()]
@@ -85,14 +85,14 @@ def new_producer(bootstrap: str, client_id: str | None = None, **extra: Any) -> 
     return KafkaProducer(**client_config(bootstrap, client_id, **extra))
 
 
-def new_consumer(bootstrap: str, *topics: str, client_id: str | None = None,
-                 **extra: Any) -> Any:
+def new_consumer(bootstrap: str, *topics: str, client_id: str | None = None, **extra: Any) -> Any:
     """A ``KafkaConsumer`` (subscribed to ``topics`` if any). It commits no offsets unless
     ``enable_auto_commit=True`` is passed: the platform's readers only look."""
     from kafka import KafkaConsumer
 
-    return KafkaConsumer(*topics, **client_config(
-        bootstrap, client_id, **{"enable_auto_commit": False, **extra}))
+    return KafkaConsumer(
+        *topics, **client_config(bootstrap, client_id, **{"enable_auto_commit": False, **extra})
+    )
 
 
 @contextmanager
@@ -111,6 +111,7 @@ def _client(given: Any, make: Any) -> Iterator[Any]:
 
 # --- topics ----------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class TopicSpec:
     """The shape of a metric topic. ``min.insync.replicas`` is set only when ``replication`` >
@@ -126,13 +127,17 @@ class TopicSpec:
 
     def __post_init__(self) -> None:
         if self.partitions < 1 or self.replication < 1:
-            raise ValueError(f"partitions and replication must be >= 1, got "
-                             f"{self.partitions} and {self.replication}")
+            raise ValueError(
+                f"partitions and replication must be >= 1, got "
+                f"{self.partitions} and {self.replication}"
+            )
         if self.retention_s is not None and not self.retention_s > 0:
             raise ValueError(f"retention_s must be > 0 (or None), got {self.retention_s!r}")
         if self.min_insync is not None and not 1 <= self.min_insync <= self.replication:
-            raise ValueError(f"min_insync must be within 1..replication ({self.replication}), "
-                             f"got {self.min_insync}")
+            raise ValueError(
+                f"min_insync must be within 1..replication ({self.replication}), "
+                f"got {self.min_insync}"
+            )
 
     def configs(self) -> dict[str, str]:
         """The topic configs, as strings (what CreateTopics carries)."""
@@ -146,8 +151,11 @@ class TopicSpec:
 
     def request(self) -> dict[str, Any]:
         """One topic's entry of ``KafkaAdminClient.create_topics`` in its dict form."""
-        return {"num_partitions": self.partitions, "replication_factor": self.replication,
-                "configs": self.configs()}
+        return {
+            "num_partitions": self.partitions,
+            "replication_factor": self.replication,
+            "configs": self.configs(),
+        }
 
 
 class TopicError(RuntimeError):
@@ -158,8 +166,14 @@ class TopicError(RuntimeError):
         self.topic, self.code = topic, code
 
 
-def ensure_topics(admin_or_bootstrap: Any, topics: Iterable[str], spec: TopicSpec | None = None,
-                  *, timeout_ms: int | None = None, wait_ms: int = 10_000) -> list[str]:
+def ensure_topics(
+    admin_or_bootstrap: Any,
+    topics: Iterable[str],
+    spec: TopicSpec | None = None,
+    *,
+    timeout_ms: int | None = None,
+    wait_ms: int = 10_000,
+) -> list[str]:
     """Creates those of ``topics`` that do not exist with ``spec`` (default ``TopicSpec()``),
     in one request, and waits up to ``wait_ms`` until every partition of them has a leader.
     Returns the topics it created. Existing topics are kept as they are, and a topic another
@@ -177,8 +191,9 @@ def ensure_topics(admin_or_bootstrap: Any, topics: Iterable[str], spec: TopicSpe
         missing = [t for t in wanted if t not in existing]
         if not missing:
             return []
-        response = admin.create_topics({t: spec.request() for t in missing},
-                                       timeout_ms=timeout_ms, raise_errors=False)
+        response = admin.create_topics(
+            {t: spec.request() for t in missing}, timeout_ms=timeout_ms, raise_errors=False
+        )
         created, there, refused = [], [], []
         for entry in response.get("topics", []):
             code = entry.get("error_code", 0)
@@ -194,8 +209,9 @@ def ensure_topics(admin_or_bootstrap: Any, topics: Iterable[str], spec: TopicSpe
             log.info("created %d topic(s), e.g. %s", len(created), created[0])
         if refused:
             first = refused[0]
-            raise TopicError(first.get("name", "?"), first["error_code"],
-                             first.get("error_message"))
+            raise TopicError(
+                first.get("name", "?"), first["error_code"], first.get("error_message")
+            )
         return created
 
 
@@ -211,17 +227,22 @@ def delete_topics(admin_or_bootstrap: Any, topics: Iterable[str]) -> list[str]:
 
 # --- offsets ---------------------------------------------------------------------------------
 
+
 def topic_partitions(consumer: Any, topics: Iterable[str]) -> list[Any]:
     """The ``TopicPartition``s of ``topics`` that exist, in order; a topic the broker does not
     know (yet) has none. Unknown topics refresh the consumer's metadata."""
     from kafka import TopicPartition
 
-    return [TopicPartition(topic, part) for topic in dict.fromkeys(topics)
-            for part in sorted(consumer.partitions_for_topic(topic) or ())]
+    return [
+        TopicPartition(topic, part)
+        for topic in dict.fromkeys(topics)
+        for part in sorted(consumer.partitions_for_topic(topic) or ())
+    ]
 
 
-def _offsets(which: str, consumer_or_bootstrap: Any, topics: Iterable[str],
-             timeout_ms: int | None) -> Offsets:
+def _offsets(
+    which: str, consumer_or_bootstrap: Any, topics: Iterable[str], timeout_ms: int | None
+) -> Offsets:
     with _client(consumer_or_bootstrap, new_consumer) as consumer:
         parts = topic_partitions(consumer, topics)
         if not parts:
@@ -230,15 +251,17 @@ def _offsets(which: str, consumer_or_bootstrap: Any, topics: Iterable[str],
         return {(tp.topic, tp.partition): int(offset) for tp, offset in got.items()}
 
 
-def end_offsets(consumer_or_bootstrap: Any, topics: Iterable[str],
-                timeout_ms: int | None = None) -> Offsets:
+def end_offsets(
+    consumer_or_bootstrap: Any, topics: Iterable[str], timeout_ms: int | None = None
+) -> Offsets:
     """{(topic, partition): the offset the next record will get} for every partition of the
     ``topics`` that exist. ``timeout_ms`` None: the consumer's ``request_timeout_ms``."""
     return _offsets("end_offsets", consumer_or_bootstrap, topics, timeout_ms)
 
 
-def start_offsets(consumer_or_bootstrap: Any, topics: Iterable[str],
-                  timeout_ms: int | None = None) -> Offsets:
+def start_offsets(
+    consumer_or_bootstrap: Any, topics: Iterable[str], timeout_ms: int | None = None
+) -> Offsets:
     """{(topic, partition): the offset of the oldest retained record} (the end offset if the
     partition is empty), as ``end_offsets``."""
     return _offsets("beginning_offsets", consumer_or_bootstrap, topics, timeout_ms)

@@ -51,15 +51,20 @@ BYTES_PER_SAMPLE = 34
 DESIGN_SERVERS = 10_000
 
 
-def partitions_for(servers: int, bytes_per_sample: float = BYTES_PER_SAMPLE,
-                   partition_bytes_per_s: float = PARTITION_BYTES_PER_S) -> int:
+def partitions_for(
+    servers: int,
+    bytes_per_sample: float = BYTES_PER_SAMPLE,
+    partition_bytes_per_s: float = PARTITION_BYTES_PER_S,
+) -> int:
     """Partitions one metric topic needs for ``servers`` servers sending one sample per second:
     ceil(servers x bytes_per_sample / partition_bytes_per_s), at least 1."""
     if isinstance(servers, bool) or not isinstance(servers, int) or servers < 1:
         raise ValueError(f"servers must be a whole number >= 1, got {servers!r}")
     if not bytes_per_sample > 0 or not partition_bytes_per_s > 0:
-        raise ValueError(f"bytes_per_sample and partition_bytes_per_s must be > 0, got "
-                         f"{bytes_per_sample!r} and {partition_bytes_per_s!r}")
+        raise ValueError(
+            f"bytes_per_sample and partition_bytes_per_s must be > 0, got "
+            f"{bytes_per_sample!r} and {partition_bytes_per_s!r}"
+        )
     return max(1, math.ceil(servers * bytes_per_sample / partition_bytes_per_s))
 
 
@@ -93,8 +98,10 @@ def metric_name_error(name: object) -> str | None:
     if not isinstance(name, str):
         return "metric name must be a string"
     if not METRIC_NAME_RE.fullmatch(name):
-        return (f"metric name {name[:60]!r} must start with a letter and contain only letters, "
-                f"digits, '.', '_' or '-' (at most {MAX_NAME_LEN} characters)")
+        return (
+            f"metric name {name[:60]!r} must start with a letter and contain only letters, "
+            f"digits, '.', '_' or '-' (at most {MAX_NAME_LEN} characters)"
+        )
     return None
 
 
@@ -103,8 +110,10 @@ def server_name_error(name: object) -> str | None:
     if not isinstance(name, str):
         return "server name must be a string"
     if not SERVER_NAME_RE.fullmatch(name):
-        return (f"server name {name[:60]!r} must start with a letter or digit and contain only "
-                f"letters, digits, '.', '_' or '-' (at most {MAX_NAME_LEN} characters)")
+        return (
+            f"server name {name[:60]!r} must start with a letter or digit and contain only "
+            f"letters, digits, '.', '_' or '-' (at most {MAX_NAME_LEN} characters)"
+        )
     return None
 
 
@@ -123,4 +132,4 @@ def topic_for(metric: str) -> str:
 
 
 def metric_for_topic(topic: str) -> str | None:
-    return topic[len(TOPIC_PREFIX):] if topic.startswith(TOPIC_PREFIX) else None
+    return topic[len(TOPIC_PREFIX) :] if topic.startswith(TOPIC_PREFIX) else None

@@ -72,9 +72,11 @@ class Query:
 
     @property
     def text(self) -> str:
-        return (f"FROM {', '.join(self.servers)} SELECT {self.metric} "
-                f"WINDOW {format_duration(self.window_seconds)} "
-                f"COMPUTE {', '.join(f.text for f in self.functions)}")
+        return (
+            f"FROM {', '.join(self.servers)} SELECT {self.metric} "
+            f"WINDOW {format_duration(self.window_seconds)} "
+            f"COMPUTE {', '.join(f.text for f in self.functions)}"
+        )
 
     @property
     def all_servers(self) -> bool:
@@ -135,11 +137,11 @@ def _glob_to_regex(glob: str) -> str:
             out.append(".")
         elif ch == "[":
             end = glob.find("]", i + 1)
-            body = glob[i + 1:end]
+            body = glob[i + 1 : end]
             negate = body.startswith("!")
             # Inside a class only '-' (a range, as in shell globs) and '[' need care; the
             # glob alphabet admits no backslash, caret or ']' there. Valid in Java too.
-            members = body[1 if negate else 0:].replace("[", "\\[")
+            members = body[1 if negate else 0 :].replace("[", "\\[")
             out.append("[" + ("^" if negate else "") + members + "]")
             i = end
         else:
@@ -207,8 +209,7 @@ def _param(spec: functions.Spec, raw: str, pos: int) -> float:
     try:
         p = float(raw)
     except ValueError:
-        raise QueryError(f"expected {spec.param_text}, got {raw!r}", pos, spec.param_text
-                         ) from None
+        raise QueryError(f"expected {spec.param_text}, got {raw!r}", pos, spec.param_text) from None
     if not low < p < high:
         raise QueryError(f"expected {spec.param_text}, got {raw!r}", pos, spec.param_text)
     return p

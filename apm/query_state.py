@@ -105,8 +105,10 @@ class JobScope:
         return " and ".join(parts) or "every metric"
 
     def to_json(self) -> dict[str, object]:
-        return {"metrics": sorted(self.metrics),
-                "shard": None if self.shard is None else list(self.shard)}
+        return {
+            "metrics": sorted(self.metrics),
+            "shard": None if self.shard is None else list(self.shard),
+        }
 
     @classmethod
     def from_json(cls, data: object) -> JobScope:
@@ -115,11 +117,17 @@ class JobScope:
             return cls()
         metrics = data.get("metrics")
         shard = data.get("shard")
-        names = frozenset(m for m in metrics if isinstance(m, str)) \
-            if isinstance(metrics, list) else frozenset()
-        valid = (isinstance(shard, list) and len(shard) == 2
-                 and all(isinstance(x, int) and not isinstance(x, bool) for x in shard)
-                 and 0 <= shard[0] < shard[1])
+        names = (
+            frozenset(m for m in metrics if isinstance(m, str))
+            if isinstance(metrics, list)
+            else frozenset()
+        )
+        valid = (
+            isinstance(shard, list)
+            and len(shard) == 2
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in shard)
+            and 0 <= shard[0] < shard[1]
+        )
         return cls(names, (shard[0], shard[1]) if valid else None)  # type: ignore[index]
 
 
@@ -131,23 +139,32 @@ class Job:
     reads: tuple[str, ...] = ()
 
 
-def live_jobs(status: Mapping[str, Mapping[str, object]], now: float,
-              stale_after_s: float = STALE_AFTER_S) -> list[Job]:
+def live_jobs(
+    status: Mapping[str, Mapping[str, object]], now: float, stale_after_s: float = STALE_AFTER_S
+) -> list[Job]:
     """The aggregator jobs whose status row is fresh, from ``Repository.get_status()``."""
     out = []
     for component, payload in sorted(status.items()):
         if not component.startswith(JOB_PREFIX) or not isinstance(payload, Mapping):
             continue
         updated = payload.get("updated_at")
-        if (not isinstance(updated, int | float) or isinstance(updated, bool)
-                or not math.isfinite(updated)):
+        if (
+            not isinstance(updated, int | float)
+            or isinstance(updated, bool)
+            or not math.isfinite(updated)
+        ):
             continue
         if now - float(updated) > stale_after_s:
             continue
         reads = payload.get("reads")
-        out.append(Job(component, JobScope.from_json(payload.get("scope")), float(updated),
-                       tuple(r for r in reads if isinstance(r, str))
-                       if isinstance(reads, list) else ()))
+        out.append(
+            Job(
+                component,
+                JobScope.from_json(payload.get("scope")),
+                float(updated),
+                tuple(r for r in reads if isinstance(r, str)) if isinstance(reads, list) else (),
+            )
+        )
     return out
 
 
@@ -173,9 +190,15 @@ def format_age(seconds: float) -> str:
     return f"{s // 86_400}d {s % 86_400 // 3600}h ago"
 
 
-def query_state(stored: StoredQuery, *, now: float, jobs: Iterable[Job],
-                last_result_at: float | None, metric_last_seen: float | None,
-                quiet_after_s: float = QUIET_AFTER_S) -> QueryState:
+def query_state(
+    stored: StoredQuery,
+    *,
+    now: float,
+    jobs: Iterable[Job],
+    last_result_at: float | None,
+    metric_last_seen: float | None,
+    quiet_after_s: float = QUIET_AFTER_S,
+) -> QueryState:
     """The state of one query and why (the module docstring lists the states in order)."""
     q = stored.query
     if stored.paused:
@@ -189,47 +212,75 @@ def query_state(stored: StoredQuery, *, now: float, jobs: Iterable[Job],
     # Only what happened since the query became active speaks for it: the aggregator reads
     # samples from then on, and a metric's or the query's older times are left from before
     # (an earlier query on that metric, the query before it was paused or redefined).
-    seen = metric_last_seen if metric_last_seen is not None and (
-        since is None or metric_last_seen >= since) else None
-    result = last_result_at if last_result_at is not None and (
-        since is None or last_result_at >= since) else None
-    started_long_ago = (since is not None
-                        and now - since > q.window_seconds + _FIRST_SAMPLE_GRACE_S)
+    seen = (
+        metric_last_seen
+        if metric_last_seen is not None and (since is None or metric_last_seen >= since)
+        else None
+    )
+    result = (
+        last_result_at
+        if last_result_at is not None and (since is None or last_result_at >= since)
+        else None
+    )
+    started_long_ago = since is not None and now - since > q.window_seconds + _FIRST_SAMPLE_GRACE_S
     if seen is not None and now - seen > quiet_after_s:
-        return QueryState("no-data", f"no sample of {q.metric} in the last "
-                          f"{format_duration(int(quiet_after_s))}; the last one was at "
-                          f"{format_time(seen)} ({format_age(now - seen)})")
+        return QueryState(
+            "no-data",
+            f"no sample of {q.metric} in the last "
+            f"{format_duration(int(quiet_after_s))}; the last one was at "
+            f"{format_time(seen)} ({format_age(now - seen)})",
+        )
     if result is not None:
-        return QueryState("evaluated", f"evaluated by {job.identity}; last result "
-                          f"written at {format_time(result)} ({format_age(now - result)})")
+        return QueryState(
+            "evaluated",
+            f"evaluated by {job.identity}; last result "
+            f"written at {format_time(result)} ({format_age(now - result)})",
+        )
     if q.metric not in job.reads:
         # Only a job that reads the metric records its samples: until one does, "no sample"
         # would be a guess.
-        return QueryState("waiting", f"waiting for {job.identity}, whose scope covers "
-                          f"{q.metric}, to start reading it (it reloads the queries every few "
-                          "seconds)")
+        return QueryState(
+            "waiting",
+            f"waiting for {job.identity}, whose scope covers "
+            f"{q.metric}, to start reading it (it reloads the queries every few "
+            "seconds)",
+        )
     if seen is None and started_long_ago:
         assert since is not None
-        before = ("" if metric_last_seen is None else
-                  f" (the last one before was at {format_time(metric_last_seen)})")
-        return QueryState("no-data", f"no sample of {q.metric} has arrived since the query "
-                          f"became active at {format_time(since)} ({format_age(now - since)})"
-                          f"{before}: is anything sending this metric?")
+        before = (
+            ""
+            if metric_last_seen is None
+            else f" (the last one before was at {format_time(metric_last_seen)})"
+        )
+        return QueryState(
+            "no-data",
+            f"no sample of {q.metric} has arrived since the query "
+            f"became active at {format_time(since)} ({format_age(now - since)})"
+            f"{before}: is anything sending this metric?",
+        )
     window = format_duration(q.window_seconds)
     if seen is not None and started_long_ago:
-        return QueryState("waiting", f"no {window} window written yet although samples of "
-                          f"{q.metric} arrive (the last at {format_time(seen)}): does FROM "
-                          f"{', '.join(q.servers)} match a server that sends it? Is "
-                          f"{job.identity} behind (`apm aggregator status`)?")
-    return QueryState("waiting", f"waiting for its first {window} window to close; "
-                      f"{job.identity} reads {q.metric}")
+        return QueryState(
+            "waiting",
+            f"no {window} window written yet although samples of "
+            f"{q.metric} arrive (the last at {format_time(seen)}): does FROM "
+            f"{', '.join(q.servers)} match a server that sends it? Is "
+            f"{job.identity} behind (`apm aggregator status`)?",
+        )
+    return QueryState(
+        "waiting",
+        f"waiting for its first {window} window to close; {job.identity} reads {q.metric}",
+    )
 
 
-def query_states(queries: Iterable[StoredQuery], *, now: float,
-                 status: Mapping[str, Mapping[str, object]],
-                 metrics_seen: Mapping[str, float],
-                 last_result_at: Callable[[str], float | None],
-                 ) -> dict[str, tuple[QueryState, float | None]]:
+def query_states(
+    queries: Iterable[StoredQuery],
+    *,
+    now: float,
+    status: Mapping[str, Mapping[str, object]],
+    metrics_seen: Mapping[str, float],
+    last_result_at: Callable[[str], float | None],
+) -> dict[str, tuple[QueryState, float | None]]:
     """query id -> (its state, its last result time), from one read of the status rows
     (``Repository.get_status``) and of the metrics' last samples (``list_metrics``), and
     ``last_result_at`` per query: what the dashboard and ``apm query list`` both show."""
@@ -237,15 +288,23 @@ def query_states(queries: Iterable[StoredQuery], *, now: float,
     out = {}
     for q in queries:
         last = last_result_at(q.id)
-        out[q.id] = (query_state(q, now=now, jobs=jobs, last_result_at=last,
-                                 metric_last_seen=metrics_seen.get(q.query.metric) or None),
-                     last)
+        out[q.id] = (
+            query_state(
+                q,
+                now=now,
+                jobs=jobs,
+                last_result_at=last,
+                metric_last_seen=metrics_seen.get(q.query.metric) or None,
+            ),
+            last,
+        )
     return out
 
 
 def _uncovered(metric: str, jobs: Sequence[Job]) -> str:
     if not jobs:
-        return ("no aggregator is running: start one with `apm aggregator run` "
-                "(`make run` starts one)")
+        return (
+            "no aggregator is running: start one with `apm aggregator run` (`make run` starts one)"
+        )
     running = "; ".join(f"{j.identity} ({j.scope.describe()})" for j in jobs)
     return f"no running aggregator covers {metric}: {running}"

@@ -25,8 +25,15 @@ from typing import Any
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["KAFKA_BOOTSTRAP", "PROJECT_ROOT", "SHARED", "SHARED_PREFIX",
-           "env_config", "env_names", "shared"]
+__all__ = [
+    "KAFKA_BOOTSTRAP",
+    "PROJECT_ROOT",
+    "SHARED",
+    "SHARED_PREFIX",
+    "env_config",
+    "env_names",
+    "shared",
+]
 
 # The checkout this package runs from (editable install); overridable per service.
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -41,8 +48,9 @@ def env_config(prefix: str) -> SettingsConfigDict:
     """The one settings config every service uses, differing only by env prefix. Fields
     declared with ``shared`` read aliases; ``validate_by_name`` keeps their keyword arguments
     working (and winning over the environment)."""
-    return SettingsConfigDict(env_prefix=prefix, extra="ignore", validate_default=True,
-                              validate_by_name=True)
+    return SettingsConfigDict(
+        env_prefix=prefix, extra="ignore", validate_default=True, validate_by_name=True
+    )
 
 
 def shared(prefix: str, name: str, **field: Any) -> Any:
@@ -50,8 +58,11 @@ def shared(prefix: str, name: str, **field: Any) -> Any:
     ``prefix`` must be the class's env prefix (an alias bypasses it; tests check they agree)."""
     if name not in SHARED:
         raise KeyError(f"{name!r} is not a shared setting (apm.settings.SHARED: {list(SHARED)})")
-    return Field(default=SHARED[name], validation_alias=AliasChoices(
-        f"{prefix}{name}".upper(), f"{SHARED_PREFIX}{name}".upper()), **field)
+    return Field(
+        default=SHARED[name],
+        validation_alias=AliasChoices(f"{prefix}{name}".upper(), f"{SHARED_PREFIX}{name}".upper()),
+        **field,
+    )
 
 
 def env_names(cls: type[BaseSettings]) -> set[str]:
@@ -68,4 +79,3 @@ def env_names(cls: type[BaseSettings]) -> set[str]:
         else:
             names.add(prefix + name)
     return {n.upper() for n in names}
-

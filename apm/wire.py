@@ -30,8 +30,9 @@ SPARK_DECODE_SQL = (
 )
 
 
-def encode_chunks(rows: Iterable[tuple[str, float, float]],
-                  max_bytes: int = 512 * 1024) -> Iterator[bytes]:
+def encode_chunks(
+    rows: Iterable[tuple[str, float, float]], max_bytes: int = 512 * 1024
+) -> Iterator[bytes]:
     """Encodes (server, ts, value) rows into record values of at most ``max_bytes`` each."""
     lines: list[str] = []
     size = -1  # the length of "\n".join(lines): the lines and one LF between each two

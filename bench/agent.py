@@ -31,8 +31,13 @@ from bench.base import progress, write_section
 __all__ = ["bench_host", "bench_statsd", "main"]
 
 COMMAND = "make bench-agent"
-_PACKETS = [b"app.rpc.latency:%d|ms|#env:prod", b"app.rpc.calls:1|c", b"app.queue.depth:%d|g",
-            b"app.users:u%d|s", b"app.payload.size:%d|h|@0.5"]
+_PACKETS = [
+    b"app.rpc.latency:%d|ms|#env:prod",
+    b"app.rpc.calls:1|c",
+    b"app.queue.depth:%d|g",
+    b"app.users:u%d|s",
+    b"app.payload.size:%d|h|@0.5",
+]
 
 
 class _Sink(http.server.BaseHTTPRequestHandler):
@@ -53,11 +58,15 @@ def bench_host(seconds: float) -> dict[str, float]:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     with tempfile.TemporaryDirectory(prefix="apm-agent-bench-") as tmp:
-        env = {**os.environ, "APM_AGENT_INGEST_URL":
-               f"http://127.0.0.1:{server.server_address[1]}/v1/metrics",
-               "APM_AGENT_SPOOL_DIR": str(Path(tmp) / "spool"), "APM_AGENT_STATSD_ENABLED": "0"}
-        proc = subprocess.Popen([sys.executable, "-m", "apm.cli", "agent", "run"], env=env,
-                                stderr=subprocess.DEVNULL)
+        env = {
+            **os.environ,
+            "APM_AGENT_INGEST_URL": f"http://127.0.0.1:{server.server_address[1]}/v1/metrics",
+            "APM_AGENT_SPOOL_DIR": str(Path(tmp) / "spool"),
+            "APM_AGENT_STATSD_ENABLED": "0",
+        }
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "apm.cli", "agent", "run"], env=env, stderr=subprocess.DEVNULL
+        )
         try:
             agent = psutil.Process(proc.pid)
             time.sleep(5)  # imports and the first ticks are start-up, not steady state
@@ -72,15 +81,21 @@ def bench_host(seconds: float) -> dict[str, float]:
                 windows.append(100 * (cpu - last_cpu) / (wall - last_wall))
                 last_cpu, last_wall = cpu, wall
                 rss.append(agent.memory_info().rss / 2**20)
-                progress(f"host collectors: {wall - started:.0f}s, cpu {windows[-1]:.2f}% "
-                         f"rss {rss[-1]:.1f} MiB")
+                progress(
+                    f"host collectors: {wall - started:.0f}s, cpu {windows[-1]:.2f}% "
+                    f"rss {rss[-1]:.1f} MiB"
+                )
             total = 100 * (last_cpu - start_cpu) / (last_wall - started)
         finally:
             proc.terminate()
             proc.wait(10)
             server.shutdown()
-    return {"cpu_pct_median": statistics.median(windows), "cpu_pct_mean": total,
-            "rss_mib_median": statistics.median(rss), "rss_mib_max": max(rss)}
+    return {
+        "cpu_pct_median": statistics.median(windows),
+        "cpu_pct_mean": total,
+        "rss_mib_median": statistics.median(rss),
+        "rss_mib_max": max(rss),
+    }
 
 
 def _listener(port_out: Any, result: Any, seconds: float) -> None:
@@ -97,8 +112,12 @@ def _listener(port_out: Any, result: Any, seconds: float) -> None:
         time.sleep(0.2)
         listener.aggregator.flush(time.time())  # the agent's once-a-second work, and more
     handled = listener.aggregator.packets - before
-    result.put((handled / (time.monotonic() - t0),
-                100 * (time.process_time() - cpu0) / (time.monotonic() - t0)))
+    result.put(
+        (
+            handled / (time.monotonic() - t0),
+            100 * (time.process_time() - cpu0) / (time.monotonic() - t0),
+        )
+    )
     listener.stop()
 
 
@@ -133,11 +152,15 @@ def bench_statsd(seconds: float, trials: int) -> dict[str, float]:
         rates.append(rate)
         cpus.append(cpu)
         per_core.append(rate / max(cpu / 100, 1e-9))
-        progress(f"statsd trial {trial + 1}/{trials}: {rate:,.0f} packets/s, "
-                 f"listener cpu {cpu:.0f}% of one core")
-    return {"packets_per_s_median": statistics.median(rates),
-            "listener_cpu_pct_median": statistics.median(cpus),
-            "packets_per_cpu_s_median": statistics.median(per_core)}
+        progress(
+            f"statsd trial {trial + 1}/{trials}: {rate:,.0f} packets/s, "
+            f"listener cpu {cpu:.0f}% of one core"
+        )
+    return {
+        "packets_per_s_median": statistics.median(rates),
+        "listener_cpu_pct_median": statistics.median(cpus),
+        "packets_per_cpu_s_median": statistics.median(per_core),
+    }
 
 
 def main() -> int:
@@ -149,24 +172,38 @@ def main() -> int:
     host = bench_host(host_s)
     rows = [
         ["measure", "median", "target"],
-        ["agent CPU, host collectors at 1 Hz (% of one core)",
-         f"{host['cpu_pct_median']:.2f} (mean {host['cpu_pct_mean']:.2f})", "<= 1"],
-        ["agent RSS, host collectors at 1 Hz (MiB)",
-         f"{host['rss_mib_median']:.1f} (max {host['rss_mib_max']:.1f})", "<= 50"],
-        ["StatsD packets handled per second of one core's CPU",
-         f"{statsd['packets_per_cpu_s_median']:,.0f}", ">= 50,000"],
-        ["StatsD packets/s handled (wall clock)",
-         f"{statsd['packets_per_s_median']:,.0f} "
-         f"(listener at {statsd['listener_cpu_pct_median']:.0f}% of its core)", ""],
+        [
+            "agent CPU, host collectors at 1 Hz (% of one core)",
+            f"{host['cpu_pct_median']:.2f} (mean {host['cpu_pct_mean']:.2f})",
+            "<= 1",
+        ],
+        [
+            "agent RSS, host collectors at 1 Hz (MiB)",
+            f"{host['rss_mib_median']:.1f} (max {host['rss_mib_max']:.1f})",
+            "<= 50",
+        ],
+        [
+            "StatsD packets handled per second of one core's CPU",
+            f"{statsd['packets_per_cpu_s_median']:,.0f}",
+            ">= 50,000",
+        ],
+        [
+            "StatsD packets/s handled (wall clock)",
+            f"{statsd['packets_per_s_median']:,.0f} "
+            f"(listener at {statsd['listener_cpu_pct_median']:.0f}% of its core)",
+            "",
+        ],
     ]
-    notes = (f"Host collectors: the real `apm agent run` (cpu, load, memory, disk, network, "
-             f"system, agent; StatsD off) for {host_s:.0f}s after a 5 s warm-up, pushing every "
-             "second to a local HTTP sink that answers 202; CPU medians over 10 s windows. "
-             f"StatsD: a listener process pinned to core 0 flooded from core 1 with single-line "
-             f"packets of every type (with tags and sample rates), median of 5 trials of "
-             f"{statsd_s:.0f}s; packets the kernel dropped are not counted. When the listener's "
-             "core is not saturated the Python sender is the limit, so the per-CPU-second "
-             "figure (packets handled / listener CPU time) is the listener's capacity.")
+    notes = (
+        f"Host collectors: the real `apm agent run` (cpu, load, memory, disk, network, "
+        f"system, agent; StatsD off) for {host_s:.0f}s after a 5 s warm-up, pushing every "
+        "second to a local HTTP sink that answers 202; CPU medians over 10 s windows. "
+        f"StatsD: a listener process pinned to core 0 flooded from core 1 with single-line "
+        f"packets of every type (with tags and sample rates), median of 5 trials of "
+        f"{statsd_s:.0f}s; packets the kernel dropped are not counted. When the listener's "
+        "core is not saturated the Python sender is the limit, so the per-CPU-second "
+        "figure (packets handled / listener CPU time) is the listener's capacity."
+    )
     print(write_section("agent", "Agent overhead", COMMAND, rows, notes))
     return 0
 

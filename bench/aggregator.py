@@ -29,13 +29,13 @@ __all__ = ["main"]
 CONFIGS = {
     # The issue's configuration: 100 active queries, ten per metric.
     "issue": "per metric one `FROM *` and eight `FROM srv-N*` 10 s queries (min, max, avg, "
-             "p50, p99) and one `FROM *` 1 m query (avg, p99): 100 queries, ~2.9 "
-             "query-samples per input sample",
+    "p50, p99) and one `FROM *` 1 m query (avg, p99): 100 queries, ~2.9 "
+    "query-samples per input sample",
     # One dashboard-style query per metric: each sample lands in one window list.
     "light": "per metric one `FROM *` 10 s query (min, max, avg, p50, p99): 10 queries, 1 "
-             "query-sample per input sample",
+    "query-sample per input sample",
     "breadth": "200 metric topics, one `FROM *` 10 s query each, 200 servers at 1 Hz "
-               "(bench/aggregator_breadth.py; `--config breadth --help` for its options)",
+    "(bench/aggregator_breadth.py; `--config breadth --help` for its options)",
 }
 
 
@@ -43,8 +43,11 @@ def _queries(config: str, metric: str) -> list[str]:
     base = f"SELECT {metric} WINDOW 10s COMPUTE min, max, avg, p50, p99"
     if config == "light":
         return [f"FROM * {base}"]
-    return ([f"FROM * {base}"] + [f"FROM srv-{d}* {base}" for d in range(1, 9)]
-            + [f"FROM * SELECT {metric} WINDOW 1m COMPUTE avg, p99"])
+    return (
+        [f"FROM * {base}"]
+        + [f"FROM srv-{d}* {base}" for d in range(1, 9)]
+        + [f"FROM * SELECT {metric} WINDOW 1m COMPUTE avg, p99"]
+    )
 
 
 def _pct(values: list[float], p: float) -> float:
@@ -54,8 +57,9 @@ def _pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
-def _freshness(repo: Any, query_id: str, full: int, stop: threading.Event,
-               out: list[float]) -> None:
+def _freshness(
+    repo: Any, query_id: str, full: int, stop: threading.Event, out: list[float]
+) -> None:
     """Polls the newest windows; records (readable time - window end) when a row is complete."""
     done: set[float] = set()
     while not stop.wait(0.25):
@@ -66,17 +70,28 @@ def _freshness(repo: Any, query_id: str, full: int, stop: threading.Event,
                 out.append(time.time() - (row.window_start + row.window_seconds))
 
 
-def _step(job: Any, offsets: Any, repo: Any, metrics: list[str], query_id: str, rate: int,
-          seconds: int, trigger_s: float, bootstrap: str) -> dict[str, Any]:
+def _step(
+    job: Any,
+    offsets: Any,
+    repo: Any,
+    metrics: list[str],
+    query_id: str,
+    rate: int,
+    seconds: int,
+    trigger_s: float,
+    bootstrap: str,
+) -> dict[str, Any]:
     """Feeds ``rate`` samples/s for ``seconds``; returns lag growth, batches and freshness."""
     per_record = min(LINES_PER_RECORD, max(1, rate // METRICS))
     topics = [topic_for(m) for m in metrics]
-    feeder = mp.get_context("spawn").Process(target=produce,
-                                             args=(bootstrap, metrics, rate, seconds))
+    feeder = mp.get_context("spawn").Process(
+        target=produce, args=(bootstrap, metrics, rate, seconds)
+    )
     fresh: list[float] = []
     stop = threading.Event()
-    poller = threading.Thread(target=_freshness, daemon=True, args=(
-        repo, query_id, rate // METRICS * 10, stop, fresh))
+    poller = threading.Thread(
+        target=_freshness, daemon=True, args=(repo, query_id, rate // METRICS * 10, stop, fresh)
+    )
     last = job.windows.lastProgress if job.windows else None
     first_batch = last["batchId"] if last else -1
     feeder.start()
@@ -95,28 +110,50 @@ def _step(job: Any, offsets: Any, repo: Any, metrics: list[str], query_id: str, 
     time.sleep(trigger_s * 2 + 2)
     stop.set()
     tail = [x for x in lags if x[0] >= seconds / 3]
-    growth = ((tail[-1][1] - tail[0][1]) / (tail[-1][0] - tail[0][0])
-              if len(tail) > 1 else float("nan"))
-    reports = [p for p in (job.windows.recentProgress if job.windows else [])
-               if p["batchId"] > first_batch and p["numInputRows"] > 0]
+    growth = (
+        (tail[-1][1] - tail[0][1]) / (tail[-1][0] - tail[0][0]) if len(tail) > 1 else float("nan")
+    )
+    reports = [
+        p
+        for p in (job.windows.recentProgress if job.windows else [])
+        if p["batchId"] > first_batch and p["numInputRows"] > 0
+    ]
     phases: dict[str, float] = {}
-    for key in ("addBatch", "getBatch", "latestOffset", "queryPlanning", "walCommit",
-                "commitOffsets", "triggerExecution"):
+    for key in (
+        "addBatch",
+        "getBatch",
+        "latestOffset",
+        "queryPlanning",
+        "walCommit",
+        "commitOffsets",
+        "triggerExecution",
+    ):
         values = [p["durationMs"].get(key, 0) / 1000 for p in reports]
         phases[key] = statistics.median(values) if values else float("nan")
     for name, label in (("stateStoreSave", "windows"), ("dedupe", "dedup")):
-        ops = [op for p in reports for op in p.get("stateOperators", [])
-               if op.get("operatorName") == name]
+        ops = [
+            op
+            for p in reports
+            for op in p.get("stateOperators", [])
+            if op.get("operatorName") == name
+        ]
         for key in ("commitTimeMs", "allUpdatesTimeMs", "numRowsTotal", "memoryUsedBytes"):
             values = [float(op.get(key, 0)) for op in ops]
             phases[f"{label} {key}"] = statistics.median(values) if values else float("nan")
-    return {"rate": rate, "growth": growth, "sustained": growth <= 0.05 * rate,
-            "durations": [p["durationMs"]["triggerExecution"] / 1000 for p in reports],
-            "fresh": fresh, "phases": phases, "per_record": per_record}
+    return {
+        "rate": rate,
+        "growth": growth,
+        "sustained": growth <= 0.05 * rate,
+        "durations": [p["durationMs"]["triggerExecution"] / 1000 for p in reports],
+        "fresh": fresh,
+        "phases": phases,
+        "per_record": per_record,
+    }
 
 
-def _run_config(config: str, rates: list[int], args: argparse.Namespace, spark: Any,
-                warmup_s: int) -> tuple[list[list[str]], int, dict[str, float]]:
+def _run_config(
+    config: str, rates: list[int], args: argparse.Namespace, spark: Any, warmup_s: int
+) -> tuple[list[list[str]], int, dict[str, float]]:
     from aggregator.job import Aggregator
     from aggregator.lag import KafkaOffsets
     from aggregator.settings import AggregatorSettings
@@ -125,10 +162,13 @@ def _run_config(config: str, rates: list[int], args: argparse.Namespace, spark: 
 
     run = uuid.uuid4().hex[:8]
     metrics = [f"bench{run}-m{i}" for i in range(METRICS)]
-    settings = AggregatorSettings(metrics=",".join(metrics), metrics_port=0,
-                                  dedup=not args.no_dedup,
-                                  trigger_seconds=args.trigger_seconds,
-                                  checkpoint_dir=Path(tempfile.mkdtemp(prefix="aggbench-")))
+    settings = AggregatorSettings(
+        metrics=",".join(metrics),
+        metrics_port=0,
+        dedup=not args.no_dedup,
+        trigger_seconds=args.trigger_seconds,
+        checkpoint_dir=Path(tempfile.mkdtemp(prefix="aggbench-")),
+    )
     topics = [topic_for(m) for m in metrics]
     ensure_topics(settings.kafka_bootstrap, topics, TopicSpec(partitions=args.partitions))
     repo = Repository.connect(StorageSettings(keyspace=f"aggbench_{run}"))
@@ -149,18 +189,30 @@ def _run_config(config: str, rates: list[int], args: argparse.Namespace, spark: 
         for rate in rates:
             got = _step(*common, rate, args.step_seconds, *tail)
             durations, fresh = got["durations"], got["fresh"]
-            rows.append([config, str(len(stored)), f"{rate:,}", f"{got['growth']:,.0f}",
-                         "yes" if got["sustained"] else "no", str(len(durations)),
-                         f"{_pct(durations, 50):.2f}", f"{_pct(durations, 99):.2f}",
-                         f"{_pct(fresh, 50):.1f}", f"{_pct(fresh, 99):.1f}"])
+            rows.append(
+                [
+                    config,
+                    str(len(stored)),
+                    f"{rate:,}",
+                    f"{got['growth']:,.0f}",
+                    "yes" if got["sustained"] else "no",
+                    str(len(durations)),
+                    f"{_pct(durations, 50):.2f}",
+                    f"{_pct(durations, 99):.2f}",
+                    f"{_pct(fresh, 50):.1f}",
+                    f"{_pct(fresh, 99):.1f}",
+                ]
+            )
             progress(" | ".join(rows[-1]))
             progress(f"{config} {rate}: medians {got['phases']}")
             if not got["sustained"]:
                 break
             best, phases = rate, got["phases"]
             drain_until = time.monotonic() + 90
-            while (sum(offsets.lag(job.processed_offsets(), topics).values()) > 0
-                   and time.monotonic() < drain_until):
+            while (
+                sum(offsets.lag(job.processed_offsets(), topics).values()) > 0
+                and time.monotonic() < drain_until
+            ):
                 time.sleep(2)
     finally:
         if job is not None:
@@ -182,18 +234,28 @@ def main(argv: list[str] | None = None) -> int:
 
         return breadth(rest)
     parser = argparse.ArgumentParser(prog="python -m bench.aggregator")
-    parser.add_argument("--rates", default="20000,50000,100000,150000,200000,300000,400000",
-                        help="samples/s steps, ascending; stops at the first unsustained one")
+    parser.add_argument(
+        "--rates",
+        default="20000,50000,100000,150000,200000,300000,400000",
+        help="samples/s steps, ascending; stops at the first unsustained one",
+    )
     # One config per invocation by default: in the one run that tried two in a row, the
     # second job in the same SparkSession made no batch at all (not yet understood).
     parser.add_argument("--configs", "--config", default="issue", help=",".join(CONFIGS))
     parser.add_argument("--step-seconds", type=int, default=30)
     parser.add_argument("--warmup-seconds", type=int, default=20)
     parser.add_argument("--trigger-seconds", type=float, default=2.0)
-    parser.add_argument("--partitions", type=int, default=TOPIC_PARTITIONS,
-                        help="per metric topic (default: apm.model.TOPIC_PARTITIONS)")
-    parser.add_argument("--no-dedup", action="store_true",
-                        help="run the job with APM_AGGREGATOR_DEDUP=false (its own doc section)")
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=TOPIC_PARTITIONS,
+        help="per metric topic (default: apm.model.TOPIC_PARTITIONS)",
+    )
+    parser.add_argument(
+        "--no-dedup",
+        action="store_true",
+        help="run the job with APM_AGGREGATOR_DEDUP=false (its own doc section)",
+    )
     parser.add_argument("--no-doc", action="store_true", help="print only")
     args = parser.parse_args(argv)
     rates = [int(r) for r in args.rates.split(",")]
@@ -205,9 +267,20 @@ def main(argv: list[str] | None = None) -> int:
     from launch.stack.jars import spark_jars
 
     spark = build_session("aggregator-bench", jars=spark_jars())
-    table = [["config", "queries", "rate (samples/s)", "lag growth (samples/s)", "sustained",
-              "batches", "batch p50 (s)", "batch p99 (s)", "freshness p50 (s)",
-              "freshness p99 (s)"]]
+    table = [
+        [
+            "config",
+            "queries",
+            "rate (samples/s)",
+            "lag growth (samples/s)",
+            "sustained",
+            "batches",
+            "batch p50 (s)",
+            "batch p99 (s)",
+            "freshness p50 (s)",
+            "freshness p99 (s)",
+        ]
+    ]
     summary = []
     try:
         for config in configs:
@@ -215,38 +288,55 @@ def main(argv: list[str] | None = None) -> int:
             if args.no_dedup:
                 rows = [[f"{row[0]} (no dedup)", *row[1:]] for row in rows]
             table.extend(rows)
-            shown = ", ".join(f"{k} {v:.2f} s" for k, v in phases.items() if k in (
-                "addBatch", "queryPlanning", "walCommit", "commitOffsets", "latestOffset"))
-            summary.append(f"`{config}`: highest sustained {best:,} samples/s; median phases "
-                           f"of its batches: {shown or '-'}; state commit "
-                           f"{phases.get('windows commitTimeMs', float('nan')):.0f} ms, "
-                           "dedup state updates (task time) "
-                           f"{phases.get('dedup allUpdatesTimeMs', float('nan')):.0f} ms, "
-                           "windows in state "
-                           f"{phases.get('windows numRowsTotal', float('nan')):.0f}, dedup keys "
-                           f"{phases.get('dedup numRowsTotal', float('nan')):.0f}.")
+            shown = ", ".join(
+                f"{k} {v:.2f} s"
+                for k, v in phases.items()
+                if k in ("addBatch", "queryPlanning", "walCommit", "commitOffsets", "latestOffset")
+            )
+            summary.append(
+                f"`{config}`: highest sustained {best:,} samples/s; median phases "
+                f"of its batches: {shown or '-'}; state commit "
+                f"{phases.get('windows commitTimeMs', float('nan')):.0f} ms, "
+                "dedup state updates (task time) "
+                f"{phases.get('dedup allUpdatesTimeMs', float('nan')):.0f} ms, "
+                "windows in state "
+                f"{phases.get('windows numRowsTotal', float('nan')):.0f}, dedup keys "
+                f"{phases.get('dedup numRowsTotal', float('nan')):.0f}."
+            )
     finally:
         spark.stop()
-    notes = (f"Job on local[2] in-process, {METRICS} metric topics x {args.partitions} "
-             f"partitions, {SERVERS:,} servers, records of up to {LINES_PER_RECORD:,} samples, "
-             f"trigger {args.trigger_seconds:g} s, warm-up {args.warmup_seconds} s, "
-             f"{args.step_seconds} s per rate, stopping at the first unsustained rate. "
-             "Configurations: " + "; ".join(f"`{k}`: {v}" for k, v in CONFIGS.items()
-                                             if k in configs) + ". "
-             "Sustained = lag growth under 5% of the rate over the last two thirds of a step. "
-             "Freshness = time from a 10 s window's end until its row holds every sample in "
-             "Cassandra (`-`/nan: no window completed within the step). The machine is shared "
-             "and loaded; figures are medians of one run. " + " ".join(summary))
+    notes = (
+        f"Job on local[2] in-process, {METRICS} metric topics x {args.partitions} "
+        f"partitions, {SERVERS:,} servers, records of up to {LINES_PER_RECORD:,} samples, "
+        f"trigger {args.trigger_seconds:g} s, warm-up {args.warmup_seconds} s, "
+        f"{args.step_seconds} s per rate, stopping at the first unsustained rate. "
+        "Configurations: "
+        + "; ".join(f"`{k}`: {v}" for k, v in CONFIGS.items() if k in configs)
+        + ". "
+        "Sustained = lag growth under 5% of the rate over the last two thirds of a step. "
+        "Freshness = time from a 10 s window's end until its row holds every sample in "
+        "Cassandra (`-`/nan: no window completed within the step). The machine is shared "
+        "and loaded; figures are medians of one run. " + " ".join(summary)
+    )
     print("\n".join(" | ".join(map(str, row)) for row in table))
     print(notes)
     if not args.no_doc:
         if args.no_dedup:
-            write_section("aggregator-nodedup", "Aggregator without the dedup stage "
-                          "(APM_AGGREGATOR_DEDUP=false)", "make bench-aggregator-nodedup",
-                          table, notes)
+            write_section(
+                "aggregator-nodedup",
+                "Aggregator without the dedup stage (APM_AGGREGATOR_DEDUP=false)",
+                "make bench-aggregator-nodedup",
+                table,
+                notes,
+            )
         else:
-            write_section("aggregator", "Aggregator (Spark Structured Streaming, local[2])",
-                          "make bench-aggregator", table, notes)
+            write_section(
+                "aggregator",
+                "Aggregator (Spark Structured Streaming, local[2])",
+                "make bench-aggregator",
+                table,
+                notes,
+            )
     return 0
 
 

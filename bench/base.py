@@ -35,24 +35,39 @@ def _table(rows: Sequence[Sequence[object]]) -> str:
     return "\n".join(lines)
 
 
-def write_section(key: str, title: str, command: str, rows: Sequence[Sequence[object]],
-                  notes: str = "", doc: Path = DOC) -> str:
+def write_section(
+    key: str,
+    title: str,
+    command: str,
+    rows: Sequence[Sequence[object]],
+    notes: str = "",
+    doc: Path = DOC,
+) -> str:
     """Replaces (or appends) the section ``key`` with a table whose first row is the header.
     Returns the section's markdown, which the caller may also print."""
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    body = (f"<!-- bench:{key}:start -->\n## {title}\n\n"
-            f"Command: `{command}` ({stamp}, Python {platform.python_version()})\n\n"
-            f"{_table(rows)}\n" + (f"\n{notes.strip()}\n" if notes.strip() else "") +
-            f"<!-- bench:{key}:end -->")
+    body = (
+        f"<!-- bench:{key}:start -->\n## {title}\n\n"
+        f"Command: `{command}` ({stamp}, Python {platform.python_version()})\n\n"
+        f"{_table(rows)}\n"
+        + (f"\n{notes.strip()}\n" if notes.strip() else "")
+        + f"<!-- bench:{key}:end -->"
+    )
     doc.parent.mkdir(parents=True, exist_ok=True)
     with open(doc, "a+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         handle.seek(0)
         text = handle.read() or _HEADER
-        pattern = re.compile(rf"<!-- bench:{re.escape(key)}:start -->.*?"
-                             rf"<!-- bench:{re.escape(key)}:end -->", re.S)
-        text = pattern.sub(lambda _m: body, text) if pattern.search(text) else (
-            text.rstrip() + "\n\n" + body + "\n")
+        pattern = re.compile(
+            rf"<!-- bench:{re.escape(key)}:start -->.*?"
+            rf"<!-- bench:{re.escape(key)}:end -->",
+            re.S,
+        )
+        text = (
+            pattern.sub(lambda _m: body, text)
+            if pattern.search(text)
+            else (text.rstrip() + "\n\n" + body + "\n")
+        )
         handle.seek(0)
         handle.truncate()
         handle.write(text)

@@ -45,16 +45,22 @@ def _series(i: int, rng: random.Random) -> dict[str, float]:
     avg = 45 + 20 * day + rng.gauss(0, 2)
     spike = 40.0 if i in (3100, 3101, 6000) else 0.0
     lo = max(0.0, avg - 10 - rng.random() * 5)
-    return {"min": lo, "avg": avg, "max": min(100.0, avg + 12 + rng.random() * 8 + spike),
-            "p99": min(100.0, avg + 10 + rng.random() * 6 + spike)}
+    return {
+        "min": lo,
+        "avg": avg,
+        "max": min(100.0, avg + 12 + rng.random() * 8 + spike),
+        "p99": min(100.0, avg + 10 + rng.random() * 6 + spike),
+    }
 
 
 def _seed(repo: Any, now: float) -> tuple[str, str]:
     rng = random.Random(7)
     main = repo.save_query("FROM web-* SELECT bench.cpu WINDOW 10s COMPUTE min, avg, max, p99")
     end = (now // STEP) * STEP
-    rows = [WindowResult(main.id, end - (WINDOWS - i) * STEP, STEP, _series(i, rng), 30, now)
-            for i in range(WINDOWS)]
+    rows = [
+        WindowResult(main.id, end - (WINDOWS - i) * STEP, STEP, _series(i, rng), 30, now)
+        for i in range(WINDOWS)
+    ]
     started = time.perf_counter()
     repo.upsert_results(rows)
     progress(f"wrote {len(rows)} windows x 4 series in {time.perf_counter() - started:.1f} s")
@@ -62,12 +68,21 @@ def _seed(repo: Any, now: float) -> tuple[str, str]:
     other = repo.save_query("FROM db-* SELECT bench.cpu WINDOW 1m COMPUTE p99")
     end_m = (now // 60) * 60
     repo.upsert_results(
-        WindowResult(other.id, end_m - (1440 - i) * 60, 60,
-                     {"p99": 70 + 15 * math.sin(i / 90) + rng.random() * 4}, 12, now)
-        for i in range(1440) if not 900 <= i < 960)
+        WindowResult(
+            other.id,
+            end_m - (1440 - i) * 60,
+            60,
+            {"p99": 70 + 15 * math.sin(i / 90) + rng.random() * 4},
+            12,
+            now,
+        )
+        for i in range(1440)
+        if not 900 <= i < 960
+    )
     repo.save_query("FROM * SELECT bench.mem WINDOW 1m COMPUTE avg, percentile(99.9)")
-    repo.set_paused(repo.save_query("FROM cache-? SELECT bench.rpcs WINDOW 5m COMPUTE sum").id,
-                    True)
+    repo.set_paused(
+        repo.save_query("FROM cache-? SELECT bench.rpcs WINDOW 5m COMPUTE sum").id, True
+    )
     return main.id, other.id
 
 
@@ -88,24 +103,45 @@ def _feed(repo: Any, base_url: str, key: str, seconds: int) -> None:
     servers' sightings recorded in storage as the aggregator records them."""
     import httpx
 
-    with httpx.Client(base_url=base_url, timeout=30,
-                      headers={"Authorization": f"Bearer {key}"}) as client:
-        client.post("/v1/metrics", json={"snapshots": [{"server": "bad name", "ts": time.time(),
-                                                        "metrics": {"bench.cpu": 1}}]})
-        client.post("/v1/metrics", content=b"{not json", headers={
-            "Content-Type": "application/json"})
+    with httpx.Client(
+        base_url=base_url, timeout=30, headers={"Authorization": f"Bearer {key}"}
+    ) as client:
+        client.post(
+            "/v1/metrics",
+            json={
+                "snapshots": [
+                    {"server": "bad name", "ts": time.time(), "metrics": {"bench.cpu": 1}}
+                ]
+            },
+        )
+        client.post(
+            "/v1/metrics", content=b"{not json", headers={"Content-Type": "application/json"}
+        )
         for _ in range(seconds):
             now = time.time()
-            snaps = [{"server": f"web-{n}", "ts": now,
-                      "metrics": {"bench.cpu": 40.0 + n, "bench.mem": 60.0}} for n in range(12)]
+            snaps = [
+                {
+                    "server": f"web-{n}",
+                    "ts": now,
+                    "metrics": {"bench.cpu": 40.0 + n, "bench.mem": 60.0},
+                }
+                for n in range(12)
+            ]
             client.post("/v1/metrics", json={"snapshots": snaps}).raise_for_status()
             seen = {f"web-{n}": now for n in range(12)}
             seen.update({"db-1": now - 400, "db-2": now - 95, "cache-1": now - 7200})
             repo.touch_servers(seen)
-            repo.put_status("aggregator", {"batch_duration_s": 1.8, "lag": {
-                "apm.metric.bench.cpu": 0, "apm.metric.bench.mem": 120}, "lag_total": 120,
-                "watermark": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(now - 25)),
-                "late_rows_dropped": 0, "active_queries": 3})
+            repo.put_status(
+                "aggregator",
+                {
+                    "batch_duration_s": 1.8,
+                    "lag": {"apm.metric.bench.cpu": 0, "apm.metric.bench.mem": 120},
+                    "lag_total": 120,
+                    "watermark": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(now - 25)),
+                    "late_rows_dropped": 0,
+                    "active_queries": 3,
+                },
+            )
             time.sleep(1)
 
 
@@ -117,10 +153,19 @@ def _browser(profile: str) -> Any:
 
     options = webdriver.ChromeOptions()
     options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--disable-background-networking", "--disable-component-update",
-                "--disable-sync", "--no-first-run", "--window-size=1400,950",
-                "--hide-scrollbars", f"--user-data-dir={profile}"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--window-size=1400,950",
+        "--hide-scrollbars",
+        f"--user-data-dir={profile}",
+    ):
         options.add_argument(arg)
     return webdriver.Chrome(service=Service(shutil.which("chromedriver") or ""), options=options)
 
@@ -157,18 +202,22 @@ def main() -> int:
         warm_figure: list[float] = []
         warm_browser: list[float] = []
         end = time.time()
-        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"},
-                          timeout=60) as client:
+        with httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60
+        ) as client:
             for n in range(RUNS + 1):
                 started = time.perf_counter()
-                body = client.get(f"/api/queries/{main_id}/results", params={
-                    "from": end - 86_400, "to": end, "max_points": settings.max_points})
+                body = client.get(
+                    f"/api/queries/{main_id}/results",
+                    params={"from": end - 86_400, "to": end, "max_points": settings.max_points},
+                )
                 body.raise_for_status()
                 if n:  # the first warms the prepared statements and the connection pool
                     api_times.append(time.perf_counter() - started)
-            points = sum(len([v for v in s["v"] if v is not None])
-                         for s in body.json()["series"].values())
-        progress(f"API JSON, 24 h downsampled: median {statistics.median(api_times)*1000:.0f} ms")
+            points = sum(
+                len([v for v in s["v"] if v is not None]) for s in body.json()["series"].values()
+            )
+        progress(f"API JSON, 24 h downsampled: median {statistics.median(api_times) * 1000:.0f} ms")
         profile = tempfile.mkdtemp(prefix="apm-dash-bench-chrome-")
         driver = _browser(profile)
         wait = WebDriverWait(driver, 60, poll_frequency=0.05)
@@ -181,8 +230,10 @@ def main() -> int:
         driver.get(f"{url}/chart?q={main_id}")
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#c-live input"))
         driver.find_element(By.CSS_SELECTOR, "#c-live input").click()  # no ticks mid-measure
-        radio = {v: driver.find_element(By.CSS_SELECTOR, f"#c-range input[value='{v}']")
-                 for v in ("1h", "24h")}
+        radio = {
+            v: driver.find_element(By.CSS_SELECTOR, f"#c-range input[value='{v}']")
+            for v in ("1h", "24h")
+        }
         driver.set_script_timeout(60)
         assert ctx.cache is not None
         for n in range(2 * RUNS + 1):
@@ -199,15 +250,20 @@ def main() -> int:
             if n:
                 (browser_times if cold else warm_browser).append(elapsed / 1000)
                 (figure_times if cold else warm_figure).append(server_s)
-            progress(f"run {n} ({'cold' if cold else 'warm'}): browser drew 24 h in "
-                     f"{elapsed:.0f} ms ({status})")
+            progress(
+                f"run {n} ({'cold' if cold else 'warm'}): browser drew 24 h in "
+                f"{elapsed:.0f} ms ({status})"
+            )
         driver.save_screenshot(str(SHOTS / "chart.png"))
         driver.get(f"{url}/chart?q={main_id},{other_id}")
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#c-range input[value='24h']"))
         driver.find_element(By.CSS_SELECTOR, "#c-range input[value='6h']").click()
-        wait.until(lambda d: d.execute_script(
-            "const g = document.querySelector('#c-graph .js-plotly-plot');"
-            "return g && g.data && g.data.length === 5;"))
+        wait.until(
+            lambda d: d.execute_script(
+                "const g = document.querySelector('#c-graph .js-plotly-plot');"
+                "return g && g.data && g.data.length === 5;"
+            )
+        )
         time.sleep(0.5)
         driver.save_screenshot(str(SHOTS / "chart-overlay.png"))
         feeder = threading.Thread(target=_feed, args=(repo, ingest_base, ingest_key, 14))
@@ -220,26 +276,42 @@ def main() -> int:
         feeder.join()
         med = statistics.median
         rows = [["step", "median", "min", "max", "runs"]]
-        for name, values in (("API JSON (24 h, downsampled to 4 x <=1200 points)", api_times),
-                             ("chart callback, cold: read 8,640 windows + shape figure",
-                              figure_times),
-                             ("browser, cold: click '24h' -> chart drawn", browser_times),
-                             ("chart callback, warm (live refresh re-reads 10 min)",
-                              warm_figure),
-                             ("browser, warm: click '24h' -> chart drawn", warm_browser)):
-            rows.append([name, f"{med(values) * 1000:.0f} ms", f"{min(values) * 1000:.0f} ms",
-                         f"{max(values) * 1000:.0f} ms", str(len(values))])
-        notes = (f"8,640 windows x 4 functions (min, avg, max, p99) at 10 s over 24 h, written to "
-                 f"a private keyspace in the running Cassandra; {points} points reach the chart "
-                 f"after min/max downsampling (max_points={settings.max_points} per series). "
-                 "The browser figure is headless Debian Chromium, from the click to the frame "
-                 "where Plotly has drawn 4 traces over a 24 h axis (performance.now()). "
-                 "Cold: the read cache is cleared before each click, so all 8,640 windows come "
-                 "from Cassandra; warm: what a live refresh costs (only the last 10 min re-read). "
-                 f"Machine load average during the run: {os.getloadavg()[0]:.1f} on "
-                 f"{os.cpu_count()} cores. Target: under 1 s in the browser.")
-        print(write_section("dashboard", "Dashboard: a 24 h chart at 10 s resolution",
-                            "make bench-dashboard", rows, notes))
+        for name, values in (
+            ("API JSON (24 h, downsampled to 4 x <=1200 points)", api_times),
+            ("chart callback, cold: read 8,640 windows + shape figure", figure_times),
+            ("browser, cold: click '24h' -> chart drawn", browser_times),
+            ("chart callback, warm (live refresh re-reads 10 min)", warm_figure),
+            ("browser, warm: click '24h' -> chart drawn", warm_browser),
+        ):
+            rows.append(
+                [
+                    name,
+                    f"{med(values) * 1000:.0f} ms",
+                    f"{min(values) * 1000:.0f} ms",
+                    f"{max(values) * 1000:.0f} ms",
+                    str(len(values)),
+                ]
+            )
+        notes = (
+            f"8,640 windows x 4 functions (min, avg, max, p99) at 10 s over 24 h, written to "
+            f"a private keyspace in the running Cassandra; {points} points reach the chart "
+            f"after min/max downsampling (max_points={settings.max_points} per series). "
+            "The browser figure is headless Debian Chromium, from the click to the frame "
+            "where Plotly has drawn 4 traces over a 24 h axis (performance.now()). "
+            "Cold: the read cache is cleared before each click, so all 8,640 windows come "
+            "from Cassandra; warm: what a live refresh costs (only the last 10 min re-read). "
+            f"Machine load average during the run: {os.getloadavg()[0]:.1f} on "
+            f"{os.cpu_count()} cores. Target: under 1 s in the browser."
+        )
+        print(
+            write_section(
+                "dashboard",
+                "Dashboard: a 24 h chart at 10 s resolution",
+                "make bench-dashboard",
+                rows,
+                notes,
+            )
+        )
         return 0
     finally:
         if driver is not None:

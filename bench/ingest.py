@@ -42,15 +42,29 @@ def _metric(run: str, m: int) -> str:
 
 def _bodies(servers: int, metrics: int, count: int, run: str = "r") -> list[bytes]:
     now = time.time()
-    return [orjson.dumps({"snapshots": [
-        {"server": f"bench-{s:05d}", "ts": now + i % 60,
-         "metrics": {_metric(run, m): (s * 7 + m * 13 + i) % 1000 / 10.0
-                     for m in range(metrics)}}
-        for s in range(servers)]}) for i in range(count)]
+    return [
+        orjson.dumps(
+            {
+                "snapshots": [
+                    {
+                        "server": f"bench-{s:05d}",
+                        "ts": now + i % 60,
+                        "metrics": {
+                            _metric(run, m): (s * 7 + m * 13 + i) % 1000 / 10.0
+                            for m in range(metrics)
+                        },
+                    }
+                    for s in range(servers)
+                ]
+            }
+        )
+        for i in range(count)
+    ]
 
 
-def _drive(url: str, key: str, bodies: list[bytes], seconds: float, threads: int
-           ) -> tuple[int, list[float], int]:
+def _drive(
+    url: str, key: str, bodies: list[bytes], seconds: float, threads: int
+) -> tuple[int, list[float], int]:
     """Posts bodies from ``threads`` connections for ``seconds``; (samples, latencies, errors)."""
     stop = time.monotonic() + seconds
     latencies: list[float] = []
@@ -113,12 +127,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--servers", type=int, default=100)
     parser.add_argument("--metrics", type=int, default=100)
-    parser.add_argument("--threads", type=int, default=8, help="concurrent connections "
-                        "(the linger shares records among concurrent requests)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=8,
+        help="concurrent connections (the linger shares records among concurrent requests)",
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=10.0, help="per round")
-    parser.add_argument("--linger-ms", type=float, default=IngestSettings().linger_ms,
-                        help="APM_INGEST_LINGER_MS of the ingest (0: no coalescing)")
+    parser.add_argument(
+        "--linger-ms",
+        type=float,
+        default=IngestSettings().linger_ms,
+        help="APM_INGEST_LINGER_MS of the ingest (0: no coalescing)",
+    )
     parser.add_argument("--no-doc", action="store_true", help="do not write BENCHMARKS.md")
     args = parser.parse_args(argv)
     bootstrap = IngestSettings().kafka_bootstrap
@@ -131,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
         port = free_port()
         progress(f"starting apm ingest on :{port} (Kafka {bootstrap})")
         proc = processes.ingest(port, home / "keys", bootstrap).start(
-            home, env={"APM_INGEST_LINGER_MS": str(args.linger_ms)})
+            home, env={"APM_INGEST_LINGER_MS": str(args.linger_ms)}
+        )
         pid = proc.pid()
         assert pid is not None
         url = processes.ingest_url(port)
@@ -149,10 +172,12 @@ def main(argv: list[str] | None = None) -> int:
                 client = (time.process_time() - mine0) / wall
                 rate = samples / wall
                 rounds.append((rate, cpu, latencies, errors, client))
-                progress(f"round {n + 1}/{args.rounds}: {rate:,.0f} samples/s, ingest CPU "
-                         f"{cpu:.2f} cores ({rate / max(cpu, 1e-9):,.0f}/core), client CPU "
-                         f"{client:.2f}, p50 {_pct(latencies, 0.5) * 1000:.1f} ms, "
-                         f"p99 {_pct(latencies, 0.99) * 1000:.1f} ms, {errors} errors")
+                progress(
+                    f"round {n + 1}/{args.rounds}: {rate:,.0f} samples/s, ingest CPU "
+                    f"{cpu:.2f} cores ({rate / max(cpu, 1e-9):,.0f}/core), client CPU "
+                    f"{client:.2f}, p50 {_pct(latencies, 0.5) * 1000:.1f} ms, "
+                    f"p99 {_pct(latencies, 0.99) * 1000:.1f} ms, {errors} errors"
+                )
         finally:
             proc.stop(30)
             _delete_topics(bootstrap, args.metrics, run)
@@ -164,25 +189,32 @@ def main(argv: list[str] | None = None) -> int:
     errors = sum(r[3] for r in rounds)
     client = statistics.median(r[4] for r in rounds)
     per_core = statistics.median(r[0] / max(r[1], 1e-9) for r in rounds)
-    rows = [["figure", "value"],
-            ["accepted samples/s (one ingest process, acks=all)", f"{rate:,.0f}"],
-            ["samples/s per ingest CPU core", f"{per_core:,.0f}"],
-            ["ingest process CPU (cores)", f"{cpu:.2f}"],
-            ["bench client CPU (cores, same machine)", f"{client:.2f}"],
-            ["request latency p50 (ms)", f"{p50:.1f}"],
-            ["request latency p99 (ms)", f"{p99:.1f}"],
-            ["request shape", f"{args.servers} servers x {args.metrics} metrics = "
-                              f"{per_request} samples, {len(bodies[0]) // 1024} KiB JSON"],
-            ["client connections", str(args.threads)],
-            ["linger (APM_INGEST_LINGER_MS)", f"{args.linger_ms:g} ms"],
-            ["non-202 answers", str(errors)]]
-    notes = (f"Medians of {args.rounds} rounds of {args.seconds:g}s after a 3s warm-up. The "
-             "client runs in the bench process, Kafka and the ingest share the same 2 cores, "
-             "so the client's and the broker's CPU are taken from the ingest's share (the "
-             "machine is shared and loaded: the per-core figure is the ingest's own cost). "
-             "Concurrent requests share records over the linger; `python -m bench.ingest "
-             "--linger-ms 0` measures without it. "
-             "Target: >= 200,000 samples/s per ingest process.")
+    rows = [
+        ["figure", "value"],
+        ["accepted samples/s (one ingest process, acks=all)", f"{rate:,.0f}"],
+        ["samples/s per ingest CPU core", f"{per_core:,.0f}"],
+        ["ingest process CPU (cores)", f"{cpu:.2f}"],
+        ["bench client CPU (cores, same machine)", f"{client:.2f}"],
+        ["request latency p50 (ms)", f"{p50:.1f}"],
+        ["request latency p99 (ms)", f"{p99:.1f}"],
+        [
+            "request shape",
+            f"{args.servers} servers x {args.metrics} metrics = "
+            f"{per_request} samples, {len(bodies[0]) // 1024} KiB JSON",
+        ],
+        ["client connections", str(args.threads)],
+        ["linger (APM_INGEST_LINGER_MS)", f"{args.linger_ms:g} ms"],
+        ["non-202 answers", str(errors)],
+    ]
+    notes = (
+        f"Medians of {args.rounds} rounds of {args.seconds:g}s after a 3s warm-up. The "
+        "client runs in the bench process, Kafka and the ingest share the same 2 cores, "
+        "so the client's and the broker's CPU are taken from the ingest's share (the "
+        "machine is shared and loaded: the per-core figure is the ingest's own cost). "
+        "Concurrent requests share records over the linger; `python -m bench.ingest "
+        "--linger-ms 0` measures without it. "
+        "Target: >= 200,000 samples/s per ingest process."
+    )
     for row in rows[1:]:
         print(f"{row[0]:<52} {row[1]}")
     if not args.no_doc:

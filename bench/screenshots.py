@@ -26,13 +26,15 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m bench.screenshots")
     parser.add_argument("--url", default="http://127.0.0.1:8050")
-    parser.add_argument("--token-file",
-                        default=str(PROJECT_ROOT / "var/run/dashboard/dashboard.token"))
+    parser.add_argument(
+        "--token-file", default=str(PROJECT_ROOT / "var/run/dashboard/dashboard.token")
+    )
     parser.add_argument("--range", default="15m", choices=["15m", "1h", "6h", "24h"])
     args = parser.parse_args(argv)
     token = Path(args.token_file).read_text().strip()
-    request = urllib.request.Request(f"{args.url}/api/queries",
-                                     headers={"Authorization": f"Bearer {token}"})
+    request = urllib.request.Request(
+        f"{args.url}/api/queries", headers={"Authorization": f"Bearer {token}"}
+    )
     with urllib.request.urlopen(request, timeout=10) as reply:
         queries = json.loads(reply.read())
     if not queries:

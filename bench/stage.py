@@ -51,8 +51,13 @@ def wire_bytes_per_sample(metrics: int, prefix: str, servers: int = 1000) -> flo
     """Average bytes one sample takes in an apm.wire record (one tick of a sample fleet)."""
     fleet = Fleet(servers, metrics, metric_prefix=prefix, silent_fraction=0.0)
     tick = fleet.step(time.time())
-    size = sum(len(chunk) for col in range(metrics) for chunk in encode_chunks(
-        zip(fleet.names, [tick.ts] * servers, tick.values[:, col].tolist(), strict=True)))
+    size = sum(
+        len(chunk)
+        for col in range(metrics)
+        for chunk in encode_chunks(
+            zip(fleet.names, [tick.ts] * servers, tick.values[:, col].tolist(), strict=True)
+        )
+    )
     return size / (servers * metrics)
 
 
@@ -67,17 +72,22 @@ class Stage:
 
     @property
     def sustained(self) -> bool:
-        return (self.summary["lost"] == 0 and self.check["lost"] == 0
-                and self.summary["late_ticks"] == 0
-                and self.check["fresh_p99"] <= FRESHNESS_TARGET_S)
+        return (
+            self.summary["lost"] == 0
+            and self.check["lost"] == 0
+            and self.summary["late_ticks"] == 0
+            and self.check["fresh_p99"] <= FRESHNESS_TARGET_S
+        )
 
     def describe(self) -> str:
-        return (f"{self.rate:,} samples/s: accepted {self.summary['accepted_per_s']:,.0f}/s, "
-                f"ingest loss {self.summary['lost']}, pipeline loss {self.check['lost']}, "
-                f"freshness p99 {self.check['fresh_p99']:.1f}s, windows complete "
-                f"{self.check['complete_windows']}/{self.check['windows']} (missing "
-                f"{self.check['missing_windows']}), wrong {self.check['wrong']}, cores "
-                + ", ".join(f"{k} {v:.2f}" for k, v in self.cores.items()))
+        return (
+            f"{self.rate:,} samples/s: accepted {self.summary['accepted_per_s']:,.0f}/s, "
+            f"ingest loss {self.summary['lost']}, pipeline loss {self.check['lost']}, "
+            f"freshness p99 {self.check['fresh_p99']:.1f}s, windows complete "
+            f"{self.check['complete_windows']}/{self.check['windows']} (missing "
+            f"{self.check['missing_windows']}), wrong {self.check['wrong']}, cores "
+            + ", ".join(f"{k} {v:.2f}" for k, v in self.cores.items())
+        )
 
 
 @dataclass
@@ -95,8 +105,9 @@ class Procs:
 
     @classmethod
     @contextlib.contextmanager
-    def start(cls, home: Path, bootstrap: str, prefix: str, metrics: int,
-              keyspace: str) -> Iterator[Procs]:
+    def start(
+        cls, home: Path, bootstrap: str, prefix: str, metrics: int, keyspace: str
+    ) -> Iterator[Procs]:
         procs = cls(home, bootstrap, prefix, metrics, keyspace)
         try:
             procs._start()
@@ -118,28 +129,42 @@ class Procs:
         progress(f"bench-pipeline: keyspace {self.keyspace}, topics {self.prefix}*")
         overrides: dict[str, Any] = {"keyspace": self.keyspace}
         self.repo = Repository.connect(StorageSettings(**overrides))
-        ensure_topics(self.bootstrap, [topic_for(m) for m in self.metric_names],
-                      TopicSpec(partitions=4))
+        ensure_topics(
+            self.bootstrap, [topic_for(m) for m in self.metric_names], TopicSpec(partitions=4)
+        )
         self.key = add_key(self.home / "ingest-keys", "bench-pipeline")
         port = free_port()
-        self._started.append(processes.ingest(port, self.home / "ingest-keys", self.bootstrap)
-                             .start(self.home / "ingest"))
+        self._started.append(
+            processes.ingest(port, self.home / "ingest-keys", self.bootstrap).start(
+                self.home / "ingest"
+            )
+        )
         self.url = processes.ingest_url(port)
         metrics_port = free_port()
-        spec = processes.aggregator(self.home / "aggregator" / "checkpoint",
-                                    name=f"bench-agg-{self.keyspace}",
-                                    metrics=self.metric_names, metrics_port=metrics_port,
-                                    keyspace=self.keyspace)
+        spec = processes.aggregator(
+            self.home / "aggregator" / "checkpoint",
+            name=f"bench-agg-{self.keyspace}",
+            metrics=self.metric_names,
+            metrics_port=metrics_port,
+            keyspace=self.keyspace,
+        )
         self._started.append(spec.process(self.home / "aggregator"))
-        spec.start(self.home / "aggregator", wait_s=180, progress=progress,
-                   env={"APM_AGGREGATOR_KAFKA_BOOTSTRAP": self.bootstrap})
+        spec.start(
+            self.home / "aggregator",
+            wait_s=180,
+            progress=progress,
+            env={"APM_AGGREGATOR_KAFKA_BOOTSTRAP": self.bootstrap},
+        )
 
     def pids(self) -> dict[str, list[int]]:
         from launch.stack import control
         from launch.stack.config import StackSettings
 
-        out = {"ingest": [self._started[0].pid()], "aggregator": [self._started[1].pid()],
-               "loadgen": [os.getpid()]}
+        out = {
+            "ingest": [self._started[0].pid()],
+            "aggregator": [self._started[1].pid()],
+            "loadgen": [os.getpid()],
+        }
         for row in control.status(StackSettings()):
             out[row.name] = [row.pid]
         return {k: [p for p in v if p] for k, v in out.items()}
@@ -151,14 +176,22 @@ class Procs:
 
     def warm_up(self, window: int, timeout_s: float = 300.0) -> None:
         """A small load until its first results come back: Spark is up and streaming."""
-        queries = [parse(f"FROM * SELECT {m} WINDOW {window}s COMPUTE count, min, max, avg, p99")
-                   for m in self.metric_names]
+        queries = [
+            parse(f"FROM * SELECT {m} WINDOW {window}s COMPUTE count, min, max, avg, p99")
+            for m in self.metric_names
+        ]
         self.save_queries(queries)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            settings = LoadgenSettings(servers=20, metrics=self.metrics, duration_s=5,
-                                       target=self.url, api_key=self.key,
-                                       metric_prefix=self.prefix, seed=1)
+            settings = LoadgenSettings(
+                servers=20,
+                metrics=self.metrics,
+                duration_s=5,
+                target=self.url,
+                api_key=self.key,
+                metric_prefix=self.prefix,
+                seed=1,
+            )
             run_load(settings, progress=False)
             qid = self.query_ids[self.metric_names[0]]
             if any(True for _ in self.repo.read_results(qid, time.time() - 600, time.time())):
@@ -174,8 +207,9 @@ class Procs:
         with contextlib.suppress(Exception):
             admin = new_admin(self.bootstrap)
             try:
-                delete_topics(admin, [t for t in admin.list_topics()
-                                      if t.startswith(topic_for(self.prefix))])
+                delete_topics(
+                    admin, [t for t in admin.list_topics() if t.startswith(topic_for(self.prefix))]
+                )
             finally:
                 admin.close()
         if self.repo is not None:
@@ -184,8 +218,7 @@ class Procs:
             self.repo.close()
 
 
-def check_results(procs: Procs, truths: list[TruthCollector], settle_s: float
-                  ) -> dict[str, Any]:
+def check_results(procs: Procs, truths: list[TruthCollector], settle_s: float) -> dict[str, Any]:
     """Waits up to ``settle_s`` for every window of every truth to be stored complete, then
     compares: loss (truth samples not counted), freshness and exactness of min/max/count."""
     deadline = time.monotonic() + settle_s
@@ -196,8 +229,12 @@ def check_results(procs: Procs, truths: list[TruthCollector], settle_s: float
             want = truth.results()
             if not want:
                 continue
-            got = {r.window_start: r for r in procs.repo.read_results(
-                qid, want[0]["window_start"], want[-1]["window_start"] + 1)}
+            got = {
+                r.window_start: r
+                for r in procs.repo.read_results(
+                    qid, want[0]["window_start"], want[-1]["window_start"] + 1
+                )
+            }
             for w in want:
                 windows += 1
                 row = got.get(w["window_start"])
@@ -214,7 +251,17 @@ def check_results(procs: Procs, truths: list[TruthCollector], settle_s: float
             break
         time.sleep(2.0)
     # No complete window at all: freshness is unbounded (and the stage is not sustained).
-    p50, p99 = (np.percentile(np.asarray(fresh), [50, 99]).tolist() if fresh
-                else [float("inf"), float("inf")])
-    return {"lost": lost, "wrong": wrong, "windows": windows, "missing_windows": missing,
-            "complete_windows": len(fresh), "fresh_p50": p50, "fresh_p99": p99}
+    p50, p99 = (
+        np.percentile(np.asarray(fresh), [50, 99]).tolist()
+        if fresh
+        else [float("inf"), float("inf")]
+    )
+    return {
+        "lost": lost,
+        "wrong": wrong,
+        "windows": windows,
+        "missing_windows": missing,
+        "complete_windows": len(fresh),
+        "fresh_p50": p50,
+        "fresh_p99": p99,
+    }

@@ -28,9 +28,18 @@ DAY = 86_400
 
 def _rows(queries: list[str], start: int, count: int, window: int) -> list[WindowResult]:
     now = time.time()
-    return [WindowResult(q, start + i * window, window,
-                         {"min": float(i), "max": i + 1.0, "avg": i + 0.5, "p99": i + 0.9},
-                         100, now) for q in queries for i in range(count)]
+    return [
+        WindowResult(
+            q,
+            start + i * window,
+            window,
+            {"min": float(i), "max": i + 1.0, "avg": i + 0.5, "p99": i + 0.9},
+            100,
+            now,
+        )
+        for q in queries
+        for i in range(count)
+    ]
 
 
 def _median_s(run: Callable[[], object]) -> float:
@@ -51,20 +60,39 @@ def main() -> int:
         batch = _rows(queries, today, 200, 1)  # 100 queries x 200 one-second windows
         progress(f"upserting {len(batch)} rows x {REPEATS} (batched per partition)")
         batched = _median_s(lambda: repo.upsert_results(batch))
-        params = [[(r.query_id, bucket_of(r.window_start), round(r.window_start * 1000),
-                    r.window_seconds, r.values, r.samples, round(r.updated_at * 1000),
-                    round(r.updated_at * 1e6))] for r in batch]
+        params = [
+            [
+                (
+                    r.query_id,
+                    bucket_of(r.window_start),
+                    round(r.window_start * 1000),
+                    r.window_seconds,
+                    r.values,
+                    r.samples,
+                    round(r.updated_at * 1000),
+                    round(r.updated_at * 1e6),
+                )
+            ]
+            for r in batch
+        ]
         progress(f"upserting {len(batch)} rows x {REPEATS} (one request per row)")
-        single = _median_s(lambda: execute_many(repo.session, repo._cql.upsert, params,
-                                                concurrency=repo.concurrency,
-                                                profile=repo.profile))
+        single = _median_s(
+            lambda: execute_many(
+                repo.session,
+                repo._cql.upsert,
+                params,
+                concurrency=repo.concurrency,
+                profile=repo.profile,
+            )
+        )
         day_q, month_q = str(uuid.uuid4()), str(uuid.uuid4())
         repo.upsert_results(_rows([day_q], today - DAY, 8640, 10))  # one day of 10s windows
         repo.upsert_results(_rows([month_q], today - 29 * DAY, 720, 3600))  # 30 days of 1h
         progress("reading ranges")
         day_s = _median_s(lambda: sum(1 for _ in repo.read_results(day_q, today - DAY, today)))
-        month_s = _median_s(lambda: sum(1 for _ in repo.read_results(
-            month_q, today - 29 * DAY, today + DAY)))
+        month_s = _median_s(
+            lambda: sum(1 for _ in repo.read_results(month_q, today - 29 * DAY, today + DAY))
+        )
         wide_s = _median_s(lambda: sum(1 for _ in repo.read_results(month_q, 0, 2e9)))
         last_s = _median_s(lambda: repo.last_result_at(month_q))
     finally:
@@ -72,21 +100,38 @@ def main() -> int:
         repo.close()
     rows = [
         ["operation", "median", "rate"],
-        [f"upsert_results, {len(batch)} rows of 100 queries (batched per partition)",
-         f"{batched * 1000:.0f} ms", f"{len(batch) / batched:,.0f} rows/s"],
-        ["same rows, one INSERT request per row", f"{single * 1000:.0f} ms",
-         f"{len(batch) / single:,.0f} rows/s"],
-        ["read_results, 1 day of 10s windows (8,640 rows, 1 bucket)",
-         f"{day_s * 1000:.0f} ms", f"{8640 / day_s:,.0f} rows/s"],
-        ["read_results, 30 days of 1h windows (720 rows, 30 buckets)",
-         f"{month_s * 1000:.0f} ms", f"{720 / month_s:,.0f} rows/s"],
-        ["read_results, same query over 1970..2033 (bucket index)",
-         f"{wide_s * 1000:.0f} ms", f"{720 / wide_s:,.0f} rows/s"],
+        [
+            f"upsert_results, {len(batch)} rows of 100 queries (batched per partition)",
+            f"{batched * 1000:.0f} ms",
+            f"{len(batch) / batched:,.0f} rows/s",
+        ],
+        [
+            "same rows, one INSERT request per row",
+            f"{single * 1000:.0f} ms",
+            f"{len(batch) / single:,.0f} rows/s",
+        ],
+        [
+            "read_results, 1 day of 10s windows (8,640 rows, 1 bucket)",
+            f"{day_s * 1000:.0f} ms",
+            f"{8640 / day_s:,.0f} rows/s",
+        ],
+        [
+            "read_results, 30 days of 1h windows (720 rows, 30 buckets)",
+            f"{month_s * 1000:.0f} ms",
+            f"{720 / month_s:,.0f} rows/s",
+        ],
+        [
+            "read_results, same query over 1970..2033 (bucket index)",
+            f"{wide_s * 1000:.0f} ms",
+            f"{720 / wide_s:,.0f} rows/s",
+        ],
         ["last_result_at", f"{last_s * 1000:.1f} ms", ""],
     ]
-    notes = (f"Median of {REPEATS} runs, local single-node Cassandra 5 (rf 1), one client "
-             "process, concurrency 64, on the shared 2-core machine while other benchmarks and "
-             "tests run: read the ratios more than the absolute figures.")
+    notes = (
+        f"Median of {REPEATS} runs, local single-node Cassandra 5 (rf 1), one client "
+        "process, concurrency 64, on the shared 2-core machine while other benchmarks and "
+        "tests run: read the ratios more than the absolute figures."
+    )
     print(write_section("storage", "Storage: Cassandra repository", COMMAND, rows, notes))
     return 0
 

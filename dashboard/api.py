@@ -43,15 +43,17 @@ def guarded(telemetry: DashboardTelemetry, op: str, call: Callable[[], T]) -> T:
         raise StorageUnavailable(f"storage unavailable during {op}: {exc}") from exc
 
 
-def error(status: int, code: str, detail: str, at: str | int | None = None
-          ) -> tuple[Response, int]:
+def error(status: int, code: str, detail: str, at: str | int | None = None) -> tuple[Response, int]:
     """A non-2xx JSON answer in the shape both HTTP APIs share (:mod:`apm.errors`)."""
     return jsonify(error_body(code, detail, at)), status
 
 
-def build_api(repo: QueryRepository, settings: DashboardSettings,
-              telemetry: DashboardTelemetry,
-              clock: Callable[[], float] = time.time) -> Blueprint:
+def build_api(
+    repo: QueryRepository,
+    settings: DashboardSettings,
+    telemetry: DashboardTelemetry,
+    clock: Callable[[], float] = time.time,
+) -> Blueprint:
     from dashboard.states import QueryStates  # it imports guarded from here
 
     api = Blueprint("api", __name__, url_prefix="/api")
@@ -84,8 +86,12 @@ def build_api(repo: QueryRepository, settings: DashboardSettings,
     def list_queries() -> Response:
         queries = guarded(telemetry, "list_queries", repo.list_queries)
         evaluated = states.evaluate(queries)
-        return jsonify([stored_query_json(q, evaluated[q.id].last_result_at,
-                                          evaluated[q.id].query_state) for q in queries])
+        return jsonify(
+            [
+                stored_query_json(q, evaluated[q.id].last_result_at, evaluated[q.id].query_state)
+                for q in queries
+            ]
+        )
 
     @api.post("/queries")
     def create_query() -> tuple[Response, int]:
@@ -107,9 +113,13 @@ def build_api(repo: QueryRepository, settings: DashboardSettings,
         data = body()
         unknown = set(data) - {"text", "paused"}
         if unknown or not data:
-            return error(400, "bad_request", "PATCH takes 'text' and/or 'paused'"
-                         + (f"; unknown: {sorted(unknown)}" if unknown else ""),
-                         min(unknown) if unknown else "body")
+            return error(
+                400,
+                "bad_request",
+                "PATCH takes 'text' and/or 'paused'"
+                + (f"; unknown: {sorted(unknown)}" if unknown else ""),
+                min(unknown) if unknown else "body",
+            )
         if "paused" in data and not isinstance(data["paused"], bool):
             return error(400, "bad_request", "'paused' must be true or false", "paused")
         if "text" in data:
@@ -118,12 +128,12 @@ def build_api(repo: QueryRepository, settings: DashboardSettings,
             result = None
             if "text" in data:
                 text = str(data["text"])
-                result = guarded(telemetry, "update_query",
-                                 lambda: repo.update_query(query_id, text))
+                result = guarded(
+                    telemetry, "update_query", lambda: repo.update_query(query_id, text)
+                )
             if "paused" in data:
                 paused = bool(data["paused"])
-                result = guarded(telemetry, "set_paused",
-                                 lambda: repo.set_paused(query_id, paused))
+                result = guarded(telemetry, "set_paused", lambda: repo.set_paused(query_id, paused))
         except KeyError:
             return error(404, "not_found", f"no query {query_id!r}")
         assert result is not None
@@ -151,15 +161,20 @@ def build_api(repo: QueryRepository, settings: DashboardSettings,
         if end <= start:
             return error(400, "bad_request", "'from' must be before 'to'", "from")
         if end - start > MAX_RANGE_SECONDS:
-            return error(400, "bad_request",
-                         f"the range may span at most {MAX_RANGE_SECONDS // 86_400} days", "from")
+            return error(
+                400,
+                "bad_request",
+                f"the range may span at most {MAX_RANGE_SECONDS // 86_400} days",
+                "from",
+            )
         if max_points is not None and max_points < 2:
             return error(400, "bad_request", "'max_points' must be at least 2", "max_points")
         found = guarded(telemetry, "get_query", lambda: repo.get_query(query_id))
         if found is None:
             return error(404, "not_found", f"no query {query_id!r}")
-        windows = guarded(telemetry, "read_results",
-                          lambda: list(repo.read_results(query_id, start, end)))
+        windows = guarded(
+            telemetry, "read_results", lambda: list(repo.read_results(query_id, start, end))
+        )
         telemetry.windows_read.inc(len(windows))
         out: dict[str, object] = {"query": as_json(found), "from": start, "to": end}
         if max_points is None:

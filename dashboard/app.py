@@ -24,14 +24,18 @@ __all__ = ["build_context", "create_app"]
 def create_app(app_ctx: AppContext) -> Dash:
     server = Flask("dashboard")
     install_auth(server, app_ctx.settings, app_ctx.metrics)
-    server.register_blueprint(build_api(app_ctx.repo, app_ctx.settings, app_ctx.metrics,
-                                        app_ctx.clock))
+    server.register_blueprint(
+        build_api(app_ctx.repo, app_ctx.settings, app_ctx.metrics, app_ctx.clock)
+    )
 
     @server.before_request
     def api_routes_only() -> None:
         # Dash's catch-all page route would answer an unknown /api/ path with the app's HTML.
-        if (request.path.startswith("/api/") and request.routing_exception is None
-                and request.blueprint != "api"):
+        if (
+            request.path.startswith("/api/")
+            and request.routing_exception is None
+            and request.blueprint != "api"
+        ):
             raise NotFound(f"no API route {request.path}")
 
     @server.errorhandler(HTTPException)
@@ -57,17 +61,26 @@ def create_app(app_ctx: AppContext) -> Dash:
     @server.after_request
     def count(response: Response) -> Response:
         path = request.path
-        kind = ("api" if path.startswith("/api/") else "callback"
-                if path.startswith("/_dash-update") else "other")
+        kind = (
+            "api"
+            if path.startswith("/api/")
+            else "callback"
+            if path.startswith("/_dash-update")
+            else "other"
+        )
         app_ctx.metrics.requests.labels(kind, str(response.status_code)).inc()
         # The dashboard is never framed by another site (clickjacking).
         response.headers.setdefault("X-Frame-Options", "DENY")
         return response
 
-    app = Dash("dashboard", server=server,  # type: ignore[arg-type]
-               title="APM dashboard",
-               assets_folder=str(Path(__file__).parent / "assets"),
-               suppress_callback_exceptions=True, update_title="")
+    app = Dash(
+        "dashboard",
+        server=server,  # type: ignore[arg-type]
+        title="APM dashboard",
+        assets_folder=str(Path(__file__).parent / "assets"),
+        suppress_callback_exceptions=True,
+        update_title="",
+    )
     # A function, so each page load renders with the caller's session (the logout form's token).
     app.layout = lambda: html.Div([dcc.Location(id="url"), html.Div(id="page")])
 
@@ -97,9 +110,18 @@ def build_context(settings: object | None = None, repo: object | None = None) ->
 
         repo = Repository.connect()
     return AppContext(
-        settings=s, repo=repo,  # type: ignore[arg-type]
+        settings=s,
+        repo=repo,  # type: ignore[arg-type]
         topics=KafkaTopics(s.kafka_bootstrap, s.topics_cache_seconds),
-        scraper=PrometheusScraper(s.ingest_urls, IngestNames(
-            s.ingest_samples_metric, s.ingest_requests_metric, s.ingest_outcome_label,
-            s.reject_reason_label), s.scrape_timeout_seconds),
-        clock=time.time)
+        scraper=PrometheusScraper(
+            s.ingest_urls,
+            IngestNames(
+                s.ingest_samples_metric,
+                s.ingest_requests_metric,
+                s.ingest_outcome_label,
+                s.reject_reason_label,
+            ),
+            s.scrape_timeout_seconds,
+        ),
+        clock=time.time,
+    )

@@ -90,8 +90,12 @@ def check_credentials(settings: DashboardSettings, user: str, password: str) -> 
 
 
 def _same(a: object, b: object) -> bool:
-    return isinstance(a, str) and isinstance(b, str) and bool(a) and hmac.compare_digest(
-        a.encode(), b.encode())
+    return (
+        isinstance(a, str)
+        and isinstance(b, str)
+        and bool(a)
+        and hmac.compare_digest(a.encode(), b.encode())
+    )
 
 
 def _safe_next(target: str | None) -> str:
@@ -101,21 +105,35 @@ def _safe_next(target: str | None) -> str:
     return target
 
 
-def install_auth(server: Flask, settings: DashboardSettings, metrics: DashboardTelemetry,
-                 registry: SessionRegistry | None = None) -> SessionRegistry:
+def install_auth(
+    server: Flask,
+    settings: DashboardSettings,
+    metrics: DashboardTelemetry,
+    registry: SessionRegistry | None = None,
+) -> SessionRegistry:
     if not settings.password_hash and not settings.token:
-        raise ValueError("the dashboard needs APM_DASHBOARD_PASSWORD_HASH (see `apm dashboard "
-                         "hash-password`) or APM_DASHBOARD_TOKEN; refusing to run without login")
+        raise ValueError(
+            "the dashboard needs APM_DASHBOARD_PASSWORD_HASH (see `apm dashboard "
+            "hash-password`) or APM_DASHBOARD_TOKEN; refusing to run without login"
+        )
     sessions = registry or SessionRegistry(settings.session_hours * 3600)
     server.secret_key = settings.secret_key or secrets.token_hex(32)
-    server.config.update(SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Lax",
-                         SESSION_COOKIE_NAME="apm_dashboard_session")
+    server.config.update(
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        SESSION_COOKIE_NAME="apm_dashboard_session",
+    )
     hint = "Sign in with the configured user and password, or with the API token."
 
     def login_page(error: str = "", status: int = 200) -> Response:
         session.setdefault("login_csrf", secrets.token_urlsafe(24))
-        html = render_template_string(_LOGIN_PAGE, csrf=session["login_csrf"], error=error,
-                                      next=_safe_next(request.values.get("next")), hint=hint)
+        html = render_template_string(
+            _LOGIN_PAGE,
+            csrf=session["login_csrf"],
+            error=error,
+            next=_safe_next(request.values.get("next")),
+            hint=hint,
+        )
         return Response(html, status=status, mimetype="text/html")
 
     @server.route("/login", methods=["GET", "POST"])
@@ -157,8 +175,11 @@ def install_auth(server: Flask, settings: DashboardSettings, metrics: DashboardT
         if path in PUBLIC_PATHS:
             return None
         if path.startswith("/api/") and request.authorization is not None:
-            if (request.authorization.type == "bearer" and settings.token
-                    and _same(request.authorization.token, settings.token)):
+            if (
+                request.authorization.type == "bearer"
+                and settings.token
+                and _same(request.authorization.token, settings.token)
+            ):
                 return None
             metrics.refused.labels("bad_token").inc()
             return _refuse(401, "unauthorized", "invalid bearer token", "header:Authorization")
@@ -170,8 +191,12 @@ def install_auth(server: Flask, settings: DashboardSettings, metrics: DashboardT
         sent = request.headers.get("X-CSRFToken") or request.form.get("csrf_token")
         if request.method not in _SAFE and not _same(sent, session.get("csrf")):
             metrics.refused.labels("csrf").inc()
-            return _refuse(403, "forbidden", "CSRF token missing or wrong (X-CSRFToken header)",
-                           "header:X-CSRFToken")
+            return _refuse(
+                403,
+                "forbidden",
+                "CSRF token missing or wrong (X-CSRFToken header)",
+                "header:X-CSRFToken",
+            )
         return None
 
     return sessions

@@ -32,9 +32,14 @@ class _Entry:
 
 
 class ResultCache:
-    def __init__(self, repo: QueryRepository, reread_s: float = 600.0,
-                 full_refresh_s: float = 300.0, max_windows: int = 500_000,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        repo: QueryRepository,
+        reread_s: float = 600.0,
+        full_refresh_s: float = 300.0,
+        max_windows: int = 500_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._repo = repo
         self._reread_s = reread_s
         self._full_refresh_s = full_refresh_s
@@ -51,8 +56,12 @@ class ResultCache:
         with self._lock:
             entry = self._entries.get(query_id)
         now = self._clock()
-        if (entry is None or start < entry.lo or end < entry.hi - self._reread_s
-                or now - entry.loaded_at > self._full_refresh_s):
+        if (
+            entry is None
+            or start < entry.lo
+            or end < entry.hi - self._reread_s
+            or now - entry.loaded_at > self._full_refresh_s
+        ):
             windows = list(self._repo.read_results(query_id, start, end))
             entry = _Entry(start, end, windows, [w.window_start for w in windows], now)
         elif end > entry.hi - self._reread_s:
@@ -60,9 +69,13 @@ class ResultCache:
             fresh = list(self._repo.read_results(query_id, cut, end))
             keep = bisect.bisect_left(entry.starts, cut)
             windows = entry.windows[:keep] + fresh
-            entry = _Entry(entry.lo, max(end, entry.hi), windows,
-                           entry.starts[:keep] + [w.window_start for w in fresh],
-                           entry.loaded_at)
+            entry = _Entry(
+                entry.lo,
+                max(end, entry.hi),
+                windows,
+                entry.starts[:keep] + [w.window_start for w in fresh],
+                entry.loaded_at,
+            )
         self._store(query_id, entry)
         i = bisect.bisect_left(entry.starts, start)
         j = bisect.bisect_left(entry.starts, end)

@@ -17,8 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--host", help="listen address (APM_DASHBOARD_HOST)")
     serve.add_argument("--port", type=int, help="listen port (APM_DASHBOARD_PORT)")
     serve.set_defaults(func=_serve)
-    hashing = cmds.add_parser("hash-password",
-                              help="print a hash for APM_DASHBOARD_PASSWORD_HASH")
+    hashing = cmds.add_parser("hash-password", help="print a hash for APM_DASHBOARD_PASSWORD_HASH")
     hashing.add_argument("--stdin", action="store_true", help="read the password from stdin")
     hashing.set_defaults(func=_hash)
 

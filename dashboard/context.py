@@ -27,5 +27,6 @@ class AppContext:
 
     def __post_init__(self) -> None:
         if self.cache is None:
-            self.cache = ResultCache(self.repo, self.settings.reread_seconds,
-                                     self.settings.full_refresh_seconds)
+            self.cache = ResultCache(
+                self.repo, self.settings.reread_seconds, self.settings.full_refresh_seconds
+            )

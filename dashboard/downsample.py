@@ -94,8 +94,14 @@ def downsample_minmax(series: Series, max_points: int) -> Series:
     return Series(out_x, out_y)
 
 
-def _emit(xs: list[float], ys: list[float | None], start: int, end: int,
-          out_x: list[float], out_y: list[float | None]) -> None:
+def _emit(
+    xs: list[float],
+    ys: list[float | None],
+    start: int,
+    end: int,
+    out_x: list[float],
+    out_y: list[float | None],
+) -> None:
     if end - start == 1:
         out_x.append(xs[start])
         out_y.append(ys[start])

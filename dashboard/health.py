@@ -95,13 +95,15 @@ def _component(name: str, payload: Mapping[str, object], now: float) -> Componen
         # How far event time lags the wall clock: windows older than this are final.
         freshness = max(0.0, now - mark)
     status = ComponentStatus(
-        component=name, age_s=None if updated is None else max(0.0, now - updated),
-        batch_duration_s=_first(payload, BATCH_KEYS), freshness_s=freshness)
+        component=name,
+        age_s=None if updated is None else max(0.0, now - updated),
+        batch_duration_s=_first(payload, BATCH_KEYS),
+        freshness_s=freshness,
+    )
     if name.startswith(JOB_PREFIX):
         status.scope = JobScope.from_json(payload.get("scope")).describe()
         reads = payload.get("reads")
-        status.reads = [m for m in reads if isinstance(m, str)] if isinstance(reads, list) \
-            else []
+        status.reads = [m for m in reads if isinstance(m, str)] if isinstance(reads, list) else []
     for key, value in payload.items():
         if key in ("updated_at", *BATCH_KEYS, *FRESHNESS_KEYS, *_SHOWN_APART):
             continue
@@ -114,16 +116,21 @@ def _component(name: str, payload: Mapping[str, object], now: float) -> Componen
     return status
 
 
-def build_health(status: Mapping[str, Mapping[str, object]], servers: Mapping[str, float],
-                 ingest: Sequence[Mapping[str, object]], now: float, silent_after_s: float
-                 ) -> HealthView:
+def build_health(
+    status: Mapping[str, Mapping[str, object]],
+    servers: Mapping[str, float],
+    ingest: Sequence[Mapping[str, object]],
+    now: float,
+    silent_after_s: float,
+) -> HealthView:
     components = [_component(name, payload, now) for name, payload in sorted(status.items())]
     lag: dict[str, float] = {}
     for c in components:
         for topic, n in c.lag.items():
             lag[topic] = lag.get(topic, 0.0) + n
-    rows = [ServerRow(s, ts, max(0.0, now - ts), now - ts > silent_after_s)
-            for s, ts in servers.items()]
+    rows = [
+        ServerRow(s, ts, max(0.0, now - ts), now - ts > silent_after_s) for s, ts in servers.items()
+    ]
     # Silent first, longest silent first: what needs attention leads.
     rows.sort(key=lambda r: (not r.silent, -r.age_s if r.silent else 0.0, r.server))
     return HealthView(components, dict(sorted(lag.items())), rows, list(ingest), silent_after_s)

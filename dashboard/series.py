@@ -12,8 +12,9 @@ from dashboard.downsample import Series, downsample_minmax, with_gaps
 __all__ = ["build_series", "iso", "stored_query_json", "window_json"]
 
 
-def build_series(query: StoredQuery, windows: Iterable[WindowResult],
-                 max_points: int | None) -> dict[str, Series]:
+def build_series(
+    query: StoredQuery, windows: Iterable[WindowResult], max_points: int | None
+) -> dict[str, Series]:
     """Series keyed by function key (``min``, ``p99``...), gaps inserted where windows are
     missing, then downsampled to ``max_points`` if given. ``windows`` ascend by start."""
     keys = [f.key for f in query.query.functions]
@@ -45,8 +46,9 @@ def _dt(value: datetime | None) -> str | None:
     return (value if value.tzinfo else value.replace(tzinfo=UTC)).isoformat()
 
 
-def stored_query_json(q: StoredQuery, last_result_at: float | None = None,
-                      state: QueryState | None = None) -> dict[str, object]:
+def stored_query_json(
+    q: StoredQuery, last_result_at: float | None = None, state: QueryState | None = None
+) -> dict[str, object]:
     """The query as JSON; ``state`` (apm.query_state) gives ``state`` and ``reason`` (null
     when not given)."""
     return {
@@ -66,5 +68,10 @@ def stored_query_json(q: StoredQuery, last_result_at: float | None = None,
 
 
 def window_json(w: WindowResult) -> Mapping[str, object]:
-    return {"window_start": w.window_start, "window_seconds": w.window_seconds,
-            "values": w.values, "samples": w.samples, "updated_at": w.updated_at}
+    return {
+        "window_start": w.window_start,
+        "window_seconds": w.window_seconds,
+        "values": w.values,
+        "samples": w.samples,
+        "updated_at": w.updated_at,
+    }

@@ -44,8 +44,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--host")
     parser.add_argument("--port", type=int)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     return serve(DashboardSettings(**overrides))
 

@@ -24,8 +24,9 @@ log = logging.getLogger(__name__)
 class KafkaTopics:
     """Metric names that have a topic, cached briefly so page loads do not hammer the broker."""
 
-    def __init__(self, bootstrap: str, cache_s: float = 10.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, bootstrap: str, cache_s: float = 10.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._bootstrap = bootstrap
         self._cache_s = cache_s
         self._clock = clock
@@ -90,9 +91,14 @@ def parse_ingest(text: str, names: IngestNames) -> tuple[float, dict[str, float]
 class PrometheusScraper:
     """Scrapes each ingest endpoint and derives rates from the previous scrape of it."""
 
-    def __init__(self, urls: Sequence[str], names: IngestNames, timeout_s: float = 2.0,
-                 fetch: Callable[[str, float], str] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        urls: Sequence[str],
+        names: IngestNames,
+        timeout_s: float = 2.0,
+        fetch: Callable[[str, float], str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._urls = list(urls)
         self._names = names
         self._timeout = timeout_s
@@ -105,9 +111,15 @@ class PrometheusScraper:
         return [self._one(url) for url in self._urls]
 
     def _one(self, url: str) -> IngestCounters:
-        out = IngestCounters(url=url, ok=False, error=None, accepted_total=None,
-                             rejected_by_reason={}, accepted_per_s=None,
-                             rejected_per_s_by_reason={})
+        out = IngestCounters(
+            url=url,
+            ok=False,
+            error=None,
+            accepted_total=None,
+            rejected_by_reason={},
+            accepted_per_s=None,
+            rejected_per_s_by_reason={},
+        )
         try:
             accepted, by_reason = parse_ingest(self._fetch(url, self._timeout), self._names)
         except (OSError, ValueError) as exc:
@@ -122,7 +134,8 @@ class PrometheusScraper:
             dt = now - prev[0]
             out["accepted_per_s"] = (accepted - prev[1]) / dt
             out["rejected_per_s_by_reason"] = {
-                r: max(0.0, (v - prev[2].get(r, 0.0)) / dt) for r, v in by_reason.items()}
+                r: max(0.0, (v - prev[2].get(r, 0.0)) / dt) for r, v in by_reason.items()
+            }
         return out
 
 

@@ -36,8 +36,13 @@ class QueryStates:
     makes storage search back through many day buckets, and the list refreshes every few
     seconds; 0 reads it every time."""
 
-    def __init__(self, repo: QueryRepository, metrics: DashboardTelemetry,
-                 clock: Callable[[], float] = time.time, ttl_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        repo: QueryRepository,
+        metrics: DashboardTelemetry,
+        clock: Callable[[], float] = time.time,
+        ttl_s: float = 10.0,
+    ) -> None:
         self._repo, self._metrics, self._clock, self._ttl = repo, metrics, clock, ttl_s
         self._seen: dict[str, tuple[float, float | None]] = {}
 
@@ -46,8 +51,9 @@ class QueryStates:
         hit = self._seen.get(query_id)
         if hit is not None and now - hit[0] < self._ttl:
             return hit[1]
-        value = guarded(self._metrics, "last_result_at",
-                        partial(self._repo.last_result_at, query_id))
+        value = guarded(
+            self._metrics, "last_result_at", partial(self._repo.last_result_at, query_id)
+        )
         if self._ttl > 0:
             self._seen[query_id] = (now, value)
         return value
@@ -59,10 +65,16 @@ class QueryStates:
             return {}
         status = guarded(self._metrics, "get_status", self._repo.get_status)
         seen = guarded(self._metrics, "list_metrics", self._repo.list_metrics)
-        got = query_states(wanted, now=self._clock(), status=status, metrics_seen=seen,
-                           last_result_at=self.last_result_at)
-        out = {qid: Evaluated(state.state, state.reason, last)
-               for qid, (state, last) in got.items()}
+        got = query_states(
+            wanted,
+            now=self._clock(),
+            status=status,
+            metrics_seen=seen,
+            last_result_at=self.last_result_at,
+        )
+        out = {
+            qid: Evaluated(state.state, state.reason, last) for qid, (state, last) in got.items()
+        }
         if len(self._seen) > 4 * len(wanted) + 1000:  # deleted queries: forget them
             self._seen = {k: v for k, v in self._seen.items() if k in out}
         return out

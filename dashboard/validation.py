@@ -14,8 +14,17 @@ from datetime import UTC, datetime
 from apm.errors import ErrorBody, error_body
 from apm.query import Query, QueryError, parse
 
-__all__ = ["BUILDER_FIELDS", "Composed", "check_builder", "compose", "error_json", "field_for",
-           "parse_time", "pointer", "validate"]
+__all__ = [
+    "BUILDER_FIELDS",
+    "Composed",
+    "check_builder",
+    "compose",
+    "error_json",
+    "field_for",
+    "parse_time",
+    "pointer",
+    "validate",
+]
 
 BUILDER_FIELDS = ("servers", "metric", "window", "functions")
 
@@ -43,13 +52,24 @@ class Composed:
     spans: dict[str, tuple[int, int]]  # field -> [start, end) in text
 
 
-def compose(servers: Sequence[str], metric: str | None, window: str | None,
-            functions: Sequence[str], percentiles: str | None) -> Composed:
+def compose(
+    servers: Sequence[str],
+    metric: str | None,
+    window: str | None,
+    functions: Sequence[str],
+    percentiles: str | None,
+) -> Composed:
     """Query text from the builder's fields. ``percentiles`` is a comma-separated list of p
     values, each becoming ``percentile(p)``; empty fields stay empty so the parser names them."""
-    parts = [("FROM ", None), (", ".join(s.strip() for s in servers if s.strip()), "servers"),
-             (" SELECT ", None), ((metric or "").strip(), "metric"), (" WINDOW ", None),
-             ((window or "").strip(), "window"), (" COMPUTE ", None)]
+    parts = [
+        ("FROM ", None),
+        (", ".join(s.strip() for s in servers if s.strip()), "servers"),
+        (" SELECT ", None),
+        ((metric or "").strip(), "metric"),
+        (" WINDOW ", None),
+        ((window or "").strip(), "window"),
+        (" COMPUTE ", None),
+    ]
     fns = [f for f in functions if f]
     fns += [f"percentile({p.strip()})" for p in (percentiles or "").split(",") if p.strip()]
     parts.append((", ".join(fns), "functions"))
@@ -106,8 +126,9 @@ def parse_time(raw: str | None, default: float) -> float:
         try:
             dt = datetime.fromisoformat(raw.replace("Z", "+00:00").replace(" ", "T", 1))
         except ValueError:
-            raise ValueError(f"{raw[:40]!r} is neither epoch seconds nor an ISO 8601 time"
-                             ) from None
+            raise ValueError(
+                f"{raw[:40]!r} is neither epoch seconds nor an ISO 8601 time"
+            ) from None
         if dt.tzinfo is None:
             dt = dt.replace(tzinfo=UTC)
         return dt.timestamp()

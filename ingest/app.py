@@ -32,18 +32,26 @@ only after every record of the batch is acknowledged by Kafka (acks=all); a reje
 publishes nothing. Errors are `{"error", "detail", "at"}`."""
 
 
-def create_app(settings: IngestSettings | None = None, publisher: Publisher | None = None,
-               keys: KeyFile | None = None) -> FastAPI:
+def create_app(
+    settings: IngestSettings | None = None,
+    publisher: Publisher | None = None,
+    keys: KeyFile | None = None,
+) -> FastAPI:
     """The app. ``publisher`` defaults to Kafka; it is closed (flushed) at shutdown."""
     settings = settings or IngestSettings()
     publisher = publisher if publisher is not None else KafkaPublisher(settings)
     keys = keys if keys is not None else KeyFile(settings.keys_file)
     if keys.path is None:
         log.warning("no API key file (APM_INGEST_KEYS_FILE): every request will get 401")
-    state = State(settings=settings, publisher=publisher, keys=keys,
-                  telemetry=IngestTelemetry(publisher.queue_depth, publisher.lingering),
-                  validator=Validator(settings.max_samples, settings.max_future_s,
-                                      settings.topic_retention_s))
+    state = State(
+        settings=settings,
+        publisher=publisher,
+        keys=keys,
+        telemetry=IngestTelemetry(publisher.queue_depth, publisher.lingering),
+        validator=Validator(
+            settings.max_samples, settings.max_future_s, settings.topic_retention_s
+        ),
+    )
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -55,8 +63,7 @@ def create_app(settings: IngestSettings | None = None, publisher: Publisher | No
         log.info("shutting down: flushing the producer")
         await run_in_threadpool(publisher.close, settings.shutdown_timeout_s)
 
-    app = FastAPI(title="APM ingest", version="1", description=DESCRIPTION,
-                  lifespan=lifespan)
+    app = FastAPI(title="APM ingest", version="1", description=DESCRIPTION, lifespan=lifespan)
     app.state.ingest = state
     app.include_router(samples.router)
     app.include_router(health.router)
@@ -67,8 +74,11 @@ def create_app(settings: IngestSettings | None = None, publisher: Publisher | No
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_request: Request, exc: StarletteHTTPException) -> Response:
-        return json_response(error_body(status_error(exc.status_code), str(exc.detail)),
-                             exc.status_code, dict(exc.headers or {}))
+        return json_response(
+            error_body(status_error(exc.status_code), str(exc.detail)),
+            exc.status_code,
+            dict(exc.headers or {}),
+        )
 
     @app.exception_handler(RequestValidationError)
     async def request_error(_request: Request, exc: RequestValidationError) -> Response:

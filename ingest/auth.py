@@ -81,8 +81,9 @@ def _parse(text: str, path: Path) -> dict[str, _Entry]:
                 raise ValueError
             int(digest, 16)
         except (IndexError, ValueError):
-            raise KeyFileError(f"{path}:{number}: expected '<key id> <salt hex> "
-                               f"<sha256 hex> [label]'") from None
+            raise KeyFileError(
+                f"{path}:{number}: expected '<key id> <salt hex> <sha256 hex> [label]'"
+            ) from None
         entries[key_id] = _Entry(salt, digest.lower())
     return entries
 

@@ -12,16 +12,22 @@ __all__ = ["register"]
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
-        "ingest", help="the ingest HTTP service (default verb: serve)",
+        "ingest",
+        help="the ingest HTTP service (default verb: serve)",
         description="Serve POST /v1/metrics, or make an API key. Settings come from "
-        "APM_INGEST_* env vars; options given here win.")
+        "APM_INGEST_* env vars; options given here win.",
+    )
     _serve_options(parser)
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
     _serve_options(verbs.add_parser("serve", help="run the service (the default)"))
     keygen = verbs.add_parser("keygen", help="print a new API key and its key-file line")
     keygen.add_argument("--label", default="", help="a note kept at the end of the line")
-    keygen.add_argument("--append", type=Path, metavar="KEYS_FILE",
-                        help="also append the line to this key file (created 0600)")
+    keygen.add_argument(
+        "--append",
+        type=Path,
+        metavar="KEYS_FILE",
+        help="also append the line to this key file (created 0600)",
+    )
     parser.set_defaults(func=_run)
 
 
@@ -58,8 +64,11 @@ def _serve(args: argparse.Namespace) -> int:
     from ingest.auth import KeyFileError
     from ingest.settings import IngestSettings
 
-    overrides = {k: getattr(args, k) for k in ("host", "port", "keys_file", "kafka_bootstrap")
-                 if hasattr(args, k)}
+    overrides = {
+        k: getattr(args, k)
+        for k in ("host", "port", "keys_file", "kafka_bootstrap")
+        if hasattr(args, k)
+    }
     settings = IngestSettings(**overrides)
     try:
         app = create_app(settings)
@@ -68,8 +77,14 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     # uvicorn handles SIGTERM: it stops accepting, lets in-flight requests finish (each
     # waits for its Kafka acks), then runs the lifespan shutdown that flushes the producer.
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, access_log=False,
-                            log_level="info", lifespan="on",
-                            timeout_graceful_shutdown=int(settings.shutdown_timeout_s))
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        access_log=False,
+        log_level="info",
+        lifespan="on",
+        timeout_graceful_shutdown=int(settings.shutdown_timeout_s),
+    )
     uvicorn.Server(config).run()
     return 0

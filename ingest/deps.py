@@ -50,18 +50,29 @@ PublisherDep = Annotated[Publisher, Depends(get_publisher)]
 _bearer = HTTPBearer(auto_error=False, description="an API key made by `apm ingest keygen`")
 
 
-def require_key(state: ServiceDep, credentials: Annotated[
-        HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> str:
+def require_key(
+    state: ServiceDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+) -> str:
     if credentials is None:
         state.telemetry.rejected("unauthorized", 0)
-        raise ApiError(401, "unauthorized", "missing 'Authorization: Bearer <api key>'",
-                       at="header:Authorization", reason="unauthorized",
-                       headers={"WWW-Authenticate": "Bearer"})
+        raise ApiError(
+            401,
+            "unauthorized",
+            "missing 'Authorization: Bearer <api key>'",
+            at="header:Authorization",
+            reason="unauthorized",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
     if not state.keys.check(credentials.credentials):
         state.telemetry.rejected("unauthorized", 0)
-        raise ApiError(401, "unauthorized", "the API key is not valid",
-                       at="header:Authorization", reason="unauthorized",
-                       headers={"WWW-Authenticate": "Bearer"})
+        raise ApiError(
+            401,
+            "unauthorized",
+            "the API key is not valid",
+            at="header:Authorization",
+            reason="unauthorized",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
     return credentials.credentials.partition(".")[0]
 
 

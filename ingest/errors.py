@@ -14,8 +14,15 @@ __all__ = ["ApiError", "json_response"]
 class ApiError(Exception):
     """An answer other than 202. ``reason`` labels the rejection in /metrics."""
 
-    def __init__(self, status: int, error: str, detail: str, at: str | None = None,
-                 reason: str | None = None, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        error: str,
+        detail: str,
+        at: str | None = None,
+        reason: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(detail)
         self.status = status
         self.error = error
@@ -28,7 +35,9 @@ class ApiError(Exception):
         return error_body(self.error, self.detail, self.at)
 
 
-def json_response(body: object, status: int = 200,
-                  headers: dict[str, str] | None = None) -> Response:
-    return Response(orjson.dumps(body), status_code=status, headers=headers,
-                    media_type="application/json")
+def json_response(
+    body: object, status: int = 200, headers: dict[str, str] | None = None
+) -> Response:
+    return Response(
+        orjson.dumps(body), status_code=status, headers=headers, media_type="application/json"
+    )

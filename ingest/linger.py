@@ -59,8 +59,9 @@ class _Window:
 class Coalescer:
     """Gathers records from concurrent ``publish`` calls over ``linger_s`` into shared ones."""
 
-    def __init__(self, send: SendRecord, linger_s: float, max_record_bytes: int,
-                 max_window_bytes: int) -> None:
+    def __init__(
+        self, send: SendRecord, linger_s: float, max_record_bytes: int, max_window_bytes: int
+    ) -> None:
         self._send = send
         self.linger_s = linger_s
         self.max_record_bytes = max_record_bytes
@@ -144,8 +145,9 @@ class Coalescer:
         if values:
             self._send_record(topic, values, owners, turn)
 
-    def _send_record(self, topic: str, values: list[bytes], owners: list[_Ticket],
-                     turn: int) -> None:
+    def _send_record(
+        self, topic: str, values: list[bytes], owners: list[_Ticket], turn: int
+    ) -> None:
         future = self._send(topic, values[0] if len(values) == 1 else b"\n".join(values), turn)
         for ticket in dict.fromkeys(owners):  # once per request, even if it has many pieces
             ticket.futures.append(future)

@@ -75,8 +75,7 @@ class KafkaPublisher:
     call, so the service starts, and recovers, while Kafka is down. ``producer`` and
     ``admin`` replace the kafka-python clients (unit tests of the coalescing)."""
 
-    def __init__(self, settings: IngestSettings, producer: Any = None,
-                 admin: Any = None) -> None:
+    def __init__(self, settings: IngestSettings, producer: Any = None, admin: Any = None) -> None:
         self.settings = settings
         self._lock = threading.Lock()
         self._count_lock = threading.Lock()
@@ -87,16 +86,24 @@ class KafkaPublisher:
         self._inflight_bytes = 0
         self._closed = False
         self._headers = [ENCODING_HEADER]
-        self._spec = TopicSpec(partitions=settings.topic_partitions,
-                               replication=settings.topic_replication,
-                               retention_s=settings.topic_retention_s)
-        self._coalescer = Coalescer(self._send, settings.linger_ms / 1000,
-                                    settings.record_max_bytes, settings.linger_max_bytes)
+        self._spec = TopicSpec(
+            partitions=settings.topic_partitions,
+            replication=settings.topic_replication,
+            retention_s=settings.topic_retention_s,
+        )
+        self._coalescer = Coalescer(
+            self._send,
+            settings.linger_ms / 1000,
+            settings.record_max_bytes,
+            settings.linger_max_bytes,
+        )
 
     # --- connections -----------------------------------------------------------------------
     def _common(self) -> dict[str, Any]:
-        return {"bootstrap_timeout_ms": self.settings.kafka_timeout_ms,
-                "reconnect_backoff_max_ms": 1000}
+        return {
+            "bootstrap_timeout_ms": self.settings.kafka_timeout_ms,
+            "reconnect_backoff_max_ms": 1000,
+        }
 
     def _get_producer(self) -> Any:
         if self._producer is None:
@@ -104,18 +111,25 @@ class KafkaPublisher:
             # A busy broker can take seconds over a produce request of hundreds of
             # partitions; timing it out early only closes the connection and resends it all.
             self._producer = new_producer(
-                s.kafka_bootstrap, **self._common(), acks="all",
+                s.kafka_bootstrap,
+                **self._common(),
+                acks="all",
                 request_timeout_ms=s.produce_timeout_ms,
-                linger_ms=s.producer_linger_ms, batch_size=s.batch_bytes,
+                linger_ms=s.producer_linger_ms,
+                batch_size=s.batch_bytes,
                 max_block_ms=s.max_block_ms,
                 max_request_size=max(s.record_max_bytes * 2, 1024 * 1024),
-                delivery_timeout_ms=max(s.produce_timeout_ms + s.producer_linger_ms, 120_000))
+                delivery_timeout_ms=max(s.produce_timeout_ms + s.producer_linger_ms, 120_000),
+            )
         return self._producer
 
     def _get_admin(self) -> Any:
         if self._admin is None:
-            self._admin = new_admin(self.settings.kafka_bootstrap, **self._common(),
-                                    request_timeout_ms=self.settings.kafka_timeout_ms)
+            self._admin = new_admin(
+                self.settings.kafka_bootstrap,
+                **self._common(),
+                request_timeout_ms=self.settings.kafka_timeout_ms,
+            )
             self._known.update(t for t in self._admin.list_topics() if t.startswith("apm."))
         return self._admin
 
@@ -142,14 +156,14 @@ class KafkaPublisher:
                 missing = [t for t in missing if t not in self._known]
                 if not missing:
                     return
-                ensure_kafka_topics(admin, missing, self._spec,
-                                    timeout_ms=self.settings.kafka_timeout_ms)
+                ensure_kafka_topics(
+                    admin, missing, self._spec, timeout_ms=self.settings.kafka_timeout_ms
+                )
             except TopicError as exc:
                 raise PublishUnavailable(str(exc)) from exc
             except (KafkaError, OSError) as exc:
                 self._drop_admin()
-                raise PublishUnavailable(f"Kafka unavailable while creating topics: {exc}") \
-                    from exc
+                raise PublishUnavailable(f"Kafka unavailable while creating topics: {exc}") from exc
             self._known.update(missing)
 
     # --- publishing ----------------------------------------------------------------------------
@@ -167,7 +181,8 @@ class KafkaPublisher:
             if waiting and waiting + size > self.settings.buffer_bytes:
                 raise PublishUnavailable(
                     f"the producer's buffer is full ({waiting} bytes waiting "
-                    f"for Kafka, limit {self.settings.buffer_bytes})")
+                    f"for Kafka, limit {self.settings.buffer_bytes})"
+                )
 
     def _send(self, topic: str, value: bytes, turn: int) -> Any:
         """Hands one record to the producer (called by the coalescer for each record)."""
@@ -194,8 +209,9 @@ class KafkaPublisher:
         try:
             self._coalescer.publish(records, self.settings.publish_timeout_s)
         except (KafkaError, OSError) as exc:
-            raise PublishUnavailable(f"Kafka did not acknowledge the batch: "
-                                     f"{type(exc).__name__}: {exc}") from exc
+            raise PublishUnavailable(
+                f"Kafka did not acknowledge the batch: {type(exc).__name__}: {exc}"
+            ) from exc
 
     # --- health and shutdown -------------------------------------------------------------------
     def ready(self) -> bool:

@@ -22,8 +22,10 @@ class IngestSettings(BaseSettings):
     port: int = 8080
     # APM_INGEST_KAFKA_BOOTSTRAP, else the shared APM_KAFKA_BOOTSTRAP (apm.settings).
     kafka_bootstrap: str = shared("APM_INGEST_", "kafka_bootstrap")
-    keys_file: Path | None = Field(default=None, description="API keys (salted hashes); "
-                                   "without it every request is refused with 401")
+    keys_file: Path | None = Field(
+        default=None,
+        description="API keys (salted hashes); without it every request is refused with 401",
+    )
 
     # Request limits. The decompressed limit guards against gzip bombs.
     max_body_bytes: int = 5 * MIB

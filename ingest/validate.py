@@ -43,15 +43,24 @@ def count_samples(doc: object) -> int:
     snaps = doc.get("snapshots") if isinstance(doc, dict) else None
     if not isinstance(snaps, list):
         return 0
-    return sum(len(s["metrics"]) for s in snaps
-               if isinstance(s, dict) and isinstance(s.get("metrics"), dict))
+    return sum(
+        len(s["metrics"])
+        for s in snaps
+        if isinstance(s, dict) and isinstance(s.get("metrics"), dict)
+    )
 
 
 class Validator:
     """Validates batches; keeps bounded caches of names that already passed the rules."""
 
-    def __init__(self, max_samples: int, max_future_s: float, max_age_s: float,
-                 clock: Callable[[], float] = time.time, cache_size: int = 200_000) -> None:
+    def __init__(
+        self,
+        max_samples: int,
+        max_future_s: float,
+        max_age_s: float,
+        clock: Callable[[], float] = time.time,
+        cache_size: int = 200_000,
+    ) -> None:
         self.max_samples = max_samples
         self.max_future_s = max_future_s
         self.max_age_s = max_age_s
@@ -60,8 +69,14 @@ class Validator:
         self._servers: set[str] = set()
         self._metrics: set[str] = set()
 
-    def _known(self, cache: set[str], name: object, check: Callable[[object], str | None],
-               at: str, reason: str) -> None:
+    def _known(
+        self,
+        cache: set[str],
+        name: object,
+        check: Callable[[object], str | None],
+        at: str,
+        reason: str,
+    ) -> None:
         problem = check(name)
         if problem:
             raise _reject(reason, problem, at)
@@ -79,8 +94,7 @@ class Validator:
         if not isinstance(snaps, list):
             raise _reject("shape", "'snapshots' must be a list of snapshots", "snapshots")
         if not snaps:
-            raise _reject("empty", "the batch is empty: 'snapshots' holds no snapshot",
-                          "snapshots")
+            raise _reject("empty", "the batch is empty: 'snapshots' holds no snapshot", "snapshots")
         now = self.clock()
         newest, oldest = now + self.max_future_s, now - self.max_age_s
         by_metric: dict[str, list[Line]] = {}
@@ -88,32 +102,48 @@ class Validator:
         samples = 0
         for i, snap in enumerate(snaps):
             if type(snap) is not dict:
-                raise _reject("shape", "a snapshot must be an object with server, ts, metrics",
-                              f"snapshots[{i}]")
+                raise _reject(
+                    "shape",
+                    "a snapshot must be an object with server, ts, metrics",
+                    f"snapshots[{i}]",
+                )
             if len(snap) != 3 or snap.keys() != _SNAPSHOT_KEYS:
                 _shape_error(snap, i)
             server = snap["server"]
             if type(server) is not str or server not in servers:  # dicts are unhashable
-                self._known(servers, server, server_name_error, f"snapshots[{i}].server",
-                            "server_name")
+                self._known(
+                    servers, server, server_name_error, f"snapshots[{i}].server", "server_name"
+                )
             ts = snap["ts"]
             if type(ts) is not float:
                 if type(ts) is not int:
-                    raise _reject("ts", f"ts must be epoch seconds (a number), got "
-                                  f"{type(ts).__name__}", f"snapshots[{i}].ts")
+                    raise _reject(
+                        "ts",
+                        f"ts must be epoch seconds (a number), got {type(ts).__name__}",
+                        f"snapshots[{i}].ts",
+                    )
                 ts = float(ts)
             if not oldest <= ts <= newest:  # also false for NaN
-                raise _reject("ts", _ts_problem(ts, now, self.max_future_s, self.max_age_s),
-                              f"snapshots[{i}].ts")
+                raise _reject(
+                    "ts",
+                    _ts_problem(ts, now, self.max_future_s, self.max_age_s),
+                    f"snapshots[{i}].ts",
+                )
             values = snap["metrics"]
             if type(values) is not dict:
-                raise _reject("shape", "metrics must be an object of metric name -> number",
-                              f"snapshots[{i}].metrics")
+                raise _reject(
+                    "shape",
+                    "metrics must be an object of metric name -> number",
+                    f"snapshots[{i}].metrics",
+                )
             prefix = f"{server}\t{ts!r}\t"
             samples += len(values)
             if samples > self.max_samples:
-                raise _reject("too_many_samples", f"the batch holds more than "
-                              f"{self.max_samples} samples", f"snapshots[{i}].metrics")
+                raise _reject(
+                    "too_many_samples",
+                    f"the batch holds more than {self.max_samples} samples",
+                    f"snapshots[{i}].metrics",
+                )
             for name, value in values.items():
                 kind = type(value)
                 # x - x is 0.0 for every finite float and NaN for inf and NaN.
@@ -126,13 +156,13 @@ class Validator:
                 rows = by_metric.get(name)
                 if rows is None:
                     if name not in metrics:
-                        self._known(metrics, name, metric_name_error, _metric_at(i, name),
-                                    "metric_name")
+                        self._known(
+                            metrics, name, metric_name_error, _metric_at(i, name), "metric_name"
+                        )
                     rows = by_metric[name] = []
                 rows.append(line)
         if samples == 0:
-            raise _reject("empty", "the batch is empty: no snapshot holds a metric",
-                          "snapshots")
+            raise _reject("empty", "the batch is empty: no snapshot holds a metric", "snapshots")
         return Batch(len(snaps), samples, by_metric)
 
 

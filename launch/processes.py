@@ -25,8 +25,16 @@ from pathlib import Path
 from launch.probe import http_ok
 from launch.supervisor import ManagedProcess
 
-__all__ = ["ProcessSpec", "agent", "aggregator", "dashboard", "dashboard_token", "ingest",
-           "ingest_url", "loadgen"]
+__all__ = [
+    "ProcessSpec",
+    "agent",
+    "aggregator",
+    "dashboard",
+    "dashboard_token",
+    "ingest",
+    "ingest_url",
+    "loadgen",
+]
 
 
 @dataclass(frozen=True)
@@ -47,9 +55,14 @@ class ProcessSpec:
     def ready(self, timeout_s: float = 2.0) -> bool:
         return self.health is not None and http_ok(self.health, timeout_s)
 
-    def start(self, home: Path, *, env: Mapping[str, str] | None = None,
-              wait_s: float | None = 60.0,
-              progress: Callable[[str], None] | None = None) -> ManagedProcess:
+    def start(
+        self,
+        home: Path,
+        *,
+        env: Mapping[str, str] | None = None,
+        wait_s: float | None = 60.0,
+        progress: Callable[[str], None] | None = None,
+    ) -> ManagedProcess:
         """Starts the process (pid file and log in ``home``); with ``wait_s`` and a health
         URL, waits until it is ready, stopping it again if it is not."""
         proc = self.process(home)
@@ -67,41 +80,75 @@ def ingest_url(port: int, host: str = "127.0.0.1") -> str:
     return f"http://{host}:{port}"
 
 
-def ingest(port: int, keys_file: Path, kafka_bootstrap: str,
-           host: str = "127.0.0.1") -> ProcessSpec:
+def ingest(
+    port: int, keys_file: Path, kafka_bootstrap: str, host: str = "127.0.0.1"
+) -> ProcessSpec:
     """``apm ingest serve``; ready when /readyz answers 200 (Kafka reachable)."""
     return ProcessSpec(
         f"ingest-{port}",
-        ("ingest", "serve", "--host", host, "--port", str(port), "--keys-file", str(keys_file),
-         "--kafka-bootstrap", kafka_bootstrap),
+        (
+            "ingest",
+            "serve",
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--keys-file",
+            str(keys_file),
+            "--kafka-bootstrap",
+            kafka_bootstrap,
+        ),
         marker=f"ingest serve --host {host} --port {port} ",
-        health=f"{ingest_url(port, host)}/readyz")
+        health=f"{ingest_url(port, host)}/readyz",
+    )
 
 
-def aggregator(checkpoint_dir: Path, *, name: str = "aggregator", metrics: Sequence[str] = (),
-               shard: str | None = None, metrics_port: int = 9102, keyspace: str | None = None,
-               extra_args: Sequence[str] = ()) -> ProcessSpec:
+def aggregator(
+    checkpoint_dir: Path,
+    *,
+    name: str = "aggregator",
+    metrics: Sequence[str] = (),
+    shard: str | None = None,
+    metrics_port: int = 9102,
+    keyspace: str | None = None,
+    extra_args: Sequence[str] = (),
+) -> ProcessSpec:
     """``apm aggregator run``; ready once it serves /metrics, which it does before Spark
     starts streaming."""
     marker = f"apm-aggregator-{name}"
-    argv = ["aggregator", "run", "--instance", marker, "--checkpoint-dir", str(checkpoint_dir),
-            "--metrics-port", str(metrics_port), *extra_args]
+    argv = [
+        "aggregator",
+        "run",
+        "--instance",
+        marker,
+        "--checkpoint-dir",
+        str(checkpoint_dir),
+        "--metrics-port",
+        str(metrics_port),
+        *extra_args,
+    ]
     if metrics:
         argv += ["--metrics", ",".join(metrics)]
     if shard:
         argv += ["--shard", shard]
     if keyspace:
         argv += ["--keyspace", keyspace]
-    return ProcessSpec(name, tuple(argv), marker=marker,
-                       health=f"http://127.0.0.1:{metrics_port}/metrics")
+    return ProcessSpec(
+        name, tuple(argv), marker=marker, health=f"http://127.0.0.1:{metrics_port}/metrics"
+    )
 
 
-def dashboard(port: int = 8050, host: str = "127.0.0.1",
-              env: Mapping[str, str] | None = None) -> ProcessSpec:
+def dashboard(
+    port: int = 8050, host: str = "127.0.0.1", env: Mapping[str, str] | None = None
+) -> ProcessSpec:
     """``apm dashboard serve``; ready when /healthz answers 200."""
-    return ProcessSpec("dashboard", ("dashboard", "serve", "--host", host, "--port", str(port)),
-                       marker=f"dashboard serve --host {host} --port {port}",
-                       health=f"http://{host}:{port}/healthz", env=dict(env or {}))
+    return ProcessSpec(
+        "dashboard",
+        ("dashboard", "serve", "--host", host, "--port", str(port)),
+        marker=f"dashboard serve --host {host} --port {port}",
+        health=f"http://{host}:{port}/healthz",
+        env=dict(env or {}),
+    )
 
 
 def dashboard_token(home: Path) -> str:
@@ -115,23 +162,61 @@ def dashboard_token(home: Path) -> str:
     return token_file.read_text().strip()
 
 
-def agent(ingest_push_url: str, api_key: str, spool_dir: Path, *, name: str = "agent",
-          env: Mapping[str, str] | None = None, extra_args: Sequence[str] = ()) -> ProcessSpec:
+def agent(
+    ingest_push_url: str,
+    api_key: str,
+    spool_dir: Path,
+    *,
+    name: str = "agent",
+    env: Mapping[str, str] | None = None,
+    extra_args: Sequence[str] = (),
+) -> ProcessSpec:
     """``apm agent run`` pushing to ``ingest_push_url`` (the /v1/metrics URL)."""
-    return ProcessSpec(name, ("agent", "run", *extra_args), marker="apm.cli agent run",
-                       env={"APM_AGENT_INGEST_URL": ingest_push_url, "APM_AGENT_API_KEY": api_key,
-                            "APM_AGENT_SPOOL_DIR": str(spool_dir), **(env or {})})
+    return ProcessSpec(
+        name,
+        ("agent", "run", *extra_args),
+        marker="apm.cli agent run",
+        env={
+            "APM_AGENT_INGEST_URL": ingest_push_url,
+            "APM_AGENT_API_KEY": api_key,
+            "APM_AGENT_SPOOL_DIR": str(spool_dir),
+            **(env or {}),
+        },
+    )
 
 
-def loadgen(target: str, api_key: str, *, name: str = "loadgen", servers: int = 200,
-            metrics: int = 20, duration: str = "7d", seed: int = 42, metric_prefix: str = "",
-            extra_args: Sequence[str] = ()) -> ProcessSpec:
+def loadgen(
+    target: str,
+    api_key: str,
+    *,
+    name: str = "loadgen",
+    servers: int = 200,
+    metrics: int = 20,
+    duration: str = "7d",
+    seed: int = 42,
+    metric_prefix: str = "",
+    extra_args: Sequence[str] = (),
+) -> ProcessSpec:
     """A real-time synthetic fleet sending to the ingest at ``target``. It has no health URL:
     it retries until the ingest answers, and progress lines go to its log every 10 s."""
-    argv = ["loadgen", "--target", target, "--servers", str(servers), "--metrics",
-            str(metrics), "--duration", duration, "--seed", str(seed)]
+    argv = [
+        "loadgen",
+        "--target",
+        target,
+        "--servers",
+        str(servers),
+        "--metrics",
+        str(metrics),
+        "--duration",
+        duration,
+        "--seed",
+        str(seed),
+    ]
     if metric_prefix:
         argv += ["--metric-prefix", metric_prefix]
-    return ProcessSpec(name, (*argv, *extra_args), marker=f"loadgen --target {target} ",
-                       env={"APM_LOADGEN_API_KEY": api_key,
-                            "APM_LOADGEN_PROGRESS_INTERVAL_S": "10"})
+    return ProcessSpec(
+        name,
+        (*argv, *extra_args),
+        marker=f"loadgen --target {target} ",
+        env={"APM_LOADGEN_API_KEY": api_key, "APM_LOADGEN_PROGRESS_INTERVAL_S": "10"},
+    )

@@ -41,7 +41,6 @@ def _example_queries(host: str) -> list[str]:
 EXAMPLE_QUERIES = _example_queries("<this host>")
 
 
-
 def _platform(home: Path, bootstrap: str = "", key: str = "") -> dict[str, ProcessSpec]:
     """The platform's processes, in the order `--down` stops them. Their markers do not depend
     on the bootstrap or the key, so `--down` and the attach loop build this table without."""
@@ -49,24 +48,31 @@ def _platform(home: Path, bootstrap: str = "", key: str = "") -> dict[str, Proce
 
     ingest_url = processes.ingest_url(INGEST_PORT)
     specs = [
-        processes.loadgen(ingest_url, key, servers=FLEET_SERVERS, metrics=FLEET_METRICS,
-                          extra_args=("--quiet",)),
+        processes.loadgen(
+            ingest_url, key, servers=FLEET_SERVERS, metrics=FLEET_METRICS, extra_args=("--quiet",)
+        ),
         processes.agent(f"{ingest_url}/v1/metrics", key, home / "agent" / "spool"),
-        processes.dashboard(DASHBOARD_PORT, env={
-            "APM_DASHBOARD_INGEST_METRICS_URLS": f"{ingest_url}/metrics"}),
-        processes.aggregator(home / "aggregator" / "checkpoint",
-                             metrics_port=AGGREGATOR_METRICS_PORT),
+        processes.dashboard(
+            DASHBOARD_PORT, env={"APM_DASHBOARD_INGEST_METRICS_URLS": f"{ingest_url}/metrics"}
+        ),
+        processes.aggregator(
+            home / "aggregator" / "checkpoint", metrics_port=AGGREGATOR_METRICS_PORT
+        ),
         processes.ingest(INGEST_PORT, home / "ingest.keys", bootstrap),
     ]
     return {spec.name: spec for spec in specs}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("run", help="start the engines and the whole platform",
-                            description=__doc__)
+    parser = sub.add_parser(
+        "run", help="start the engines and the whole platform", description=__doc__
+    )
     parser.add_argument("--down", action="store_true", help="stop the platform and the engines")
-    parser.add_argument("--detach", action="store_true",
-                        help="start everything and return instead of waiting for Ctrl-C")
+    parser.add_argument(
+        "--detach",
+        action="store_true",
+        help="start everything and return instead of waiting for Ctrl-C",
+    )
     parser.add_argument("--no-fleet", action="store_true", help="skip the synthetic fleet")
     parser.set_defaults(func=_run)
 
@@ -137,8 +143,10 @@ def _start_platform(home: Path, bootstrap: str, fleet: bool) -> str:
             agent.start(home / "agent")
         loadgen = table["loadgen"]
         if fleet and loadgen.process(home / "loadgen").pid() is None:
-            _say(f"starting a synthetic fleet of {FLEET_SERVERS} servers x {FLEET_METRICS} "
-                 "metrics, one snapshot a second")
+            _say(
+                f"starting a synthetic fleet of {FLEET_SERVERS} servers x {FLEET_METRICS} "
+                "metrics, one snapshot a second"
+            )
             loadgen.start(home / "loadgen")
         if not repo.list_queries():
             from agent.settings import default_server
@@ -146,8 +154,11 @@ def _start_platform(home: Path, bootstrap: str, fleet: bool) -> str:
             for text in _example_queries(default_server()):
                 stored = repo.save_query(text)
                 _say(f"example query {stored.id}: {text}")
-    return (home / "dashboard" / "dashboard.token").read_text().strip() \
-        if (home / "dashboard" / "dashboard.token").exists() else ""
+    return (
+        (home / "dashboard" / "dashboard.token").read_text().strip()
+        if (home / "dashboard" / "dashboard.token").exists()
+        else ""
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -177,16 +188,19 @@ def _run(args: argparse.Namespace) -> int:
         print(f"apm run: {exc}", file=sys.stderr)
         _stop_platform(home)
         return 1
-    print(f"""
+    print(
+        f"""
 The platform is up.
   dashboard   http://127.0.0.1:{DASHBOARD_PORT}   sign in as any user with the token in
-              {home / 'dashboard' / 'dashboard.token'}{f' ({token})' if token else ''}
-  ingest      http://127.0.0.1:{INGEST_PORT}/v1/metrics   key in {home / 'ingest.key'}
+              {home / "dashboard" / "dashboard.token"}{f" ({token})" if token else ""}
+  ingest      http://127.0.0.1:{INGEST_PORT}/v1/metrics   key in {home / "ingest.key"}
   metrics     ingest :{INGEST_PORT}/metrics, aggregator :{AGGREGATOR_METRICS_PORT}/metrics,
               dashboard :{DASHBOARD_PORT}/metrics
   logs        {home}/*/*.log, {settings.var}/kafka, {settings.var}/cassandra
-Stop with Ctrl-C{'' if not args.detach else ' (not attached: use make down)'} or `make down`.
-""", flush=True)
+Stop with Ctrl-C{"" if not args.detach else " (not attached: use make down)"} or `make down`.
+""",
+        flush=True,
+    )
     if args.detach:
         return 0
     return _attach(home, settings)
@@ -215,5 +229,6 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def _running(home: Path) -> dict[str, bool]:
-    return {name: spec.process(home / name).pid() is not None
-            for name, spec in _platform(home).items()}
+    return {
+        name: spec.process(home / name).pid() is not None for name, spec in _platform(home).items()
+    }

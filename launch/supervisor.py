@@ -68,19 +68,28 @@ class ManagedProcess:
         self.pidfile.unlink(missing_ok=True)
         return None
 
-    def start(self, command: Sequence[str], env: dict[str, str] | None = None,
-              cwd: Path | None = None) -> int:
+    def start(
+        self, command: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None
+    ) -> int:
         self.home.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as out:
             proc = subprocess.Popen(
-                list(command), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env={**os.environ, **(env or {})}, cwd=cwd, start_new_session=True,
+                list(command),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, **(env or {})},
+                cwd=cwd,
+                start_new_session=True,
             )
         # Until exec() runs, /proc/<pid>/cmdline shows our own command line, and pid() would
         # take the new process for a stranger; wait for the exec (or an early exit).
         deadline = time.monotonic() + 10
-        while (proc.poll() is None and self.marker not in _cmdline(proc.pid)
-               and time.monotonic() < deadline):
+        while (
+            proc.poll() is None
+            and self.marker not in _cmdline(proc.pid)
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.01)
         self.pidfile.write_text(str(proc.pid))
         return proc.pid
@@ -92,15 +101,20 @@ class ManagedProcess:
             return ""
         return "\n".join(text[-lines:])
 
-    def wait_healthy(self, healthy: Callable[[], bool], timeout_s: float,
-                     progress: Callable[[str], None] | None = None) -> None:
+    def wait_healthy(
+        self,
+        healthy: Callable[[], bool],
+        timeout_s: float,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
         deadline = time.monotonic() + timeout_s
         started = time.monotonic()
         last_note = 0.0
         while True:
             if self.pid() is None:
-                raise StartError(f"{self.name} exited during start-up; log: {self.log}\n"
-                                 f"{self.tail()}")
+                raise StartError(
+                    f"{self.name} exited during start-up; log: {self.log}\n{self.tail()}"
+                )
             if healthy():
                 return
             now = time.monotonic()

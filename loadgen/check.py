@@ -19,8 +19,13 @@ def _exact(key: str) -> bool:
     return spec is not None and spec.kind == "exact"
 
 
-def compare(truth: Mapping[str, Any], results: Iterable[WindowResult], *,
-            percentile_tolerance: float = 0.0, complete_only: bool = False) -> list[str]:
+def compare(
+    truth: Mapping[str, Any],
+    results: Iterable[WindowResult],
+    *,
+    percentile_tolerance: float = 0.0,
+    complete_only: bool = False,
+) -> list[str]:
     """Every difference between ``truth`` (a :meth:`TruthCollector.document`, e.g. read from
     an ``--expect`` file) and ``results``, one readable line each; empty when they agree.
     ``percentile_tolerance`` is the absolute error allowed on the values of sketch-based
@@ -36,8 +41,9 @@ def compare(truth: Mapping[str, Any], results: Iterable[WindowResult], *,
             problems.append(f"window {start:.0f}: missing ({window['samples']} samples expected)")
             continue
         if row.samples != window["samples"]:
-            problems.append(f"window {start:.0f}: {row.samples} samples, expected "
-                            f"{window['samples']}")
+            problems.append(
+                f"window {start:.0f}: {row.samples} samples, expected {window['samples']}"
+            )
         for key, want in window["values"].items():
             have = row.values.get(key)
             if have is None:
@@ -45,6 +51,8 @@ def compare(truth: Mapping[str, Any], results: Iterable[WindowResult], *,
             elif _exact(key) and have != want:
                 problems.append(f"window {start:.0f}: {key} = {have!r}, expected {want!r}")
             elif not _exact(key) and abs(have - want) > percentile_tolerance:
-                problems.append(f"window {start:.0f}: {key} = {have!r}, expected {want!r} "
-                                f"+/- {percentile_tolerance}")
+                problems.append(
+                    f"window {start:.0f}: {key} = {have!r}, expected {want!r} "
+                    f"+/- {percentile_tolerance}"
+                )
     return problems

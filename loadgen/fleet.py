@@ -26,7 +26,7 @@ from apm.model import Sample, metric_name_error
 
 __all__ = ["KINDS", "QUANTUM", "Fleet", "Tick", "metric_catalog", "server_names"]
 
-QUANTUM = 2.0 ** -10
+QUANTUM = 2.0**-10
 DAY = 86_400.0
 KINDS = ("walk", "drift", "count", "latency")
 
@@ -98,8 +98,10 @@ class Fleet:
         self.names = server_names(self.servers)
         self.catalog = metric_catalog(self.metrics, self.metric_prefix)
         self.metric_names = [name for name, _ in self.catalog]
-        self._cols = {k: np.array([i for i, (_, kind) in enumerate(self.catalog) if kind == k],
-                                  dtype=np.intp) for k in KINDS}
+        self._cols = {
+            k: np.array([i for i, (_, kind) in enumerate(self.catalog) if kind == k], dtype=np.intp)
+            for k in KINDS
+        }
         rng = np.random.default_rng([self.seed, 0])
         n = self.servers
         shape = lambda k: (n, len(self._cols[k]))  # noqa: E731 - per-kind matrix shape
@@ -150,8 +152,9 @@ class Fleet:
             self._drift = self._drift + self._drift_rate + noise
             # A rare drop (restart, full GC), and always one at the ceiling.
             drop = (rng.random(self._drift.shape) < 1e-4) | (self._drift >= 95.0)
-            self._drift = np.where(drop, rng.uniform(20, 40, size=self._drift.shape),
-                                   np.clip(self._drift, 0.0, 95.0))
+            self._drift = np.where(
+                drop, rng.uniform(20, 40, size=self._drift.shape), np.clip(self._drift, 0.0, 95.0)
+            )
             values[:, cols] = self._drift
 
         cols = self._cols["count"]
@@ -187,11 +190,17 @@ class Fleet:
         out: list[Sample] = []
         for i in np.flatnonzero(tick.alive).tolist():
             row = tick.values[i].tolist()
-            out.extend(Sample(self.names[i], m, tick.ts, v)
-                       for m, v in zip(self.metric_names, row, strict=True))
+            out.extend(
+                Sample(self.names[i], m, tick.ts, v)
+                for m, v in zip(self.metric_names, row, strict=True)
+            )
         return out
 
     def describe(self) -> dict[str, object]:
-        return {"servers": self.servers, "metrics": self.metrics, "seed": self.seed,
-                "silent_servers": int(self._silent.sum()),
-                "metric_names": list(self.metric_names)}
+        return {
+            "servers": self.servers,
+            "metrics": self.metrics,
+            "seed": self.seed,
+            "silent_servers": int(self._silent.sum()),
+            "metric_names": list(self.metric_names),
+        }

@@ -49,14 +49,23 @@ def _reason(response: httpx.Response) -> str:
 
 
 class HttpSink:
-    def __init__(self, settings: LoadgenSettings, fleet: Fleet, stats: Stats, *,
-                 client: httpx.Client | None = None, stop: threading.Event | None = None,
-                 backoff_initial_s: float = 0.05, backoff_cap_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        settings: LoadgenSettings,
+        fleet: Fleet,
+        stats: Stats,
+        *,
+        client: httpx.Client | None = None,
+        stop: threading.Event | None = None,
+        backoff_initial_s: float = 0.05,
+        backoff_cap_s: float = 5.0,
+    ) -> None:
         self.settings, self.fleet, self.stats = settings, fleet, stats
         self.url = settings.url
         self.stop = stop or threading.Event()
-        limits = httpx.Limits(max_connections=settings.concurrency,
-                              max_keepalive_connections=settings.concurrency)
+        limits = httpx.Limits(
+            max_connections=settings.concurrency, max_keepalive_connections=settings.concurrency
+        )
         self._own_client = client is None
         self.client = client or httpx.Client(timeout=settings.request_timeout_s, limits=limits)
         self._work = BoundedExecutor(settings.concurrency, settings.concurrency, "loadgen-http")
@@ -77,8 +86,13 @@ class HttpSink:
             self.client.close()
 
     def _send(self, batch: Batch) -> None:
-        request = build_request(batch, self.fleet.names, self.fleet.metric_names,
-                                self.settings.api_key, self.settings.gzip_level)
+        request = build_request(
+            batch,
+            self.fleet.names,
+            self.fleet.metric_names,
+            self.settings.api_key,
+            self.settings.gzip_level,
+        )
         self.stats.add(sent=request.samples, requests=1)
         attempts = 0
 
@@ -89,8 +103,7 @@ class HttpSink:
                 self.stats.add(retries=1)
             started = time.monotonic()
             try:
-                response = self.client.post(self.url, content=request.body,
-                                            headers=request.headers)
+                response = self.client.post(self.url, content=request.body, headers=request.headers)
             except _UNSENT as exc:
                 raise RetryableError(f"connect: {type(exc).__name__}") from exc
             except _AMBIGUOUS as exc:
@@ -98,14 +111,16 @@ class HttpSink:
                 raise RetryableError(f"no answer: {type(exc).__name__}") from exc
             self.stats.latency(time.monotonic() - started)
             if response.status_code in _RETRY_STATUSES:
-                raise RetryableError(_reason(response),
-                                     retry_after_seconds(response.headers.get("Retry-After")))
+                raise RetryableError(
+                    _reason(response), retry_after_seconds(response.headers.get("Retry-After"))
+                )
             return response
 
         backoff = Backoff(initial=self._backoff[0], cap=self._backoff[1])
         try:
-            response = call_with_retry(attempt, deadline_s=self.settings.retry_deadline_s,
-                                       backoff=backoff, stop=self.stop)
+            response = call_with_retry(
+                attempt, deadline_s=self.settings.retry_deadline_s, backoff=backoff, stop=self.stop
+            )
         except RetryableError as exc:
             self.stats.error(f"gave up: {exc}", request.samples)
             return

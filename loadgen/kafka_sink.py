@@ -29,8 +29,15 @@ CLIENT_ID = "apm-loadgen"
 
 
 class KafkaSink:
-    def __init__(self, settings: LoadgenSettings, fleet: Fleet, stats: Stats, *,
-                 producer: Any = None, stop: threading.Event | None = None) -> None:
+    def __init__(
+        self,
+        settings: LoadgenSettings,
+        fleet: Fleet,
+        stats: Stats,
+        *,
+        producer: Any = None,
+        stop: threading.Event | None = None,
+    ) -> None:
         self.settings, self.fleet, self.stats = settings, fleet, stats
         self.stop = stop or threading.Event()
         self.topics = [topic_for(m) for m in fleet.metric_names]
@@ -40,14 +47,24 @@ class KafkaSink:
             # metric topic first.
             admin = new_admin(settings.kafka_bootstrap, CLIENT_ID)
             try:
-                ensure_topics(admin, self.topics, TopicSpec(
-                    partitions=settings.topic_partitions, replication=settings.topic_replication))
+                ensure_topics(
+                    admin,
+                    self.topics,
+                    TopicSpec(
+                        partitions=settings.topic_partitions, replication=settings.topic_replication
+                    ),
+                )
             finally:
                 admin.close()
             producer = new_producer(
-                settings.kafka_bootstrap, CLIENT_ID, acks="all", linger_ms=20,
-                batch_size=1024 * 1024, max_request_size=4 * settings.record_max_bytes,
-                retries=10)
+                settings.kafka_bootstrap,
+                CLIENT_ID,
+                acks="all",
+                linger_ms=20,
+                batch_size=1024 * 1024,
+                max_request_size=4 * settings.record_max_bytes,
+                retries=10,
+            )
         self.producer = producer
         # One encoding thread keeps the records of a topic in time order; two ticks in flight
         # let one encode while the last one sends.

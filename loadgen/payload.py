@@ -42,19 +42,25 @@ def split_tick(tick: Tick, per_request: int) -> Iterator[Batch]:
         raise ValueError(f"servers per request must be at least 1, got {per_request}")
     alive = np.flatnonzero(tick.alive)
     for lo in range(0, alive.size, per_request):
-        idx = alive[lo:lo + per_request]
+        idx = alive[lo : lo + per_request]
         yield Batch(tick.ts, idx, tick.values[idx])
 
 
-def build_request(batch: Batch, names: Sequence[str], metric_names: Sequence[str],
-                  api_key: str, gzip_level: int = 1) -> Request:
+def build_request(
+    batch: Batch,
+    names: Sequence[str],
+    metric_names: Sequence[str],
+    api_key: str,
+    gzip_level: int = 1,
+) -> Request:
     """The HTTP body and headers for ``batch``. Values go out as JSON doubles, which orjson
     writes in shortest round-trip form, so the ingest reads back the exact generated value."""
     ts = float(batch.ts)
     rows = batch.values.tolist()
-    snapshots = [{"server": names[i], "ts": ts, "metrics": dict(zip(metric_names, row,
-                                                                      strict=True))}
-                 for i, row in zip(batch.servers.tolist(), rows, strict=True)]
+    snapshots = [
+        {"server": names[i], "ts": ts, "metrics": dict(zip(metric_names, row, strict=True))}
+        for i, row in zip(batch.servers.tolist(), rows, strict=True)
+    ]
     body = orjson.dumps({"snapshots": snapshots})
     headers = {"Content-Type": "application/json"}
     if api_key:

@@ -25,7 +25,13 @@ from loadgen.stats import ProgressPrinter, Stats
 from loadgen.truth import TruthCollector
 
 __all__ = [
-    "LoadResult", "NullSink", "Sink", "SinkFactory", "expected_samples", "make_sink", "run_load",
+    "LoadResult",
+    "NullSink",
+    "Sink",
+    "SinkFactory",
+    "expected_samples",
+    "make_sink",
+    "run_load",
 ]
 
 
@@ -80,12 +86,22 @@ def expected_samples(settings: LoadgenSettings) -> list[Sample]:
 
 
 def _fleet(settings: LoadgenSettings) -> Fleet:
-    return Fleet(settings.servers, settings.metrics, settings.seed, settings.silent_fraction,
-                 settings.metric_prefix)
+    return Fleet(
+        settings.servers,
+        settings.metrics,
+        settings.seed,
+        settings.silent_fraction,
+        settings.metric_prefix,
+    )
 
 
-def make_sink(settings: LoadgenSettings, fleet: Fleet, stats: Stats, stop: threading.Event,
-              dry_run: bool = False) -> Sink:
+def make_sink(
+    settings: LoadgenSettings,
+    fleet: Fleet,
+    stats: Stats,
+    stop: threading.Event,
+    dry_run: bool = False,
+) -> Sink:
     if dry_run:
         return NullSink(stats)
     if settings.direct_kafka:
@@ -97,10 +113,17 @@ def make_sink(settings: LoadgenSettings, fleet: Fleet, stats: Stats, stop: threa
     return HttpSink(settings, fleet, stats, stop=stop)
 
 
-async def drive(settings: LoadgenSettings, fleet: Fleet, sink: Sink, stats: Stats,
-                truths: Sequence[TruthCollector], stop: threading.Event, *,
-                wall: Callable[[], float] = time.time,
-                sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> float:
+async def drive(
+    settings: LoadgenSettings,
+    fleet: Fleet,
+    sink: Sink,
+    stats: Stats,
+    truths: Sequence[TruthCollector],
+    stop: threading.Event,
+    *,
+    wall: Callable[[], float] = time.time,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> float:
     """Steps the fleet through every second of the run into ``sink``, then drains it.
     Returns the first second generated."""
     realtime = settings.start is None
@@ -126,9 +149,15 @@ async def drive(settings: LoadgenSettings, fleet: Fleet, sink: Sink, stats: Stat
     return first
 
 
-def run_load(settings: LoadgenSettings | None = None, *, queries: Sequence[Query] = (),
-             stop: threading.Event | None = None, sink_factory: SinkFactory | None = None,
-             dry_run: bool = False, progress: bool = True) -> LoadResult:
+def run_load(
+    settings: LoadgenSettings | None = None,
+    *,
+    queries: Sequence[Query] = (),
+    stop: threading.Event | None = None,
+    sink_factory: SinkFactory | None = None,
+    dry_run: bool = False,
+    progress: bool = True,
+) -> LoadResult:
     """Runs one load and returns its summary and the truth for each query. Setting ``stop``
     (from another thread or a signal handler) ends generation early; what is in flight is
     still drained. ``sink_factory`` swaps the transport (tests pass one with an injected
@@ -154,9 +183,15 @@ def run_load(settings: LoadgenSettings | None = None, *, queries: Sequence[Query
         sink.close()
     mode = "dry-run" if dry_run else ("kafka" if settings.direct_kafka else "http")
     summary = stats.summary(
-        mode=mode, pacing="realtime" if settings.start is None else "backfill",
-        servers=settings.servers, metrics=settings.metrics, seed=settings.seed,
-        silent_servers=len(fleet.silent_servers()), stopped_early=stop.is_set(),
-        first_ts=first, last_ts=first + stats.ticks - 1 if stats.ticks else None,
-        target=settings.kafka_bootstrap if settings.direct_kafka else settings.url)
+        mode=mode,
+        pacing="realtime" if settings.start is None else "backfill",
+        servers=settings.servers,
+        metrics=settings.metrics,
+        seed=settings.seed,
+        silent_servers=len(fleet.silent_servers()),
+        stopped_early=stop.is_set(),
+        first_ts=first,
+        last_ts=first + stats.ticks - 1 if stats.ticks else None,
+        target=settings.kafka_bootstrap if settings.direct_kafka else settings.url,
+    )
     return LoadResult(summary, fleet, truths)

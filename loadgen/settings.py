@@ -43,8 +43,9 @@ def parse_start(text: str, now: float | None = None) -> float:
     try:
         stamp = datetime.fromisoformat(raw.replace("Z", "+00:00"))
     except ValueError:
-        raise ValueError(f"expected epoch seconds, ISO 8601 or -DURATION (e.g. -10m), "
-                         f"got {text!r}") from None
+        raise ValueError(
+            f"expected epoch seconds, ISO 8601 or -DURATION (e.g. -10m), got {text!r}"
+        ) from None
     if stamp.tzinfo is None:
         raise ValueError(f"an ISO start needs a time zone (e.g. Z), got {text!r}")
     return float(math.floor(stamp.timestamp()))
@@ -54,8 +55,9 @@ def metrics_url(target: str) -> str:
     """The ingest endpoint for ``target``: a base URL gets ``/v1/metrics`` appended."""
     parts = urlsplit(target)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"target must be an http(s) URL such as http://127.0.0.1:8000, "
-                         f"got {target!r}")
+        raise ValueError(
+            f"target must be an http(s) URL such as http://127.0.0.1:8000, got {target!r}"
+        )
     path = parts.path if parts.path not in ("", "/") else INGEST_PATH
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 

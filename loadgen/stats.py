@@ -104,9 +104,11 @@ class Stats:
             sent, rejected, failed = self.sent, self.rejected, self.failed
         rate = (accepted - last) / since if since > 0 else 0.0
         p50, p99 = _percentiles(window)
-        return (f"[loadgen {self.elapsed:6.1f}s] sent={sent} accepted={accepted} "
-                f"rejected={rejected} failed={failed} samples/s={rate:,.0f} "
-                f"p50={_ms(p50)} p99={_ms(p99)} errors={errors}")
+        return (
+            f"[loadgen {self.elapsed:6.1f}s] sent={sent} accepted={accepted} "
+            f"rejected={rejected} failed={failed} samples/s={rate:,.0f} "
+            f"p50={_ms(p50)} p99={_ms(p99)} errors={errors}"
+        )
 
     def summary(self, **extra: Any) -> dict[str, Any]:
         with self._lock:

@@ -36,8 +36,9 @@ def parse_time(text: str, now: float | None = None) -> float:
     try:
         moment = datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        raise ValueError(f"time {text!r} is neither epoch seconds nor ISO-8601 "
-                         "(such as 2025-11-22T10:00:00Z)") from None
+        raise ValueError(
+            f"time {text!r} is neither epoch seconds nor ISO-8601 (such as 2025-11-22T10:00:00Z)"
+        ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
@@ -51,36 +52,59 @@ def _time_arg(text: str) -> float:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    storage = sub.add_parser("storage", help="Cassandra schema of the platform",
-                             description="Schema management. Connection from APM_STORAGE_* "
-                             "(hosts, port, keyspace, retention_days, replication).")
+    storage = sub.add_parser(
+        "storage",
+        help="Cassandra schema of the platform",
+        description="Schema management. Connection from APM_STORAGE_* "
+        "(hosts, port, keyspace, retention_days, replication).",
+    )
     verbs = storage.add_subparsers(dest="verb", required=True)
-    migrate = verbs.add_parser("migrate", help="create the keyspace and tables (idempotent) "
-                               "and align the results TTL with the retention")
+    migrate = verbs.add_parser(
+        "migrate",
+        help="create the keyspace and tables (idempotent) "
+        "and align the results TTL with the retention",
+    )
     migrate.add_argument("--keyspace", help="default: APM_STORAGE_KEYSPACE or apm")
-    migrate.add_argument("--retention-days", type=int, help="default: APM_STORAGE_RETENTION_DAYS"
-                         " or 30")
+    migrate.add_argument(
+        "--retention-days", type=int, help="default: APM_STORAGE_RETENTION_DAYS or 30"
+    )
     storage.set_defaults(func=_run_storage)
 
-    query = sub.add_parser("query", help="stored window queries and their results",
-                           description='Queries: FROM <servers> SELECT <metric> WINDOW '
-                           '<duration> COMPUTE <functions>, e.g. "FROM web-* SELECT cpu '
-                           'WINDOW 1m COMPUTE avg, p99".')
+    query = sub.add_parser(
+        "query",
+        help="stored window queries and their results",
+        description="Queries: FROM <servers> SELECT <metric> WINDOW "
+        '<duration> COMPUTE <functions>, e.g. "FROM web-* SELECT cpu '
+        'WINDOW 1m COMPUTE avg, p99".',
+    )
     verbs = query.add_subparsers(dest="verb", required=True)
     add = verbs.add_parser("add", help="store a query and print its id")
     add.add_argument("text", help="the query text (quote it)")
     listing = verbs.add_parser("list", help="every stored query, with its state and why")
     listing.add_argument("--active", action="store_true", help="leave paused queries out")
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
-    for verb, what in (("pause", "stop evaluating"), ("resume", "evaluate again"),
-                       ("delete", "delete (its results expire with the retention)")):
+    for verb, what in (
+        ("pause", "stop evaluating"),
+        ("resume", "evaluate again"),
+        ("delete", "delete (its results expire with the retention)"),
+    ):
         verbs.add_parser(verb, help=f"{what} a query").add_argument("id")
     results = verbs.add_parser("results", help="a query's windows in [--from, --to)")
     results.add_argument("id")
-    results.add_argument("--from", dest="start", type=_time_arg, metavar="T",
-                         help="now, epoch seconds or ISO-8601 (default: an hour before --to)")
-    results.add_argument("--to", dest="end", type=_time_arg, metavar="T",
-                         help="now, epoch seconds or ISO-8601, exclusive (default: now)")
+    results.add_argument(
+        "--from",
+        dest="start",
+        type=_time_arg,
+        metavar="T",
+        help="now, epoch seconds or ISO-8601 (default: an hour before --to)",
+    )
+    results.add_argument(
+        "--to",
+        dest="end",
+        type=_time_arg,
+        metavar="T",
+        help="now, epoch seconds or ISO-8601, exclusive (default: now)",
+    )
     results.add_argument("--json", action="store_true", help="one JSON object per line")
     query.set_defaults(func=_run_query)
 
@@ -122,19 +146,24 @@ def _run_storage(args: argparse.Namespace) -> int:
         from storage.schema import migrate
         from storage.settings import StorageSettings
 
-        overrides = {k: v for k, v in (("keyspace", args.keyspace),
-                                       ("retention_days", args.retention_days)) if v is not None}
+        overrides = {
+            k: v
+            for k, v in (("keyspace", args.keyspace), ("retention_days", args.retention_days))
+            if v is not None
+        }
         settings = StorageSettings(**overrides)
         cluster = open_cluster(settings)
         try:
-            changes = migrate(cluster.connect(), settings.keyspace, settings.retention_days,
-                              settings.replication)
+            changes = migrate(
+                cluster.connect(), settings.keyspace, settings.retention_days, settings.replication
+            )
         finally:
             cluster.shutdown()
         for change in changes:
             print(f"created/changed: {change}")
-        print(f"keyspace {settings.keyspace} is up to date "
-              f"(retention {settings.retention_days} days)")
+        print(
+            f"keyspace {settings.keyspace} is up to date (retention {settings.retention_days} days)"
+        )
         return 0
 
     return _guarded(action)
@@ -142,11 +171,15 @@ def _run_storage(args: argparse.Namespace) -> int:
 
 def _row(stored: Any, state: Any = None) -> dict[str, Any]:
     """One query as JSON; ``state`` is its apm.query_state.QueryState."""
-    return {"id": stored.id, "paused": stored.paused, "text": stored.text,
-            "created_at": stored.created_at.isoformat() if stored.created_at else None,
-            "updated_at": stored.updated_at.isoformat() if stored.updated_at else None,
-            "state": None if state is None else state.state,
-            "reason": None if state is None else state.reason}
+    return {
+        "id": stored.id,
+        "paused": stored.paused,
+        "text": stored.text,
+        "created_at": stored.created_at.isoformat() if stored.created_at else None,
+        "updated_at": stored.updated_at.isoformat() if stored.updated_at else None,
+        "state": None if state is None else state.state,
+        "reason": None if state is None else state.reason,
+    }
 
 
 def _run_query(args: argparse.Namespace) -> int:
@@ -173,8 +206,13 @@ def _list(repo: Any, args: argparse.Namespace) -> int:
     queries = repo.list_queries(include_paused=not args.active)
     if not queries:
         return 0
-    got = query_states(queries, now=time.time(), status=repo.get_status(),
-                       metrics_seen=repo.list_metrics(), last_result_at=repo.last_result_at)
+    got = query_states(
+        queries,
+        now=time.time(),
+        status=repo.get_status(),
+        metrics_seen=repo.list_metrics(),
+        last_result_at=repo.last_result_at,
+    )
     width = max(map(len, STATES))
     for stored in queries:
         state = got[stored.id][0]
@@ -203,14 +241,24 @@ def _results(repo: Any, args: argparse.Namespace) -> int:
     start = args.start if args.start is not None else end - 3600
     if start >= end:
         return _fail(f"--from ({start}) must be before --to ({end})", EXIT_BAD_INPUT)
-    if repo.get_query(args.id) is None and next(iter(repo.read_results(args.id, start, end)),
-                                                None) is None:
+    if (
+        repo.get_query(args.id) is None
+        and next(iter(repo.read_results(args.id, start, end)), None) is None
+    ):
         return _fail(f"no query with id {args.id!r} (see `apm query list`)", EXIT_NOT_FOUND)
     for row in repo.read_results(args.id, start, end):
         if args.json:
-            print(json.dumps({"window_start": row.window_start,
-                              "window_seconds": row.window_seconds, "values": row.values,
-                              "samples": row.samples, "updated_at": row.updated_at}))
+            print(
+                json.dumps(
+                    {
+                        "window_start": row.window_start,
+                        "window_seconds": row.window_seconds,
+                        "values": row.values,
+                        "samples": row.samples,
+                        "updated_at": row.updated_at,
+                    }
+                )
+            )
         else:
             stamp = datetime.fromtimestamp(row.window_start, UTC).isoformat()
             values = " ".join(f"{k}={v:g}" for k, v in row.values.items())
@@ -218,5 +266,11 @@ def _results(repo: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-_QUERY_VERBS = {"add": _add, "list": _list, "pause": _set_state, "resume": _set_state,
-                "delete": _set_state, "results": _results}
+_QUERY_VERBS = {
+    "add": _add,
+    "list": _list,
+    "pause": _set_state,
+    "resume": _set_state,
+    "delete": _set_state,
+    "results": _results,
+}

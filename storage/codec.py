@@ -60,8 +60,7 @@ def _aware(dt: datetime | None) -> datetime | None:
 
 def finite(value: object) -> bool:
     """A finite real number (numpy scalars included), not a bool."""
-    return (isinstance(value, numbers.Real) and not isinstance(value, bool)
-            and math.isfinite(value))
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _whole(value: object) -> bool:
@@ -94,8 +93,9 @@ def result_error(row: object) -> str | None:
     return None
 
 
-def _sighting_error(kind: str, name: object, name_error: str | None,
-                    last_seen: object) -> str | None:
+def _sighting_error(
+    kind: str, name: object, name_error: str | None, last_seen: object
+) -> str | None:
     if name_error is not None:
         return f"{kind} {name!r}: {name_error}"
     if not finite(last_seen) or last_seen <= 0:  # type: ignore[operator]
@@ -114,9 +114,14 @@ def metric_row_error(metric: object, last_seen: object) -> str | None:
 def window_result(query_id: str, row: Sequence[Any]) -> WindowResult:
     """(window_start, window_seconds, vals, samples, updated_at) -> WindowResult."""
     start, seconds, vals, samples, updated = row
-    return WindowResult(query_id, epoch(start) or 0.0, int(seconds),
-                        {k: float(v) for k, v in (vals or {}).items()}, int(samples or 0),
-                        epoch(updated) or 0.0)
+    return WindowResult(
+        query_id,
+        epoch(start) or 0.0,
+        int(seconds),
+        {k: float(v) for k, v in (vals or {}).items()},
+        int(samples or 0),
+        epoch(updated) or 0.0,
+    )
 
 
 def stored_query(row: Sequence[Any]) -> StoredQuery:
@@ -124,17 +129,23 @@ def stored_query(row: Sequence[Any]) -> StoredQuery:
     the source of truth (the parsed columns are for people reading the table), so it is parsed
     again."""
     qid, text, paused, created, updated, since = row
-    return StoredQuery(id=qid, query=parse(text), paused=bool(paused),
-                       created_at=_aware(created), updated_at=_aware(updated),
-                       active_since=_aware(since))
+    return StoredQuery(
+        id=qid,
+        query=parse(text),
+        paused=bool(paused),
+        created_at=_aware(created),
+        updated_at=_aware(updated),
+        active_since=_aware(since),
+    )
 
 
 def dumps_payload(component: object, payload: object) -> str:
     if not isinstance(component, str) or not component.strip():
         raise ValueError(f"component must be a non-empty string, got {component!r}")
     if not isinstance(payload, Mapping):
-        raise ValueError(f"status payload of {component!r} must be a mapping, got "
-                         f"{type(payload).__name__}")
+        raise ValueError(
+            f"status payload of {component!r} must be a mapping, got {type(payload).__name__}"
+        )
     try:
         return json.dumps(dict(payload), allow_nan=False, sort_keys=True)
     except (TypeError, ValueError) as exc:

@@ -32,9 +32,18 @@ def bucket_span(lo_ms: int, hi_ms: int) -> tuple[int, int]:
     return lo_ms // bucket_ms, (hi_ms - 1) // bucket_ms
 
 
-def read_range(session: Any, stmt: Any, query_id: str, buckets: Iterable[int], lo_ms: int,
-               hi_ms: int, *, page_size: int, ahead: int, profile: object
-               ) -> Iterator[WindowResult]:
+def read_range(
+    session: Any,
+    stmt: Any,
+    query_id: str,
+    buckets: Iterable[int],
+    lo_ms: int,
+    hi_ms: int,
+    *,
+    page_size: int,
+    ahead: int,
+    profile: object,
+) -> Iterator[WindowResult]:
     """Windows of ``query_id`` with lo_ms <= window_start < hi_ms in ``buckets`` (ascending),
     ascending by window_start. ``stmt`` selects (window_start, window_seconds, vals, samples,
     updated_at) for (query_id, bucket, lo_ms, hi_ms) with ``window_start >= ? AND < ?``."""

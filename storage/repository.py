@@ -33,13 +33,22 @@ INDEX_REFRESH_S = 3600.0
 class Repository:
     """Stored queries, window results, server sightings and component status in one keyspace."""
 
-    def __init__(self, session: Any, keyspace: str, *, clock: Callable[[], float] = time.time,
-                 concurrency: int = 64, owns_cluster: bool = False) -> None:
+    def __init__(
+        self,
+        session: Any,
+        keyspace: str,
+        *,
+        clock: Callable[[], float] = time.time,
+        concurrency: int = 64,
+        owns_cluster: bool = False,
+    ) -> None:
         if (err := keyspace_error(keyspace)) is not None:
             raise ValueError(err)
         if missing := missing_tables(session, keyspace):
-            raise LookupError(f"keyspace {keyspace!r} lacks tables {', '.join(missing)}: "
-                              "run `apm storage migrate` first")
+            raise LookupError(
+                f"keyspace {keyspace!r} lacks tables {', '.join(missing)}: "
+                "run `apm storage migrate` first"
+            )
         self.session, self.keyspace, self.clock = session, keyspace, clock
         self.concurrency, self._owns_cluster = concurrency, owns_cluster
         self.profile = profile_for(session)
@@ -47,8 +56,9 @@ class Repository:
         self._indexed: dict[tuple[str, int], float] = {}  # (query, bucket) -> monotonic time
 
     @classmethod
-    def connect(cls, settings: StorageSettings | None = None, *,
-                ensure_schema: bool = True) -> Repository:
+    def connect(
+        cls, settings: StorageSettings | None = None, *, ensure_schema: bool = True
+    ) -> Repository:
         """Connects to ``settings`` (default: ``APM_STORAGE_*``); creates the schema when it is
         missing (never alters an existing one: that is `apm storage migrate`'s job)."""
         settings = settings or StorageSettings()
@@ -57,8 +67,9 @@ class Repository:
             session = cluster.connect()
             if ensure_schema and missing_tables(session, settings.keyspace):
                 migrate(session, settings.keyspace, settings.retention_days, settings.replication)
-            return cls(session, settings.keyspace, concurrency=settings.concurrency,
-                       owns_cluster=True)
+            return cls(
+                session, settings.keyspace, concurrency=settings.concurrency, owns_cluster=True
+            )
         except BaseException:
             cluster.shutdown()
             raise
@@ -77,15 +88,13 @@ class Repository:
         return self.session.execute(stmt, params, execution_profile=self.profile)
 
     def _execute_many(self, stmt: Any, groups: list[list[tuple[Any, ...]]]) -> None:
-        execute_many(self.session, stmt, groups, concurrency=self.concurrency,
-                     profile=self.profile)
+        execute_many(self.session, stmt, groups, concurrency=self.concurrency, profile=self.profile)
 
     # -- stored queries -------------------------------------------------------------------
     @staticmethod
     def _columns(text: str) -> tuple[Any, ...]:
         q = parse(text)  # raises QueryError naming the position and what was expected
-        return (q.text, q.metric, list(q.servers), q.window_seconds,
-                [f.text for f in q.functions])
+        return (q.text, q.metric, list(q.servers), q.window_seconds, [f.text for f in q.functions])
 
     def save_query(self, text: str) -> StoredQuery:
         cols, now = self._columns(text), codec.to_ms(self.clock())
@@ -94,8 +103,13 @@ class Repository:
             if self._run(self._cql.insert_query, (qid, *cols, now, now, now)).was_applied:
                 break
         created = codec.from_ms(now)
-        return StoredQuery(id=qid, query=parse(cols[0]), created_at=created, updated_at=created,
-                           active_since=created)
+        return StoredQuery(
+            id=qid,
+            query=parse(cols[0]),
+            created_at=created,
+            updated_at=created,
+            active_since=created,
+        )
 
     def get_query(self, query_id: str) -> StoredQuery | None:
         row = self._run(self._cql.get_query, (query_id,)).one()
@@ -114,8 +128,7 @@ class Repository:
         out.sort(key=lambda s: (s.created_at is None, s.created_at, s.id))
         return out
 
-    def _applied_or_missing(self, query_id: str, stmt: Any, params: tuple[Any, ...]
-                            ) -> StoredQuery:
+    def _applied_or_missing(self, query_id: str, stmt: Any, params: tuple[Any, ...]) -> StoredQuery:
         if not self._run(stmt, params).was_applied or (got := self.get_query(query_id)) is None:
             raise KeyError(query_id)
         return got
@@ -126,10 +139,14 @@ class Repository:
         cols, now = self._columns(text), codec.to_ms(self.clock())
         if (current := self.get_query(query_id)) is None:
             raise KeyError(query_id)
-        since = (codec.to_ms(current.active_from) if current.active_from is not None
-                 and current.query.metric == cols[1] else now)
-        return self._applied_or_missing(query_id, self._cql.update_query,
-                                        (*cols, now, since, query_id))
+        since = (
+            codec.to_ms(current.active_from)
+            if current.active_from is not None and current.query.metric == cols[1]
+            else now
+        )
+        return self._applied_or_missing(
+            query_id, self._cql.update_query, (*cols, now, since, query_id)
+        )
 
     def set_paused(self, query_id: str, paused: bool) -> StoredQuery:
         """Pauses or resumes a query; resuming a paused one makes it active from now on."""
@@ -161,13 +178,24 @@ class Repository:
         partitions: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
         for (qid, ms), r in latest.items():
             partitions.setdefault((qid, bucket_of(r.window_start)), []).append(
-                (qid, bucket_of(r.window_start), ms, int(r.window_seconds),
-                 {k: float(v) for k, v in r.values.items()}, int(r.samples),
-                 codec.to_ms(r.updated_at), codec.to_us(r.updated_at)))
+                (
+                    qid,
+                    bucket_of(r.window_start),
+                    ms,
+                    int(r.window_seconds),
+                    {k: float(v) for k, v in r.values.items()},
+                    int(r.samples),
+                    codec.to_ms(r.updated_at),
+                    codec.to_us(r.updated_at),
+                )
+            )
         # The index first: a reader must never see rows its index does not point to.
         now = time.monotonic()
-        fresh = [key for key in partitions if now - self._indexed.get(key, -INDEX_REFRESH_S)
-                 >= INDEX_REFRESH_S]
+        fresh = [
+            key
+            for key in partitions
+            if now - self._indexed.get(key, -INDEX_REFRESH_S) >= INDEX_REFRESH_S
+        ]
         self._execute_many(self._cql.index_put, [[key] for key in fresh])
         self._execute_many(self._cql.upsert, list(partitions.values()))
         if len(self._indexed) > 100_000:
@@ -175,8 +203,9 @@ class Repository:
         self._indexed.update(dict.fromkeys(fresh, now))
         return len(latest)
 
-    def read_results(self, query_id: str, start: float, end: float,
-                     page_size: int = 5000) -> Iterator[WindowResult]:
+    def read_results(
+        self, query_id: str, start: float, end: float, page_size: int = 5000
+    ) -> Iterator[WindowResult]:
         if not isinstance(page_size, int) or page_size < 1:
             raise ValueError(f"page_size must be a whole number >= 1, got {page_size!r}")
         for name, ts in (("start", start), ("end", end)):
@@ -187,9 +216,17 @@ class Repository:
             return iter(())
         first, last = bucket_span(lo, hi)
         buckets = sorted(row[0] for row in self._run(self._cql.index_span, (query_id, first, last)))
-        return read_range(self.session, self._cql.range, query_id, buckets, lo, hi,
-                          page_size=page_size, ahead=min(8, self.concurrency),
-                          profile=self.profile)
+        return read_range(
+            self.session,
+            self._cql.range,
+            query_id,
+            buckets,
+            lo,
+            hi,
+            page_size=page_size,
+            ahead=min(8, self.concurrency),
+            profile=self.profile,
+        )
 
     def last_result_at(self, query_id: str) -> float | None:
         """updated_at of the newest window (None when the query has no results)."""
@@ -200,8 +237,12 @@ class Repository:
         return None
 
     # -- servers and status ---------------------------------------------------------------
-    def _touch(self, stmt: Any, last_seen: Mapping[str, float],
-               error: Callable[[object, object], str | None]) -> None:
+    def _touch(
+        self,
+        stmt: Any,
+        last_seen: Mapping[str, float],
+        error: Callable[[object, object], str | None],
+    ) -> None:
         params = []
         for name, ts in last_seen.items():
             if (err := error(name, ts)) is not None:
@@ -233,6 +274,7 @@ class Repository:
 
     def get_status(self) -> dict[str, dict]:
         """component -> its payload plus ``updated_at`` (epoch seconds of the put)."""
-        return {row[0]: {**json.loads(row[1] or "{}"), "updated_at": codec.epoch(row[2])}
-                for row in self._run(self._cql.status, ())}
-
+        return {
+            row[0]: {**json.loads(row[1] or "{}"), "updated_at": codec.epoch(row[2])}
+            for row in self._run(self._cql.status, ())
+        }

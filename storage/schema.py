@@ -15,8 +15,15 @@ from typing import Any
 
 from storage.settings import DEFAULT_REPLICATION, keyspace_error
 
-__all__ = ["ADDED_COLUMNS", "BUCKET_SECONDS", "INDEX_EXTRA_TTL_S", "TABLES", "bucket_of", "migrate",
-           "missing_tables"]
+__all__ = [
+    "ADDED_COLUMNS",
+    "BUCKET_SECONDS",
+    "INDEX_EXTRA_TTL_S",
+    "TABLES",
+    "bucket_of",
+    "migrate",
+    "missing_tables",
+]
 
 log = logging.getLogger(__name__)
 
@@ -85,14 +92,16 @@ def _ddl(keyspace: str, ttl_s: int) -> dict[str, str]:
 
 def _existing(session: Any, keyspace: str) -> dict[str, int]:
     """table name -> default_time_to_live, read from the schema tables (no driver metadata lag)."""
-    stmt = session.prepare("SELECT table_name, default_time_to_live FROM system_schema.tables "
-                           "WHERE keyspace_name = ?")
+    stmt = session.prepare(
+        "SELECT table_name, default_time_to_live FROM system_schema.tables WHERE keyspace_name = ?"
+    )
     return {row[0]: int(row[1] or 0) for row in session.execute(stmt, (keyspace,))}
 
 
 def _columns(session: Any, keyspace: str, table: str) -> set[str]:
-    stmt = session.prepare("SELECT column_name FROM system_schema.columns "
-                           "WHERE keyspace_name = ? AND table_name = ?")
+    stmt = session.prepare(
+        "SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?"
+    )
     return {row[0] for row in session.execute(stmt, (keyspace, table))}
 
 
@@ -110,12 +119,12 @@ def missing_tables(session: Any, keyspace: str) -> list[str]:
     """The tables (and ``table.column`` added columns) of this schema that ``keyspace`` lacks
     (every table if it does not exist)."""
     existing = _existing(session, keyspace)
-    return [t for t in TABLES if t not in existing] + _missing_columns(session, keyspace,
-                                                                       existing)
+    return [t for t in TABLES if t not in existing] + _missing_columns(session, keyspace, existing)
 
 
-def migrate(session: Any, keyspace: str, retention_days: int,
-            replication: str = DEFAULT_REPLICATION) -> list[str]:
+def migrate(
+    session: Any, keyspace: str, retention_days: int, replication: str = DEFAULT_REPLICATION
+) -> list[str]:
     """Creates the keyspace and tables that are missing and aligns the tables' TTLs with
     ``retention_days``. Idempotent: a second run changes nothing. Returns what it changed."""
     if (err := keyspace_error(keyspace)) is not None:
@@ -126,8 +135,9 @@ def migrate(session: Any, keyspace: str, retention_days: int,
     changes: list[str] = []
     existing = _existing(session, keyspace)
     if not existing:
-        session.execute(f"CREATE KEYSPACE IF NOT EXISTS {keyspace} "
-                        f"WITH replication = {replication}")
+        session.execute(
+            f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = {replication}"
+        )
         changes.append(f"keyspace {keyspace}")
     for table, ddl in _ddl(keyspace, ttl_s).items():
         if table not in existing:
@@ -139,8 +149,9 @@ def migrate(session: Any, keyspace: str, retention_days: int,
             changes.append(f"ttl {keyspace}.{table} {existing[table]}s -> {want}s")
     for added in _missing_columns(session, keyspace, existing):
         table, column = added.split(".")
-        session.execute(f"ALTER TABLE {keyspace}.{table} ADD {column} "
-                        f"{ADDED_COLUMNS[table][column]}")
+        session.execute(
+            f"ALTER TABLE {keyspace}.{table} ADD {column} {ADDED_COLUMNS[table][column]}"
+        )
         changes.append(f"column {keyspace}.{added}")
     for change in changes:
         log.info("migrate: %s", change)

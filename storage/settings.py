@@ -22,8 +22,10 @@ _REPLICATION = re.compile(r"\{" + _ENTRY + r"(," + _ENTRY + r")*\}")
 def keyspace_error(name: str) -> str | None:
     """Why ``name`` is not a usable keyspace name, or None."""
     if not isinstance(name, str) or not _KEYSPACE.fullmatch(name):
-        return (f"keyspace {name!r} must start with a letter and hold only letters, digits and "
-                "underscores (at most 48)")
+        return (
+            f"keyspace {name!r} must start with a letter and hold only letters, digits and "
+            "underscores (at most 48)"
+        )
     return None
 
 
@@ -56,8 +58,9 @@ class StorageSettings(BaseSettings):
     @classmethod
     def _replication(cls, value: str) -> str:
         if not _REPLICATION.fullmatch(value.strip()):
-            raise ValueError("replication must be a CQL map such as "
-                             f"{DEFAULT_REPLICATION}, got {value!r}")
+            raise ValueError(
+                f"replication must be a CQL map such as {DEFAULT_REPLICATION}, got {value!r}"
+            )
         return value.strip()
 
     @field_validator("hosts")

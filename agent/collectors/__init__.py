@@ -31,8 +31,15 @@ __all__ = [
 
 def default_registry() -> Registry:
     registry = Registry()
-    for cls in (CpuCollector, LoadCollector, MemoryCollector, DiskCollector, NetworkCollector,
-                SystemCollector, AgentCollector):
+    for cls in (
+        CpuCollector,
+        LoadCollector,
+        MemoryCollector,
+        DiskCollector,
+        NetworkCollector,
+        SystemCollector,
+        AgentCollector,
+    ):
         registry.add(cls.name, cls)
     return registry
 

@@ -70,7 +70,8 @@ class Registry:
         unknown = [n for n in names if n not in self._factories]
         if unknown:
             raise UnknownCollectorError(
-                f"unknown collectors {unknown}; known: {', '.join(self.names())}")
+                f"unknown collectors {unknown}; known: {', '.join(self.names())}"
+            )
         return [self._factories[n](context) for n in names]
 
 

@@ -9,8 +9,12 @@ from agent.collectors.base import CollectorContext, CounterRates, name_part
 __all__ = ["DiskCollector", "mount_part"]
 
 log = logging.getLogger(__name__)
-_IO = (("read_bytes", "read_bytes"), ("write_bytes", "write_bytes"),
-       ("read_count", "read_ops"), ("write_count", "write_ops"))
+_IO = (
+    ("read_bytes", "read_bytes"),
+    ("write_bytes", "write_bytes"),
+    ("read_count", "read_ops"),
+    ("write_count", "write_ops"),
+)
 
 
 def mount_part(mountpoint: str) -> str:

@@ -6,10 +6,16 @@ from agent.collectors.base import CollectorContext, CounterRates, name_part
 
 __all__ = ["NetworkCollector"]
 
-_FIELDS = (("bytes_recv", "rx_bytes"), ("bytes_sent", "tx_bytes"),
-           ("packets_recv", "rx_packets"), ("packets_sent", "tx_packets"),
-           ("errin", "rx_errors"), ("errout", "tx_errors"),
-           ("dropin", "rx_drops"), ("dropout", "tx_drops"))
+_FIELDS = (
+    ("bytes_recv", "rx_bytes"),
+    ("bytes_sent", "tx_bytes"),
+    ("packets_recv", "rx_packets"),
+    ("packets_sent", "tx_packets"),
+    ("errin", "rx_errors"),
+    ("errout", "tx_errors"),
+    ("dropin", "rx_drops"),
+    ("dropout", "tx_drops"),
+)
 
 
 class NetworkCollector:

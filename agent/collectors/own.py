@@ -32,12 +32,14 @@ class AgentCollector:
             out["agent.spool.dropped"] = float(self._spool.dropped)
         if self._stats is not None:
             stats = self._stats
-            out.update({
-                "agent.push.retries": float(stats.retries),
-                "agent.push.rejected": float(stats.rejected),
-                "agent.push.age": stats.push_age(),
-                "agent.collector.errors": float(stats.collector_errors),
-                "agent.statsd.packets": float(stats.statsd_packets),
-                "agent.statsd.malformed": float(stats.statsd_malformed),
-            })
+            out.update(
+                {
+                    "agent.push.retries": float(stats.retries),
+                    "agent.push.rejected": float(stats.rejected),
+                    "agent.push.age": stats.push_age(),
+                    "agent.collector.errors": float(stats.collector_errors),
+                    "agent.statsd.packets": float(stats.statsd_packets),
+                    "agent.statsd.malformed": float(stats.statsd_malformed),
+                }
+            )
         return out

@@ -19,14 +19,31 @@ __all__ = ["TCP_STATES", "SystemCollector", "count_tcp_states", "proc_tcp_lines"
 log = logging.getLogger(__name__)
 # Kernel state codes (include/net/tcp_states.h) to the names used in metric names.
 TCP_STATES = {
-    "01": "established", "02": "syn_sent", "03": "syn_recv", "04": "fin_wait1",
-    "05": "fin_wait2", "06": "time_wait", "07": "close", "08": "close_wait",
-    "09": "last_ack", "0A": "listen", "0B": "closing",
+    "01": "established",
+    "02": "syn_sent",
+    "03": "syn_recv",
+    "04": "fin_wait1",
+    "05": "fin_wait2",
+    "06": "time_wait",
+    "07": "close",
+    "08": "close_wait",
+    "09": "last_ack",
+    "0A": "listen",
+    "0B": "closing",
 }
-_PSUTIL_STATES = {"SYN_RECV": "syn_recv", "SYN_SENT": "syn_sent", "FIN_WAIT1": "fin_wait1",
-                  "FIN_WAIT2": "fin_wait2", "TIME_WAIT": "time_wait", "CLOSE": "close",
-                  "CLOSE_WAIT": "close_wait", "LAST_ACK": "last_ack", "LISTEN": "listen",
-                  "CLOSING": "closing", "ESTABLISHED": "established"}
+_PSUTIL_STATES = {
+    "SYN_RECV": "syn_recv",
+    "SYN_SENT": "syn_sent",
+    "FIN_WAIT1": "fin_wait1",
+    "FIN_WAIT2": "fin_wait2",
+    "TIME_WAIT": "time_wait",
+    "CLOSE": "close",
+    "CLOSE_WAIT": "close_wait",
+    "LAST_ACK": "last_ack",
+    "LISTEN": "listen",
+    "CLOSING": "closing",
+    "ESTABLISHED": "established",
+}
 
 
 def proc_tcp_lines(proc_root: str) -> Iterable[str] | None:
@@ -54,9 +71,12 @@ def count_tcp_states(lines: Iterable[str]) -> dict[str, float]:
 class SystemCollector:
     name = "system"
 
-    def __init__(self, context: CollectorContext,
-                 tcp_lines: Callable[[], Iterable[str] | None] | None = None,
-                 tcp_codes: Callable[[], dict[int, int] | None] | None = None) -> None:
+    def __init__(
+        self,
+        context: CollectorContext,
+        tcp_lines: Callable[[], Iterable[str] | None] | None = None,
+        tcp_codes: Callable[[], dict[int, int] | None] | None = None,
+    ) -> None:
         self._psutil = context.psutil
         self._tcp_lines = tcp_lines or (lambda: proc_tcp_lines(context.proc_root))
         # Injected fakes (tcp_lines) bypass netlink; the real host uses it first.
@@ -84,7 +104,6 @@ class SystemCollector:
         return counts
 
     def collect(self, now: float) -> dict[str, float]:
-        out = {"proc.count": float(len(self._psutil.pids())),
-               "uptime": max(0.0, now - self._boot)}
+        out = {"proc.count": float(len(self._psutil.pids())), "uptime": max(0.0, now - self._boot)}
         out.update({f"tcp.{state}": n for state, n in self._tcp().items()})
         return out

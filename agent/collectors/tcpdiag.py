@@ -24,8 +24,12 @@ _REQUEST = struct.Struct("=BBBBI48x")
 
 def _dump(sock: socket.socket, family: int, counts: dict[int, int]) -> bool:
     request = _REQUEST.pack(family, socket.IPPROTO_TCP, 0, 0, 0xFFFFFFFF)
-    sock.send(_HEADER.pack(_HEADER.size + len(request), _SOCK_DIAG_BY_FAMILY,
-                           _NLM_F_REQUEST | _NLM_F_DUMP, 1, 0) + request)
+    sock.send(
+        _HEADER.pack(
+            _HEADER.size + len(request), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST | _NLM_F_DUMP, 1, 0
+        )
+        + request
+    )
     while True:
         data = sock.recv(1 << 16)
         if not data:

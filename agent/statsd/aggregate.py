@@ -34,9 +34,16 @@ class _Bucket:
 
 
 class StatsdAggregator:
-    def __init__(self, clock: Callable[[], float], *, prefix: str = "", tags: str = "name",
-                 timer_stats: tuple[str, ...] | list[str] = (), idle_ttl_s: float = 60.0,
-                 on_malformed: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], float],
+        *,
+        prefix: str = "",
+        tags: str = "name",
+        timer_stats: tuple[str, ...] | list[str] = (),
+        idle_ttl_s: float = 60.0,
+        on_malformed: Callable[[str], None] | None = None,
+    ) -> None:
         self.clock = clock
         self.prefix = prefix
         self.tag_mode = tags

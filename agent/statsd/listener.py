@@ -15,8 +15,9 @@ _RCVBUF = 8 * 1024 * 1024  # absorbs bursts while the thread is descheduled
 
 
 class StatsdListener:
-    def __init__(self, aggregator: StatsdAggregator, host: str = "127.0.0.1",
-                 port: int = 8125) -> None:
+    def __init__(
+        self, aggregator: StatsdAggregator, host: str = "127.0.0.1", port: int = 8125
+    ) -> None:
         self.aggregator = aggregator
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.sock = socket.socket(family, socket.SOCK_DGRAM)
@@ -25,8 +26,9 @@ class StatsdListener:
             self.sock.bind((host, port))
         except OSError as exc:
             self.sock.close()
-            raise OSError(exc.errno, f"cannot listen for StatsD on {host}:{port}: "
-                                     f"{exc.strerror}") from None
+            raise OSError(
+                exc.errno, f"cannot listen for StatsD on {host}:{port}: {exc.strerror}"
+            ) from None
         self.sock.settimeout(0.5)
         self.address: tuple[str, int] = self.sock.getsockname()[:2]
         self._thread: threading.Thread | None = None
@@ -51,8 +53,9 @@ class StatsdListener:
                 log.exception("statsd packet could not be handled")
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self.serve, args=(self._stop,),
-                                        name="statsd", daemon=True)
+        self._thread = threading.Thread(
+            target=self.serve, args=(self._stop,), name="statsd", daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:

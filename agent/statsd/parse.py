@@ -81,8 +81,11 @@ def metric_name(raw: str, tags: str, prefix: str, tag_mode: str) -> str:
     if prefix:
         name = f"{prefix.rstrip('.')}.{name}"
     if tags and tag_mode == "name":
-        parts = sorted(_TAG_UNSAFE.sub("_", tag.replace(":", "_", 1)).strip("_")
-                       for tag in tags.split(",") if tag)
+        parts = sorted(
+            _TAG_UNSAFE.sub("_", tag.replace(":", "_", 1)).strip("_")
+            for tag in tags.split(",")
+            if tag
+        )
         name = ".".join([name, *(p for p in parts if p)])
     if (error := metric_name_error(name)) is not None:
         raise MalformedLine(error)

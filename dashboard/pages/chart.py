@@ -22,8 +22,18 @@ from dashboard.validation import parse_time
 __all__ = ["RANGES", "figure_for", "layout", "register"]
 
 RANGES = {"15m": 900, "1h": 3600, "6h": 21_600, "24h": 86_400}
-_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
-           "#17becf", "#bcbd22", "#7f7f7f"]
+_COLORS = [
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#ff7f0e",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#bcbd22",
+    "#7f7f7f",
+]
 
 
 def layout(app_ctx: AppContext, search: str) -> html.Div:
@@ -36,49 +46,96 @@ def layout(app_ctx: AppContext, search: str) -> html.Div:
     options = [{"label": q.text, "value": q.id} for q in sorted(queries, key=lambda q: q.text)]
     known = {q.id for q in queries}
     settings = app_ctx.settings
-    return html.Div([
-        navbar("charts"),
-        banner(problem),
-        html.Div(className="card controls", children=[
-            html.Div(className="field", children=[
-                html.Label("Queries (several overlay)"),
-                dcc.Dropdown(id="c-queries", multi=True, options=options,
-                             value=[i for i in wanted if i in known]),
-            ]),
-            html.Div(className="field", children=[
-                html.Label("Range"),
-                dcc.RadioItems(id="c-range", value="1h", inline=True,
-                               options=[*RANGES, "custom"]),
-                html.Div(id="c-custom", children=[
-                    dcc.Input(id="c-from", placeholder="from: 2024-05-01T10:00Z or epoch s"),
-                    dcc.Input(id="c-to", placeholder="to (empty: now)"),
-                ]),
-                html.Div(id="c-range-error", className="field-error"),
-            ]),
-            html.Div(className="field", children=[
-                dcc.Checklist(id="c-live", options=[{"label": "live", "value": "live"}],
-                              value=["live"], inline=True),
-                html.Label("every (s)", className="inline-label"),
-                dcc.Input(id="c-every", type="number", value=settings.refresh_seconds,
-                          min=settings.refresh_floor_seconds, step=0.5, size="5"),
-                html.Span(f"floor {settings.refresh_floor_seconds:g} s", className="hint",
-                          id="c-every-note"),
-            ]),
-        ]),
-        dcc.Interval(id="c-tick", interval=settings.clamp_refresh(None) * 1000),
-        html.Div(id="c-states", className="card states"),
-        dcc.Graph(id="c-graph", config={"displaylogo": False}, style={"height": "60vh"},
-                  figure=_empty("pick one or more queries")),
-        html.Div(id="c-status", className="hint"),
-    ])
+    return html.Div(
+        [
+            navbar("charts"),
+            banner(problem),
+            html.Div(
+                className="card controls",
+                children=[
+                    html.Div(
+                        className="field",
+                        children=[
+                            html.Label("Queries (several overlay)"),
+                            dcc.Dropdown(
+                                id="c-queries",
+                                multi=True,
+                                options=options,
+                                value=[i for i in wanted if i in known],
+                            ),
+                        ],
+                    ),
+                    html.Div(
+                        className="field",
+                        children=[
+                            html.Label("Range"),
+                            dcc.RadioItems(
+                                id="c-range", value="1h", inline=True, options=[*RANGES, "custom"]
+                            ),
+                            html.Div(
+                                id="c-custom",
+                                children=[
+                                    dcc.Input(
+                                        id="c-from",
+                                        placeholder="from: 2024-05-01T10:00Z or epoch s",
+                                    ),
+                                    dcc.Input(id="c-to", placeholder="to (empty: now)"),
+                                ],
+                            ),
+                            html.Div(id="c-range-error", className="field-error"),
+                        ],
+                    ),
+                    html.Div(
+                        className="field",
+                        children=[
+                            dcc.Checklist(
+                                id="c-live",
+                                options=[{"label": "live", "value": "live"}],
+                                value=["live"],
+                                inline=True,
+                            ),
+                            html.Label("every (s)", className="inline-label"),
+                            dcc.Input(
+                                id="c-every",
+                                type="number",
+                                value=settings.refresh_seconds,
+                                min=settings.refresh_floor_seconds,
+                                step=0.5,
+                                size="5",
+                            ),
+                            html.Span(
+                                f"floor {settings.refresh_floor_seconds:g} s",
+                                className="hint",
+                                id="c-every-note",
+                            ),
+                        ],
+                    ),
+                ],
+            ),
+            dcc.Interval(id="c-tick", interval=settings.clamp_refresh(None) * 1000),
+            html.Div(id="c-states", className="card states"),
+            dcc.Graph(
+                id="c-graph",
+                config={"displaylogo": False},
+                style={"height": "60vh"},
+                figure=_empty("pick one or more queries"),
+            ),
+            html.Div(id="c-status", className="hint"),
+        ]
+    )
 
 
 def _empty(message: str) -> dict[str, object]:
     # Plotly does not wrap annotations: long reasons are broken into lines here.
     text = "<br>".join(textwrap.wrap(message, 100)) or message
-    return {"data": [], "layout": {"annotations": [{"text": text, "showarrow": False,
-                                                    "xref": "paper", "yref": "paper"}],
-                                   "xaxis": {"visible": False}, "yaxis": {"visible": False}}}
+    return {
+        "data": [],
+        "layout": {
+            "annotations": [{"text": text, "showarrow": False, "xref": "paper", "yref": "paper"}],
+            "xaxis": {"visible": False},
+            "yaxis": {"visible": False},
+        },
+    }
 
 
 def _read(app_ctx: AppContext, query_id: str, start: float, end: float) -> list[WindowResult]:
@@ -87,43 +144,69 @@ def _read(app_ctx: AppContext, query_id: str, start: float, end: float) -> list[
     return app_ctx.cache.read(query_id, start, end)
 
 
-def figure_for(app_ctx: AppContext, queries: list[StoredQuery], start: float, end: float
-               ) -> tuple[dict[str, object], dict[str, int]]:
+def figure_for(
+    app_ctx: AppContext, queries: list[StoredQuery], start: float, end: float
+) -> tuple[dict[str, object], dict[str, int]]:
     """The figure for ``queries`` over [start, end), and counts of windows read and points
     drawn. Each series is downsampled to the settings' max_points."""
     traces: list[dict[str, object]] = []
     counts = {"windows": 0, "points": 0}
     overlay = len(queries) > 1
     for qn, q in enumerate(queries):
-        windows = guarded(app_ctx.metrics, "read_results",
-                          partial(_read, app_ctx, q.id, start, end))
+        windows = guarded(
+            app_ctx.metrics, "read_results", partial(_read, app_ctx, q.id, start, end)
+        )
         counts["windows"] += len(windows)
         series = build_series(q, windows, app_ctx.settings.max_points)
         for fn, (key, s) in enumerate(series.items()):
             counts["points"] += s.points
             label = f"{q.query.metric} {key}" + (f" [{q.id[:8]}]" if overlay else "")
-            traces.append({
-                "type": "scatter", "mode": "lines+markers" if s.points <= 300 else "lines",
-                "name": label, "x": [x * 1000 for x in s.x], "y": s.y, "connectgaps": False,
-                "marker": {"size": 4}, "meta": {"query_id": q.id, "function": key},
-                "line": {"width": 1.5, "color": _COLORS[(qn * 4 + fn) % len(_COLORS)],
-                         "dash": ["solid", "dot", "dash", "dashdot"][qn % 4]},
-            })
+            traces.append(
+                {
+                    "type": "scatter",
+                    "mode": "lines+markers" if s.points <= 300 else "lines",
+                    "name": label,
+                    "x": [x * 1000 for x in s.x],
+                    "y": s.y,
+                    "connectgaps": False,
+                    "marker": {"size": 4},
+                    "meta": {"query_id": q.id, "function": key},
+                    "line": {
+                        "width": 1.5,
+                        "color": _COLORS[(qn * 4 + fn) % len(_COLORS)],
+                        "dash": ["solid", "dot", "dash", "dashdot"][qn % 4],
+                    },
+                }
+            )
     title = queries[0].text if len(queries) == 1 else f"{len(queries)} queries overlaid"
-    fig: dict[str, object] = {"data": traces, "layout": {
-        "title": {"text": title, "font": {"size": 14}}, "uirevision": "keep",
-        "xaxis": {"type": "date", "range": [start * 1000, end * 1000]},
-        "yaxis": {"rangemode": "normal"}, "legend": {"orientation": "h", "y": -0.15},
-        "margin": {"l": 50, "r": 20, "t": 40, "b": 40}}}
+    fig: dict[str, object] = {
+        "data": traces,
+        "layout": {
+            "title": {"text": title, "font": {"size": 14}},
+            "uirevision": "keep",
+            "xaxis": {"type": "date", "range": [start * 1000, end * 1000]},
+            "yaxis": {"rangemode": "normal"},
+            "legend": {"orientation": "h", "y": -0.15},
+            "margin": {"l": 50, "r": 20, "t": 40, "b": 40},
+        },
+    }
     return fig, counts
 
 
 def _state_lines(queries: list[StoredQuery], states: dict[str, Evaluated]) -> list[html.Div]:
-    return [html.Div(id={"type": "c-state", "id": q.id}, className=f"c-state status-{e.state}",
-                     children=[state_badge(e.state),
-                               html.Span(q.text, className="c-state-query"),
-                               html.Div(e.reason, className="q-reason")])
-            for q in queries if (e := states.get(q.id)) is not None]
+    return [
+        html.Div(
+            id={"type": "c-state", "id": q.id},
+            className=f"c-state status-{e.state}",
+            children=[
+                state_badge(e.state),
+                html.Span(q.text, className="c-state-query"),
+                html.Div(e.reason, className="q-reason"),
+            ],
+        )
+        for q in queries
+        if (e := states.get(q.id)) is not None
+    ]
 
 
 def _why_empty(queries: list[StoredQuery], states: dict[str, Evaluated]) -> str:
@@ -138,12 +221,17 @@ def _why_empty(queries: list[StoredQuery], states: dict[str, Evaluated]) -> str:
 
 def register(app: Dash, app_ctx: AppContext) -> None:
     settings = app_ctx.settings
-    states = QueryStates(app_ctx.repo, app_ctx.metrics, app_ctx.clock,
-                         max(10.0, settings.refresh_floor_seconds))
+    states = QueryStates(
+        app_ctx.repo, app_ctx.metrics, app_ctx.clock, max(10.0, settings.refresh_floor_seconds)
+    )
 
-    @app.callback(Output("c-tick", "interval"), Output("c-tick", "disabled"),
-                  Output("c-every-note", "children"),
-                  Input("c-every", "value"), Input("c-live", "value"))
+    @app.callback(
+        Output("c-tick", "interval"),
+        Output("c-tick", "disabled"),
+        Output("c-every-note", "children"),
+        Input("c-every", "value"),
+        Input("c-live", "value"),
+    )
     def set_refresh(every: float | None, live: list[str] | None) -> tuple[float, bool, str]:
         seconds = settings.clamp_refresh(every)
         note = f"refreshing every {seconds:g} s (floor {settings.refresh_floor_seconds:g} s)"
@@ -153,13 +241,26 @@ def register(app: Dash, app_ctx: AppContext) -> None:
     def show_custom(choice: str) -> dict[str, str]:
         return {} if choice == "custom" else {"display": "none"}
 
-    @app.callback(Output("c-graph", "figure"), Output("c-status", "children"),
-                  Output("c-range-error", "children"), Output("c-states", "children"),
-                  Input("c-queries", "value"), Input("c-range", "value"),
-                  Input("c-from", "value"), Input("c-to", "value"),
-                  Input("c-tick", "n_intervals"), State("c-graph", "figure"))
-    def draw(ids: list[str] | None, choice: str, raw_from: str | None, raw_to: str | None,
-             _tick: int | None, current: object) -> tuple[object, str, str, object]:
+    @app.callback(
+        Output("c-graph", "figure"),
+        Output("c-status", "children"),
+        Output("c-range-error", "children"),
+        Output("c-states", "children"),
+        Input("c-queries", "value"),
+        Input("c-range", "value"),
+        Input("c-from", "value"),
+        Input("c-to", "value"),
+        Input("c-tick", "n_intervals"),
+        State("c-graph", "figure"),
+    )
+    def draw(
+        ids: list[str] | None,
+        choice: str,
+        raw_from: str | None,
+        raw_to: str | None,
+        _tick: int | None,
+        current: object,
+    ) -> tuple[object, str, str, object]:
         started = time.perf_counter()
         now = app_ctx.clock()
         if choice == "custom":
@@ -175,8 +276,11 @@ def register(app: Dash, app_ctx: AppContext) -> None:
         if not ids:
             return _empty("pick one or more queries"), "", "", []
         try:
-            found = guarded(app_ctx.metrics, "get_query", lambda: [
-                q for i in ids if (q := app_ctx.repo.get_query(i)) is not None])
+            found = guarded(
+                app_ctx.metrics,
+                "get_query",
+                lambda: [q for i in ids if (q := app_ctx.repo.get_query(i)) is not None],
+            )
             fig, counts = figure_for(app_ctx, found, start, end)
             evaluated = states.evaluate(found)
         except StorageUnavailable as exc:
@@ -187,6 +291,8 @@ def register(app: Dash, app_ctx: AppContext) -> None:
         app_ctx.metrics.chart_seconds.observe(elapsed)
         app_ctx.metrics.windows_read.inc(counts["windows"])
         app_ctx.metrics.points_served.inc(counts["points"])
-        status = (f"{counts['windows']} windows read, {counts['points']} points drawn "
-                  f"in {elapsed * 1000:.0f} ms")
+        status = (
+            f"{counts['windows']} windows read, {counts['points']} points drawn "
+            f"in {elapsed * 1000:.0f} ms"
+        )
         return fig, status, "", _state_lines(found, evaluated)

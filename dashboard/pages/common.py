@@ -13,15 +13,30 @@ __all__ = ["ago", "banner", "navbar", "state_badge", "when"]
 def navbar(active: str) -> html.Div:
     csrf = session.get("csrf", "") if has_request_context() else ""
     links = [("Queries", "/"), ("Charts", "/chart"), ("Health", "/health")]
-    return html.Div(className="nav", children=[
-        html.Span("APM", className="brand"),
-        *[dcc.Link(label, href=href, id=f"nav-{label.lower()}",
-                   className="active" if label.lower() == active else "") for label, href in links],
-        html.Form(method="POST", action="/logout", className="logout", children=[
-            dcc.Input(type="hidden", name="csrf_token", value=csrf),
-            html.Button("Log out", id="logout", type="submit"),
-        ]),
-    ])
+    return html.Div(
+        className="nav",
+        children=[
+            html.Span("APM", className="brand"),
+            *[
+                dcc.Link(
+                    label,
+                    href=href,
+                    id=f"nav-{label.lower()}",
+                    className="active" if label.lower() == active else "",
+                )
+                for label, href in links
+            ],
+            html.Form(
+                method="POST",
+                action="/logout",
+                className="logout",
+                children=[
+                    dcc.Input(type="hidden", name="csrf_token", value=csrf),
+                    html.Button("Log out", id="logout", type="submit"),
+                ],
+            ),
+        ],
+    )
 
 
 def when(ts: float | None) -> str:

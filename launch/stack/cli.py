@@ -9,9 +9,12 @@ __all__ = ["register"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("stack", help="run the local Kafka + Cassandra engines",
-                            description="Fetch, start, stop and inspect the local engines. "
-                            "Ports and heaps come from APM_STACK_* env vars.")
+    parser = sub.add_parser(
+        "stack",
+        help="run the local Kafka + Cassandra engines",
+        description="Fetch, start, stop and inspect the local engines. "
+        "Ports and heaps come from APM_STACK_* env vars.",
+    )
     verbs = parser.add_subparsers(dest="verb", required=True)
     verbs.add_parser("fetch", help="resolve the engines' jars through Maven (idempotent)")
     verbs.add_parser("up", help="start Kafka and Cassandra and wait until healthy (idempotent)")

@@ -27,8 +27,9 @@ class ServiceStatus:
 
 
 def _process(service: Service, settings: StackSettings) -> ManagedProcess:
-    return ManagedProcess(service.name, service.home(settings),
-                          marker=f"-Dapm.stack={service.name}")
+    return ManagedProcess(
+        service.name, service.home(settings), marker=f"-Dapm.stack={service.name}"
+    )
 
 
 def _say(message: str) -> None:
@@ -56,9 +57,11 @@ def up(settings: StackSettings | None = None) -> list[ServiceStatus]:
             if proc.pid() is None:
                 busy = [p for p in service.ports(settings) if port_in_use(settings.host, p)]
                 if busy:
-                    raise StartError(f"{service.name}: port {busy[0]} on {settings.host} is "
-                                     f"already in use by another process; free it or set "
-                                     f"APM_STACK_* ports (log: {proc.log})")
+                    raise StartError(
+                        f"{service.name}: port {busy[0]} on {settings.host} is "
+                        f"already in use by another process; free it or set "
+                        f"APM_STACK_* ports (log: {proc.log})"
+                    )
                 try:
                     service.prepare(settings)
                 except (OSError, ValueError, RuntimeError, subprocess.SubprocessError) as exc:
@@ -92,6 +95,13 @@ def status(settings: StackSettings | None = None) -> list[ServiceStatus]:
     for service in SERVICES:
         proc = _process(service, settings)
         pid = proc.pid()
-        result.append(ServiceStatus(service.name, pid, service.ports(settings),
-                                    pid is not None and service.healthy(settings), str(proc.log)))
+        result.append(
+            ServiceStatus(
+                service.name,
+                pid,
+                service.ports(settings),
+                pid is not None and service.healthy(settings),
+                str(proc.log),
+            )
+        )
     return result

@@ -82,8 +82,14 @@ def fetch(settings: StackSettings, engines: tuple[str, ...] = ENGINES, *, log=sy
         print(f"jars: resolving {engine} from Maven Central (log: {log_path}) ...", file=log)
         started = time.monotonic()
         cmd = [
-            settings.mvn, "-B", "-f", str(_pom(settings)), "-P", engine,
-            "dependency:copy-dependencies", "-DincludeScope=runtime",
+            settings.mvn,
+            "-B",
+            "-f",
+            str(_pom(settings)),
+            "-P",
+            engine,
+            "dependency:copy-dependencies",
+            "-DincludeScope=runtime",
             f"-DoutputDirectory={target}",
         ]
         with log_path.open("w") as out:
@@ -114,5 +120,6 @@ def spark_jars(settings: StackSettings | None = None) -> list[str]:
     if not _is_fresh(settings, "spark"):
         fetch(settings, ("spark",))
     bundled = {_artifact(j) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
-    return sorted(str(j) for j in jar_dir(settings, "spark").glob("*.jar")
-                  if _artifact(j) not in bundled)
+    return sorted(
+        str(j) for j in jar_dir(settings, "spark").glob("*.jar") if _artifact(j) not in bundled
+    )

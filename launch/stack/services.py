@@ -20,20 +20,39 @@ __all__ = ["SERVICES", "Service"]
 # Cassandra 5 on JDK 17 needs these (conf/jvm17-server.options in its distribution).
 _CASSANDRA_JDK17 = [
     "-Djdk.attach.allowAttachSelf=true",
-    *[f"--add-exports={m}=ALL-UNNAMED" for m in (
-        "java.base/jdk.internal.misc", "java.management.rmi/com.sun.jmx.remote.internal.rmi",
-        "java.rmi/sun.rmi.registry", "java.rmi/sun.rmi.server", "java.sql/java.sql",
-        "java.base/java.lang.ref", "jdk.unsupported/sun.misc",
-        "jdk.compiler/com.sun.tools.javac.file", "jdk.attach/sun.tools.attach",
-    )],
-    *[f"--add-opens={m}=ALL-UNNAMED" for m in (
-        "java.base/java.lang.module", "java.base/jdk.internal.loader", "java.base/jdk.internal.ref",
-        "java.base/jdk.internal.reflect", "java.base/jdk.internal.math",
-        "java.base/jdk.internal.module", "java.base/jdk.internal.util.jar",
-        "jdk.management/com.sun.management.internal", "java.base/sun.nio.ch", "java.base/java.io",
-        "java.base/java.lang.reflect", "jdk.compiler/com.sun.tools.javac", "java.base/java.lang",
-        "java.base/java.util",
-    )],
+    *[
+        f"--add-exports={m}=ALL-UNNAMED"
+        for m in (
+            "java.base/jdk.internal.misc",
+            "java.management.rmi/com.sun.jmx.remote.internal.rmi",
+            "java.rmi/sun.rmi.registry",
+            "java.rmi/sun.rmi.server",
+            "java.sql/java.sql",
+            "java.base/java.lang.ref",
+            "jdk.unsupported/sun.misc",
+            "jdk.compiler/com.sun.tools.javac.file",
+            "jdk.attach/sun.tools.attach",
+        )
+    ],
+    *[
+        f"--add-opens={m}=ALL-UNNAMED"
+        for m in (
+            "java.base/java.lang.module",
+            "java.base/jdk.internal.loader",
+            "java.base/jdk.internal.ref",
+            "java.base/jdk.internal.reflect",
+            "java.base/jdk.internal.math",
+            "java.base/jdk.internal.module",
+            "java.base/jdk.internal.util.jar",
+            "jdk.management/com.sun.management.internal",
+            "java.base/sun.nio.ch",
+            "java.base/java.io",
+            "java.base/java.lang.reflect",
+            "jdk.compiler/com.sun.tools.javac",
+            "java.base/java.lang",
+            "java.base/java.util",
+        )
+    ],
     "-Dio.netty.tryReflectionSetAccessible=true",
     "-Dio.netty.allocator.useCacheForAllThreads=true",
     "-Dio.netty.allocator.maxOrder=11",
@@ -59,11 +78,18 @@ def _render(template: Path, target: Path, **values: object) -> None:
 
 def _jvm(settings: StackSettings, name: str, heap: str) -> list[str]:
     # The apm.stack property marks our JVMs, so a stale pid reused by another process is not ours.
-    return [settings.java, f"-Xms{heap}", f"-Xmx{heap}", "-XX:+UseG1GC",
-            "-Djava.net.preferIPv4Stack=true", f"-Dapm.stack={name}"]
+    return [
+        settings.java,
+        f"-Xms{heap}",
+        f"-Xmx{heap}",
+        "-XX:+UseG1GC",
+        "-Djava.net.preferIPv4Stack=true",
+        f"-Dapm.stack={name}",
+    ]
 
 
 # --- Kafka (KRaft, one combined broker + controller) ---------------------------------------
+
 
 def _kafka_props(settings: StackSettings) -> Path:
     return settings.var / "kafka" / "server.properties"
@@ -72,9 +98,14 @@ def _kafka_props(settings: StackSettings) -> Path:
 def _kafka_prepare(settings: StackSettings) -> None:
     home = settings.var / "kafka"
     data = home / "data"
-    _render(settings.deploy / "kafka-server.properties.tmpl", _kafka_props(settings),
-            host=settings.host, kafka_port=settings.kafka_port,
-            kafka_controller_port=settings.kafka_controller_port, data_dir=data)
+    _render(
+        settings.deploy / "kafka-server.properties.tmpl",
+        _kafka_props(settings),
+        host=settings.host,
+        kafka_port=settings.kafka_port,
+        kafka_controller_port=settings.kafka_controller_port,
+        data_dir=data,
+    )
     if (data / "meta.properties").exists():
         return
     id_file = home / "cluster.id"
@@ -82,21 +113,33 @@ def _kafka_prepare(settings: StackSettings) -> None:
     # kafka-storage's argument parser (1 in 64 ids; it failed a CI run).
     while not id_file.exists() or id_file.read_text().startswith("-"):
         id_file.write_text(base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode())
-    cmd = [*_jvm(settings, "kafka-format", "256m"),
-           "-cp", str(jar_dir(settings, "kafka") / "*"),
-           f"-Dlog4j2.configurationFile={settings.deploy / 'kafka-log4j2.properties'}",
-           "kafka.tools.StorageTool", "format", "-t", id_file.read_text().strip(),
-           "-c", str(_kafka_props(settings)), "--ignore-formatted"]
+    cmd = [
+        *_jvm(settings, "kafka-format", "256m"),
+        "-cp",
+        str(jar_dir(settings, "kafka") / "*"),
+        f"-Dlog4j2.configurationFile={settings.deploy / 'kafka-log4j2.properties'}",
+        "kafka.tools.StorageTool",
+        "format",
+        "-t",
+        id_file.read_text().strip(),
+        "-c",
+        str(_kafka_props(settings)),
+        "--ignore-formatted",
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
         raise RuntimeError(f"kafka storage format failed: {done.stderr.strip()[-400:]}")
 
 
 def _kafka_command(settings: StackSettings) -> list[str]:
-    return [*_jvm(settings, "kafka", settings.kafka_heap),
-            f"-Dlog4j2.configurationFile={settings.deploy / 'kafka-log4j2.properties'}",
-            "-cp", str(jar_dir(settings, "kafka") / "*"),
-            "kafka.Kafka", str(_kafka_props(settings))]
+    return [
+        *_jvm(settings, "kafka", settings.kafka_heap),
+        f"-Dlog4j2.configurationFile={settings.deploy / 'kafka-log4j2.properties'}",
+        "-cp",
+        str(jar_dir(settings, "kafka") / "*"),
+        "kafka.Kafka",
+        str(_kafka_props(settings)),
+    ]
 
 
 def _kafka_healthy(settings: StackSettings) -> bool:
@@ -118,11 +161,17 @@ def _kafka_healthy(settings: StackSettings) -> bool:
 
 # --- Cassandra (single node through CassandraDaemon) ---------------------------------------
 
+
 def _cassandra_prepare(settings: StackSettings) -> None:
     home = settings.var / "cassandra"
-    _render(settings.deploy / "cassandra.yaml.tmpl", home / "cassandra.yaml",
-            host=settings.host, cassandra_port=settings.cassandra_port,
-            cassandra_storage_port=settings.cassandra_storage_port, data_dir=home)
+    _render(
+        settings.deploy / "cassandra.yaml.tmpl",
+        home / "cassandra.yaml",
+        host=settings.host,
+        cassandra_port=settings.cassandra_port,
+        cassandra_storage_port=settings.cassandra_storage_port,
+        data_dir=home,
+    )
 
 
 def _cassandra_command(settings: StackSettings) -> list[str]:
@@ -130,17 +179,21 @@ def _cassandra_command(settings: StackSettings) -> list[str]:
     jars = jar_dir(settings, "cassandra")
     jamm = sorted(jars.glob("jamm-*.jar"))
     return [
-        *_jvm(settings, "cassandra", settings.cassandra_heap), "-Xss256k",
+        *_jvm(settings, "cassandra", settings.cassandra_heap),
+        "-Xss256k",
         *_CASSANDRA_JDK17,
         *([f"-javaagent:{jamm[-1]}"] if jamm else []),
         f"-Dcassandra.config=file://{home / 'cassandra.yaml'}",
-        f"-Dcassandra.storagedir={home}", f"-Dcassandra.logdir={home}",
+        f"-Dcassandra.storagedir={home}",
+        f"-Dcassandra.logdir={home}",
         f"-Dlogback.configurationFile={settings.deploy / 'cassandra-logback.xml'}",
         "-Dcassandra-foreground=yes",
         f"-Dcassandra.jmx.local.port={settings.cassandra_jmx_port}",
         # One node: nothing to gossip with, so don't wait for it.
         "-Dcassandra.skip_wait_for_gossip_to_settle=0",
-        "-cp", str(jars / "*"), "org.apache.cassandra.service.CassandraDaemon",
+        "-cp",
+        str(jars / "*"),
+        "org.apache.cassandra.service.CassandraDaemon",
     ]
 
 
@@ -149,8 +202,12 @@ def _cassandra_healthy(settings: StackSettings) -> bool:
     from cassandra.cluster import Cluster, NoHostAvailable
 
     logging.getLogger("cassandra").setLevel(logging.CRITICAL)
-    cluster = Cluster([settings.host], port=settings.cassandra_port, connect_timeout=3,
-                      control_connection_timeout=3)
+    cluster = Cluster(
+        [settings.host],
+        port=settings.cassandra_port,
+        connect_timeout=3,
+        control_connection_timeout=3,
+    )
     try:
         session = cluster.connect()
         session.execute("SELECT release_version FROM system.local", timeout=3)
@@ -162,9 +219,18 @@ def _cassandra_healthy(settings: StackSettings) -> bool:
 
 
 SERVICES: tuple[Service, ...] = (
-    Service("kafka", lambda s: (s.kafka_port, s.kafka_controller_port),
-            _kafka_prepare, _kafka_command, _kafka_healthy),
-    Service("cassandra", lambda s: (s.cassandra_port, s.cassandra_storage_port,
-                                    s.cassandra_jmx_port),
-            _cassandra_prepare, _cassandra_command, _cassandra_healthy),
+    Service(
+        "kafka",
+        lambda s: (s.kafka_port, s.kafka_controller_port),
+        _kafka_prepare,
+        _kafka_command,
+        _kafka_healthy,
+    ),
+    Service(
+        "cassandra",
+        lambda s: (s.cassandra_port, s.cassandra_storage_port, s.cassandra_jmx_port),
+        _cassandra_prepare,
+        _cassandra_command,
+        _cassandra_healthy,
+    ),
 )

@@ -26,26 +26,45 @@ class FakeClock:
 
 
 def _cpu(user: float, system: float, idle: float, iowait: float) -> NS:
-    return NS(user=user, nice=0.0, system=system, idle=idle, iowait=iowait, irq=0.0,
-              softirq=0.0, steal=0.0, guest=0.0, guest_nice=0.0)
+    return NS(
+        user=user,
+        nice=0.0,
+        system=system,
+        idle=idle,
+        iowait=iowait,
+        irq=0.0,
+        softirq=0.0,
+        steal=0.0,
+        guest=0.0,
+        guest_nice=0.0,
+    )
 
 
 def _nic(rx: float, tx: float) -> NS:
-    return NS(bytes_recv=rx, bytes_sent=tx, packets_recv=rx / 100, packets_sent=tx / 100,
-              errin=1.0, errout=0.0, dropin=2.0, dropout=0.0)
+    return NS(
+        bytes_recv=rx,
+        bytes_sent=tx,
+        packets_recv=rx / 100,
+        packets_sent=tx / 100,
+        errin=1.0,
+        errout=0.0,
+        dropin=2.0,
+        dropout=0.0,
+    )
 
 
 @dataclass
 class FakePsutil:
     """Canned host state; tests change the fields between collections."""
 
-    cores: list[NS] = field(default_factory=lambda: [_cpu(100, 50, 800, 10),
-                                                     _cpu(200, 20, 700, 0)])
+    cores: list[NS] = field(default_factory=lambda: [_cpu(100, 50, 800, 10), _cpu(200, 20, 700, 0)])
     load: tuple[float, float, float] = (0.5, 0.25, 0.125)
-    nics: dict[str, NS] = field(default_factory=lambda: {"eth0": _nic(1e6, 5e5),
-                                                         "lo": _nic(0, 0)})
-    disk_io: NS | None = field(default_factory=lambda: NS(
-        read_bytes=1e9, write_bytes=2e9, read_count=1000.0, write_count=3000.0))
+    nics: dict[str, NS] = field(default_factory=lambda: {"eth0": _nic(1e6, 5e5), "lo": _nic(0, 0)})
+    disk_io: NS | None = field(
+        default_factory=lambda: NS(
+            read_bytes=1e9, write_bytes=2e9, read_count=1000.0, write_count=3000.0
+        )
+    )
     mounts: dict[str, float] = field(default_factory=lambda: {"/": 42.0, "/var/lib": 7.5})
     pid_count: int = 123
     boot: float = 1_763_790_000.0
@@ -89,8 +108,10 @@ class FakePsutil:
         return [NS(status="ESTABLISHED"), NS(status="LISTEN")]
 
     def Process(self) -> NS:
-        return NS(cpu_times=lambda: NS(user=self.own_cpu, system=0.0),
-                  memory_info=lambda: NS(rss=self.rss))
+        return NS(
+            cpu_times=lambda: NS(user=self.own_cpu, system=0.0),
+            memory_info=lambda: NS(rss=self.rss),
+        )
 
 
 @dataclass
@@ -99,11 +120,11 @@ class FakeHttp:
     entry repeats) and records every request."""
 
     script: list[HttpResponse | Exception] = field(
-        default_factory=lambda: [HttpResponse(202, {}, b'{"accepted":1}')])
+        default_factory=lambda: [HttpResponse(202, {}, b'{"accepted":1}')]
+    )
     requests: list[tuple[str, bytes, dict[str, str]]] = field(default_factory=list)
 
-    def post(self, url: str, body: bytes, headers: dict[str, str],
-             timeout: float) -> HttpResponse:
+    def post(self, url: str, body: bytes, headers: dict[str, str], timeout: float) -> HttpResponse:
         self.requests.append((url, body, headers))
         answer = self.script.pop(0) if len(self.script) > 1 else self.script[0]
         if isinstance(answer, Exception):

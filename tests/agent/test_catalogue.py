@@ -36,8 +36,9 @@ def _pattern(entry: str) -> re.Pattern[str]:
 
 @pytest.fixture
 def emitted(fake_psutil, clock, tmp_path) -> dict[str, float]:
-    context = CollectorContext(psutil=fake_psutil, stats=AgentStats(clock),
-                               extra={"spool": Spool(tmp_path, fsync=False)})
+    context = CollectorContext(
+        psutil=fake_psutil, stats=AgentStats(clock), extra={"spool": Spool(tmp_path, fsync=False)}
+    )
     collectors = REGISTRY.create(REGISTRY.names(), context)
     for collector in collectors:
         collector.collect(clock())
@@ -67,8 +68,7 @@ def test_every_emitted_metric_is_in_the_catalogue(emitted) -> None:
 
 
 def test_every_catalogue_entry_is_emitted(emitted) -> None:
-    unmatched = [e for e in _catalogue()
-                 if not any(_pattern(e).fullmatch(m) for m in emitted)]
+    unmatched = [e for e in _catalogue() if not any(_pattern(e).fullmatch(m) for m in emitted)]
     assert not unmatched, f"in docs/metrics.md but never emitted: {unmatched}"
 
 

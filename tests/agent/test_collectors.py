@@ -69,12 +69,15 @@ def test_cpu_field_going_backwards_never_gives_a_negative_share(fake_psutil, clo
     assert all(v >= 0 for v in out.values())
 
 
-@pytest.mark.parametrize(("last", "value", "delta"), [
-    (100.0, 150.0, 50.0),  # ordinary increase
-    (2**32 - 100.0, 50.0, 150.0),  # 32-bit wrap
-    (2.0**64 - 2.0**20, 24.0, 2.0**20 + 24),  # 64-bit wrap (values exact in a float)
-    (5_000_000.0, 300.0, 300.0),  # reset: counts since restart from zero
-])
+@pytest.mark.parametrize(
+    ("last", "value", "delta"),
+    [
+        (100.0, 150.0, 50.0),  # ordinary increase
+        (2**32 - 100.0, 50.0, 150.0),  # 32-bit wrap
+        (2.0**64 - 2.0**20, 24.0, 2.0**20 + 24),  # 64-bit wrap (values exact in a float)
+        (5_000_000.0, 300.0, 300.0),  # reset: counts since restart from zero
+    ],
+)
 def test_counter_rates_survive_wrap_and_reset(last: float, value: float, delta: float) -> None:
     rates = CounterRates()
     assert rates.rate("x", last, 10.0) is None
@@ -128,11 +131,13 @@ def test_disk_without_io_counters_or_with_an_unreadable_mount(fake_psutil, clock
 
 
 def test_tcp_states_from_proc_lines() -> None:
-    lines = ["   0: 0100007F:ED5F 00000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0",
-             "   1: 0100007F:ED5F 0100007F:1F90 01 00000000:00000000 00:00000000 00000000 0 0",
-             "   2: 0100007F:ED5F 0100007F:1F91 01 00000000:00000000 00:00000000 00000000 0 0",
-             "   3: 0100007F:ED5F 0100007F:1F92 06 00000000:00000000 00:00000000 00000000 0 0",
-             "garbage"]
+    lines = [
+        "   0: 0100007F:ED5F 00000000:0000 0A 00000000:00000000 00:00000000 00000000 0 0",
+        "   1: 0100007F:ED5F 0100007F:1F90 01 00000000:00000000 00:00000000 00000000 0 0",
+        "   2: 0100007F:ED5F 0100007F:1F91 01 00000000:00000000 00:00000000 00000000 0 0",
+        "   3: 0100007F:ED5F 0100007F:1F92 06 00000000:00000000 00:00000000 00000000 0 0",
+        "garbage",
+    ]
     counts = count_tcp_states(lines)
     assert counts["listen"] == 1 and counts["established"] == 2 and counts["time_wait"] == 1
     assert counts["close_wait"] == 0
@@ -194,8 +199,9 @@ def test_netlink_tcp_counts_agree_with_proc(fake_psutil, clock) -> None:
     lines = proc_tcp_lines("/proc")
     assert lines is not None
     by_proc = count_tcp_states(lines)
-    via_netlink = SystemCollector(CollectorContext(psutil=fake_psutil),
-                                  tcp_codes=lambda: codes).collect(clock())
+    via_netlink = SystemCollector(
+        CollectorContext(psutil=fake_psutil), tcp_codes=lambda: codes
+    ).collect(clock())
     # Sockets come and go between the two reads; listeners are stable enough to compare.
     assert via_netlink["tcp.listen"] == by_proc["listen"]
     assert sum(codes.values()) > 0

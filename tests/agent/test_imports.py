@@ -14,9 +14,12 @@ FORBIDDEN = ("kafka", "pyspark", "dash", "cassandra", "fastapi", "httpx", "numpy
 
 
 def test_the_agent_imports_no_heavy_dependency() -> None:
-    code = ("import sys, agent.runner, agent.once, agent.install, agent.cli, apm.cli; "
-            "apm.cli.build_parser(); "
-            f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({FORBIDDEN!r})))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.strip()
+    code = (
+        "import sys, agent.runner, agent.once, agent.install, agent.cli, apm.cli; "
+        "apm.cli.build_parser(); "
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({FORBIDDEN!r})))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == "[]"

@@ -21,11 +21,29 @@ from tests.support.kafka import read_samples
 
 pytestmark = pytest.mark.integration
 
-METRICS = ["load.1", "load.5", "load.15", "mem.total", "mem.used", "mem.available", "mem.util",
-           "swap.total", "swap.used", "swap.util", "agent.rss", "agent.cpu", "agent.spool.depth",
-           "agent.spool.bytes", "agent.spool.dropped", "agent.push.retries",
-           "agent.push.rejected", "agent.push.age", "agent.collector.errors",
-           "agent.statsd.packets", "agent.statsd.malformed"]
+METRICS = [
+    "load.1",
+    "load.5",
+    "load.15",
+    "mem.total",
+    "mem.used",
+    "mem.available",
+    "mem.util",
+    "swap.total",
+    "swap.used",
+    "swap.util",
+    "agent.rss",
+    "agent.cpu",
+    "agent.spool.depth",
+    "agent.spool.bytes",
+    "agent.spool.dropped",
+    "agent.push.retries",
+    "agent.push.rejected",
+    "agent.push.age",
+    "agent.collector.errors",
+    "agent.statsd.packets",
+    "agent.statsd.malformed",
+]
 OUTAGE_S = 60.0
 _COLLECTED = re.compile(r"collected ts=(\d+)")
 
@@ -50,8 +68,9 @@ def _kill(proc: ManagedProcess) -> None:
         time.sleep(0.1)
 
 
-def test_ingest_outage_with_agent_restart_loses_no_second(tmp_path: Path, kafka_bootstrap: str,
-                                                          unique_name) -> None:
+def test_ingest_outage_with_agent_restart_loses_no_second(
+    tmp_path: Path, kafka_bootstrap: str, unique_name
+) -> None:
     from ingest.auth import add_key
     from launch import processes
     from launch.probe import free_port
@@ -66,7 +85,8 @@ def test_ingest_outage_with_agent_restart_loses_no_second(tmp_path: Path, kafka_
         f'[agent]\nserver = "{server}"\ningest_url = "{processes.ingest_url(port)}/v1/metrics"\n'
         f'api_key = "{key}"\nspool_dir = "{tmp_path / "spool"}"\n'
         'collectors = ["load", "memory", "agent"]\nstatsd_enabled = false\n'
-        "backoff_cap_s = 5.0\n")  # a shorter cap only so the test need not wait 30 s at the end
+        "backoff_cap_s = 5.0\n"
+    )  # a shorter cap only so the test need not wait 30 s at the end
     spec = processes.ingest(port, tmp_path / "keys", kafka_bootstrap)
     ingest = spec.start(tmp_path / "ingest")
     agent = _start_agent(tmp_path, config)
@@ -84,8 +104,12 @@ def test_ingest_outage_with_agent_restart_loses_no_second(tmp_path: Path, kafka_
         while True:
             time.sleep(3)
             collected = set(_collected(agent.log))
-            rows = [(topic, ts, value) for topic, _server, ts, value
-                    in read_samples(kafka_bootstrap, topics, since, server)]
+            rows = [
+                (topic, ts, value)
+                for topic, _server, ts, value in read_samples(
+                    kafka_bootstrap, topics, since, server
+                )
+            ]
             seen: dict[str, set[int]] = defaultdict(set)
             for topic, ts, _value in rows:
                 seen[topic].add(int(ts))

@@ -23,11 +23,20 @@ def make_pusher(tmp_path: Path, clock):
     def make(http, snapshots: int = 1, rand=lambda: 0.5, **kwargs) -> Pusher:
         spool = Spool(tmp_path / "spool", fsync=False)
         for i in range(snapshots):
-            spool.append(json.dumps({"server": "h", "ts": 1000.0 + i,
-                                     "metrics": {"m": float(i)}}).encode())
-        return Pusher(spool, http, "http://ingest/v1/metrics", "k3y",
-                      Backoff(0.010, 30.0, 0.2, rand=rand), AgentStats(clock),
-                      rejected_path=tmp_path / "rejected.jsonl", wall_clock=clock, **kwargs)
+            spool.append(
+                json.dumps({"server": "h", "ts": 1000.0 + i, "metrics": {"m": float(i)}}).encode()
+            )
+        return Pusher(
+            spool,
+            http,
+            "http://ingest/v1/metrics",
+            "k3y",
+            Backoff(0.010, 30.0, 0.2, rand=rand),
+            AgentStats(clock),
+            rejected_path=tmp_path / "rejected.jsonl",
+            wall_clock=clock,
+            **kwargs,
+        )
 
     return make
 
@@ -48,8 +57,9 @@ def test_a_push_is_gzip_json_with_the_bearer_key(make_pusher, make_http) -> None
 
 
 @pytest.mark.parametrize("rand", [0.0, 0.5, 0.999999])
-def test_backoff_schedule_doubles_from_10ms_to_the_cap_within_jitter(make_pusher, make_http,
-                                                                     rand) -> None:
+def test_backoff_schedule_doubles_from_10ms_to_the_cap_within_jitter(
+    make_pusher, make_http, rand
+) -> None:
     pusher = make_pusher(make_http(ConnectionRefusedError(111, "refused")), rand=lambda: rand)
     delays = [pusher.push_once() for _ in range(16)]
     for n, delay in enumerate(delays):
@@ -67,11 +77,13 @@ def test_the_midpoint_schedule_is_exactly_10_20_40_80_ms(make_pusher, make_http)
 
 
 def test_retry_after_wins_when_longer_and_success_resets(make_pusher, make_http) -> None:
-    http = make_http(HttpResponse(503, {"retry-after": "7"}, b""),
-                     HttpResponse(429, {"retry-after": "0"}, b""),
-                     HttpResponse(408, {}, b""),
-                     HttpResponse(202, {}, b"{}"),
-                     HttpResponse(500, {}, b""))
+    http = make_http(
+        HttpResponse(503, {"retry-after": "7"}, b""),
+        HttpResponse(429, {"retry-after": "0"}, b""),
+        HttpResponse(408, {}, b""),
+        HttpResponse(202, {}, b"{}"),
+        HttpResponse(500, {}, b""),
+    )
     pusher = make_pusher(http, snapshots=2, max_snapshots=1)
     assert pusher.push_once() == pytest.approx(7.0)
     assert pusher.push_once() == pytest.approx(0.02)  # a shorter hint does not shorten it
@@ -83,15 +95,18 @@ def test_retry_after_wins_when_longer_and_success_resets(make_pusher, make_http)
 def test_retry_after_as_an_http_date(clock) -> None:
     from email.utils import formatdate
 
-    assert retry_after_seconds(formatdate(clock() + 12, usegmt=True), clock()) == \
-        pytest.approx(12, abs=1)
+    assert retry_after_seconds(formatdate(clock() + 12, usegmt=True), clock()) == pytest.approx(
+        12, abs=1
+    )
     assert retry_after_seconds("soon", clock()) is None
 
 
 @pytest.mark.parametrize("status", [400, 401, 413, 422])
 def test_a_4xx_is_set_aside_not_retried(make_pusher, make_http, tmp_path, status) -> None:
-    http = make_http(HttpResponse(status, {}, b'{"error":"bad","at":"snapshots[0]"}'),
-                     HttpResponse(202, {}, b"{}"))
+    http = make_http(
+        HttpResponse(status, {}, b'{"error":"bad","at":"snapshots[0]"}'),
+        HttpResponse(202, {}, b"{}"),
+    )
     pusher = make_pusher(http, snapshots=2, max_snapshots=1)
     assert pusher.push_once() == 0.0
     assert pusher.stats.rejected == 1 and pusher.stats.retries == 0
@@ -101,14 +116,16 @@ def test_a_4xx_is_set_aside_not_retried(make_pusher, make_http, tmp_path, status
     assert pusher.spool.depth == 0 and pusher.stats.pushed == 1
 
 
-def test_a_backlog_drains_oldest_first_in_batches_at_a_bounded_rate(make_pusher,
-                                                                    make_http) -> None:
+def test_a_backlog_drains_oldest_first_in_batches_at_a_bounded_rate(make_pusher, make_http) -> None:
     http = make_http()
     pusher = make_pusher(http, snapshots=250, max_snapshots=100, drain_rate=50.0)
     waits = []
     while (wait := pusher.push_once()) is not None:
         waits.append(wait)
     assert waits == pytest.approx([2.0, 2.0, 0.0])  # 100 snapshots at 50/s, last one: caught up
-    sent = [s["ts"] for _u, body, _h in http.requests
-            for s in json.loads(gzip.decompress(body))["snapshots"]]
+    sent = [
+        s["ts"]
+        for _u, body, _h in http.requests
+        for s in json.loads(gzip.decompress(body))["snapshots"]
+    ]
     assert sent == [1000.0 + i for i in range(250)]

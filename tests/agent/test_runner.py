@@ -17,11 +17,16 @@ def _spooled(agent: Agent) -> list[dict]:
     return [json.loads(r) for r in agent.spool.peek(1000, 1 << 30)]
 
 
-def test_a_tick_spools_host_metrics_with_the_statsd_second(make_settings, fake_psutil,
-                                                           make_http, clock) -> None:
+def test_a_tick_spools_host_metrics_with_the_statsd_second(
+    make_settings, fake_psutil, make_http, clock
+) -> None:
     clock.now = 1_763_800_000.25
-    agent = Agent(make_settings(collectors=["load", "memory"]), psutil=fake_psutil,
-                  clock=clock, http=make_http())
+    agent = Agent(
+        make_settings(collectors=["load", "memory"]),
+        psutil=fake_psutil,
+        clock=clock,
+        http=make_http(),
+    )
     assert agent.aggregator is not None
     agent.aggregator.ingest(b"rpc.latency:84|ms\nrpc.latency:3|ms")
     clock.now = 1_763_800_001.0
@@ -34,11 +39,13 @@ def test_a_tick_spools_host_metrics_with_the_statsd_second(make_settings, fake_p
     assert agent.spool.depth == 0
 
 
-def test_statsd_seconds_from_a_stall_become_their_own_snapshots(make_settings, fake_psutil,
-                                                                make_http, clock) -> None:
+def test_statsd_seconds_from_a_stall_become_their_own_snapshots(
+    make_settings, fake_psutil, make_http, clock
+) -> None:
     clock.now = 1_763_800_000.5
-    agent = Agent(make_settings(collectors=["load"]), psutil=fake_psutil, clock=clock,
-                  http=make_http())
+    agent = Agent(
+        make_settings(collectors=["load"]), psutil=fake_psutil, clock=clock, http=make_http()
+    )
     assert agent.aggregator is not None
     agent.aggregator.ingest(b"hits:1|c")
     clock.advance(2)
@@ -46,12 +53,16 @@ def test_statsd_seconds_from_a_stall_become_their_own_snapshots(make_settings, f
     clock.now = 1_763_800_003.0
     snapshots = agent.tick(clock())
     assert [(s.ts, s.metrics.get("hits")) for s in snapshots] == [
-        (1_763_800_001.0, 1.0), (1_763_800_002.0, 0.0), (1_763_800_003.0, 5.0)]
+        (1_763_800_001.0, 1.0),
+        (1_763_800_002.0, 0.0),
+        (1_763_800_003.0, 5.0),
+    ]
     assert "load.1" in snapshots[-1].metrics
 
 
-def test_a_failing_collector_is_counted_not_fatal(make_settings, fake_psutil, make_http,
-                                                  clock) -> None:
+def test_a_failing_collector_is_counted_not_fatal(
+    make_settings, fake_psutil, make_http, clock
+) -> None:
     class Broken:
         name = "broken"
 
@@ -73,18 +84,29 @@ def test_a_failing_collector_is_counted_not_fatal(make_settings, fake_psutil, ma
     registry: Registry = default_registry()
     registry.add("broken", Broken)
     registry.add("badnames", BadNames)
-    agent = Agent(make_settings(collectors=["broken", "badnames", "load"]), psutil=fake_psutil,
-                  clock=clock, http=make_http(), registry=registry, statsd=False)
+    agent = Agent(
+        make_settings(collectors=["broken", "badnames", "load"]),
+        psutil=fake_psutil,
+        clock=clock,
+        http=make_http(),
+        registry=registry,
+        statsd=False,
+    )
     [snapshot] = agent.tick(float(int(clock())))
-    assert snapshot.metrics == {"ok.metric": 1.0, "load.1": 0.5, "load.5": 0.25,
-                                "load.15": 0.125}
+    assert snapshot.metrics == {"ok.metric": 1.0, "load.1": 0.5, "load.5": 0.25, "load.15": 0.125}
     assert agent.stats.collector_errors == 3
 
 
-def test_collection_goes_on_while_the_ingest_is_down(make_settings, fake_psutil, make_http,
-                                                     clock) -> None:
-    agent = Agent(make_settings(collectors=["load"]), psutil=fake_psutil, clock=clock,
-                  http=make_http(ConnectionRefusedError(111, "refused")), statsd=False)
+def test_collection_goes_on_while_the_ingest_is_down(
+    make_settings, fake_psutil, make_http, clock
+) -> None:
+    agent = Agent(
+        make_settings(collectors=["load"]),
+        psutil=fake_psutil,
+        clock=clock,
+        http=make_http(ConnectionRefusedError(111, "refused")),
+        statsd=False,
+    )
     for _ in range(5):
         clock.advance(1)
         agent.tick(float(int(clock())))

@@ -26,8 +26,10 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 
 def test_toml_then_env_then_arguments(tmp_path: Path, clean_env) -> None:
     config = tmp_path / "agent.toml"
-    config.write_text('[agent]\nserver = "web-042"\nstatsd_port = 9125\n'
-                      'statsd_timer_stats = ["p99"]\napi_key = "from-file"\n')
+    config.write_text(
+        '[agent]\nserver = "web-042"\nstatsd_port = 9125\n'
+        'statsd_timer_stats = ["p99"]\napi_key = "from-file"\n'
+    )
     clean_env.setenv("APM_AGENT_API_KEY", "from-env")
     settings = load_settings(config, statsd_port=9999)
     assert settings.server == "web-042"
@@ -36,19 +38,21 @@ def test_toml_then_env_then_arguments(tmp_path: Path, clean_env) -> None:
     assert settings.statsd_timer_stats == ["p99"]
 
 
-@pytest.mark.parametrize(("text", "env", "expected"), [
-    ("statsd_port = 70000\n", {}, "statsd_port"),
-    ("interval_s = -1\n", {}, "interval_s"),
-    ('server = "bad name!"\n', {}, "server"),
-    ('ingest_url = "ftp://x"\n', {}, "ingest_url"),
-    ('statsd_tags = "maybe"\n', {}, "statsd_tags"),
-    ("colectors = []\n", {}, "unknown keys"),
-    ("statsd_port = [\n", {}, "not valid TOML"),
-    ("", {"APM_AGENT_SPOOL_MAX_BYTES": "lots"}, "spool_max_bytes"),
-    ("", {"APM_AGENT_COLLECTORS": '["cpu","cpu"]'}, "twice"),
-])
-def test_garbage_config_gives_a_clear_error(tmp_path: Path, clean_env, text, env,
-                                            expected) -> None:
+@pytest.mark.parametrize(
+    ("text", "env", "expected"),
+    [
+        ("statsd_port = 70000\n", {}, "statsd_port"),
+        ("interval_s = -1\n", {}, "interval_s"),
+        ('server = "bad name!"\n', {}, "server"),
+        ('ingest_url = "ftp://x"\n', {}, "ingest_url"),
+        ('statsd_tags = "maybe"\n', {}, "statsd_tags"),
+        ("colectors = []\n", {}, "unknown keys"),
+        ("statsd_port = [\n", {}, "not valid TOML"),
+        ("", {"APM_AGENT_SPOOL_MAX_BYTES": "lots"}, "spool_max_bytes"),
+        ("", {"APM_AGENT_COLLECTORS": '["cpu","cpu"]'}, "twice"),
+    ],
+)
+def test_garbage_config_gives_a_clear_error(tmp_path: Path, clean_env, text, env, expected) -> None:
     config = tmp_path / "agent.toml"
     config.write_text(text)
     for name, value in env.items():
@@ -62,8 +66,9 @@ def test_a_missing_config_file_is_a_clear_error(tmp_path: Path) -> None:
         load_settings(tmp_path / "nope.toml")
 
 
-def test_the_cli_reports_garbage_config_without_a_traceback(tmp_path: Path, clean_env,
-                                                           capsys) -> None:
+def test_the_cli_reports_garbage_config_without_a_traceback(
+    tmp_path: Path, clean_env, capsys
+) -> None:
     from apm.cli import main
 
     config = tmp_path / "agent.toml"
@@ -73,10 +78,15 @@ def test_the_cli_reports_garbage_config_without_a_traceback(tmp_path: Path, clea
 
 
 def test_install_writes_a_restarting_watchdogged_unit_and_a_loadable_config(
-        tmp_path: Path, clean_env) -> None:
-    plan = InstallPlan(unit_dir=tmp_path / "systemd", config=tmp_path / "etc" / "agent.toml",
-                       spool_dir=tmp_path / "spool", ingest_url="http://ingest:8000/v1/metrics",
-                       api_key="secret")
+    tmp_path: Path, clean_env
+) -> None:
+    plan = InstallPlan(
+        unit_dir=tmp_path / "systemd",
+        config=tmp_path / "etc" / "agent.toml",
+        spool_dir=tmp_path / "spool",
+        ingest_url="http://ingest:8000/v1/metrics",
+        api_key="secret",
+    )
     done = install(plan)
     unit = (tmp_path / "systemd" / "apm-agent.service").read_text()
     assert "Restart=always" in unit and "WatchdogSec=" in unit and "Type=notify" in unit

@@ -67,7 +67,7 @@ def test_full_spool_drops_the_oldest_and_counts_them(tmp_path: Path) -> None:
     while batch := spool.peek(500, 1 << 20):
         remaining += batch
         spool.ack(len(batch))
-    assert remaining == records[spool.dropped:]  # the newest survive, in order
+    assert remaining == records[spool.dropped :]  # the newest survive, in order
 
 
 def test_a_torn_tail_is_cut_off_and_counted(tmp_path: Path) -> None:

@@ -21,7 +21,12 @@ def test_parse_every_type_rate_and_tags() -> None:
     line = parse_line("api.hits:3|c|@0.1|#env:prod,canary")
     assert line is not None
     assert (line.name, line.kind, line.values, line.rate, line.tags) == (
-        "api.hits", "counter", ["3"], 0.1, "env:prod,canary")
+        "api.hits",
+        "counter",
+        ["3"],
+        0.1,
+        "env:prod,canary",
+    )
     assert parse_line("lat:1:2:3|ms").values == ["1", "2", "3"]  # type: ignore[union-attr]
     assert parse_line("q:-4|g").relative  # type: ignore[union-attr]
     assert parse_line("u:alice|s").kind == "set"  # type: ignore[union-attr]
@@ -30,8 +35,21 @@ def test_parse_every_type_rate_and_tags() -> None:
     assert parse_line("_sc|check|0") is None
 
 
-@pytest.mark.parametrize("bad", ["nocolon", "x:1", "x:1|zz", "x:abc|c", "x:1|c|@2",
-                                 "x:1|c|@zero", ":1|c", "x:nan|g", "x:|s", "x:inf|ms"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "nocolon",
+        "x:1",
+        "x:1|zz",
+        "x:abc|c",
+        "x:1|c|@2",
+        "x:1|c|@zero",
+        ":1|c",
+        "x:nan|g",
+        "x:|s",
+        "x:inf|ms",
+    ],
+)
 def test_malformed_lines_are_refused_with_a_reason(bad: str) -> None:
     with pytest.raises(MalformedLine):
         parse_line(bad)
@@ -66,15 +84,18 @@ def test_gauge_keeps_its_last_value_and_adjusts_with_a_sign(make_aggregator, clo
     assert agg.flush(clock()) == []  # past the idle TTL: no longer reported
 
 
-def test_timer_is_the_max_of_the_second_with_optional_companions(make_aggregator,
-                                                                 clock) -> None:
+def test_timer_is_the_max_of_the_second_with_optional_companions(make_aggregator, clock) -> None:
     agg = make_aggregator(timer_stats=["count", "avg", "p99"])
     agg.ingest(b"rpc.latency:84|ms|@0.5\nrpc.latency:12|ms")
     agg.ingest(b"rpc.latency:30:4|h")
     clock.advance(1)
     [(_ts, metrics)] = agg.flush(clock())
-    assert metrics == {"rpc.latency.max": 84.0, "rpc.latency.count": 5.0,
-                       "rpc.latency.avg": pytest.approx(32.5), "rpc.latency.p99": 84.0}
+    assert metrics == {
+        "rpc.latency.max": 84.0,
+        "rpc.latency.count": 5.0,
+        "rpc.latency.avg": pytest.approx(32.5),
+        "rpc.latency.p99": 84.0,
+    }
     plain = make_aggregator()
     plain.ingest(b"t:3|ms")
     clock.advance(1)
@@ -94,13 +115,16 @@ def test_tags_become_name_parts_or_are_dropped(make_aggregator, clock) -> None:
     for agg in (named, dropped):
         agg.ingest(b"rpc/calls:1|c|#region:eu-west,env:prod\nrpc/calls:1|c|#env:dev")
     clock.advance(1)
-    assert named.flush(clock())[0][1] == {"app.rpc_calls.env_prod.region_eu-west": 1.0,
-                                          "app.rpc_calls.env_dev": 1.0}
+    assert named.flush(clock())[0][1] == {
+        "app.rpc_calls.env_prod.region_eu-west": 1.0,
+        "app.rpc_calls.env_dev": 1.0,
+    }
     assert dropped.flush(clock())[0][1] == {"rpc_calls": 2.0}
 
 
-def test_malformed_lines_are_counted_and_the_rest_of_the_packet_kept(make_aggregator,
-                                                                     clock) -> None:
+def test_malformed_lines_are_counted_and_the_rest_of_the_packet_kept(
+    make_aggregator, clock
+) -> None:
     reasons: list[str] = []
     agg = make_aggregator(on_malformed=reasons.append)
     agg.ingest(b"good:1|c\nbad:x|c\n:::\n\xff\xfe|c")
@@ -112,12 +136,15 @@ def test_malformed_lines_are_counted_and_the_rest_of_the_packet_kept(make_aggreg
     assert agg.packets == 3
 
 
-def test_seconds_are_labelled_by_their_end_and_a_stall_loses_none(make_aggregator,
-                                                                  clock) -> None:
+def test_seconds_are_labelled_by_their_end_and_a_stall_loses_none(make_aggregator, clock) -> None:
     agg = make_aggregator()
     start = int(clock())
     for _ in range(4):
         agg.ingest(b"x:2|ms")
         clock.advance(1)
-    assert [ts for ts, _m in agg.flush(clock())] == [start + 1.0, start + 2.0, start + 3.0,
-                                                     start + 4.0]
+    assert [ts for ts, _m in agg.flush(clock())] == [
+        start + 1.0,
+        start + 2.0,
+        start + 3.0,
+        start + 4.0,
+    ]

@@ -78,8 +78,13 @@ def test_datadog_package_with_tags(listen, tags: str) -> None:
     from datadog.dogstatsd import DogStatsd
 
     listener = listen(tags=tags)
-    client = DogStatsd(host="127.0.0.1", port=listener.address[1], disable_telemetry=True,
-                       origin_detection_enabled=False, disable_buffering=True)
+    client = DogStatsd(
+        host="127.0.0.1",
+        port=listener.address[1],
+        disable_telemetry=True,
+        origin_detection_enabled=False,
+        disable_buffering=True,
+    )
     try:
         _at_second_start()
         client.increment("rpc.calls", 2, tags=["env:prod"])

@@ -94,17 +94,21 @@ def assert_matches(got: Mapping[float, WindowResult], want: Mapping[float, dict[
 
 @pytest.fixture
 def fleet_rows() -> Callable[..., list[Row]]:
-    def make(n_servers: int, seconds: int, start: float = BASE, seed: int = 1,
-             prefix: str = "web") -> list[Row]:
+    def make(
+        n_servers: int, seconds: int, start: float = BASE, seed: int = 1, prefix: str = "web"
+    ) -> list[Row]:
         rng = np.random.default_rng(seed)
-        return [(f"{prefix}-{s}", float(start + t + rng.random() * 0.9),
-                 float(rng.normal(50, 15))) for t in range(seconds) for s in range(n_servers)]
+        return [
+            (f"{prefix}-{s}", float(start + t + rng.random() * 0.9), float(rng.normal(50, 15)))
+            for t in range(seconds)
+            for s in range(n_servers)
+        ]
+
     return make
 
 
 @pytest.fixture
-def metric_topics(kafka_bootstrap: str, unique_name, own_topics: list[str]
-                  ) -> Callable[..., str]:
+def metric_topics(kafka_bootstrap: str, unique_name, own_topics: list[str]) -> Callable[..., str]:
     """Creates metric topics (deleted afterwards); returns the metric name."""
     from apm.kafka import TopicSpec, ensure_topics
     from apm.model import topic_for

@@ -20,6 +20,7 @@ from tests.aggregator.conftest import BASE, assert_matches, expected
 
 pytestmark = pytest.mark.integration
 
+
 @pytest.fixture
 def repository(stack, unique_name):
     from storage.repository import Repository
@@ -41,7 +42,8 @@ def _close(got, want) -> bool:
     return got.keys() == want.keys() and all(
         got[ws].values.keys() == values.keys()
         and all(math.isclose(got[ws].values[k], v, rel_tol=1e-9) for k, v in values.items())
-        for ws, values in want.items())
+        for ws, values in want.items()
+    )
 
 
 def _wait_for(condition, timeout_s: float, proc=None) -> None:
@@ -54,12 +56,13 @@ def _wait_for(condition, timeout_s: float, proc=None) -> None:
 
 
 def test_kill9_and_restart_converge_to_the_uninterrupted_results(
-        repository, spark, fake_store, kafka_bootstrap, metric_topics, produce, fleet_rows,
-        tmp_path):
+    repository, spark, fake_store, kafka_bootstrap, metric_topics, produce, fleet_rows, tmp_path
+):
     metric = metric_topics()
     queries = [
-        repository.save_query(f"FROM * SELECT {metric} WINDOW 10s COMPUTE min, max, avg, "
-                              "count, sum, p50, p99"),
+        repository.save_query(
+            f"FROM * SELECT {metric} WINDOW 10s COMPUTE min, max, avg, count, sum, p50, p99"
+        ),
         repository.save_query(f"FROM web-1* SELECT {metric} WINDOW 1m COMPUTE p90, count"),
     ]
     rows = fleet_rows(20, 120)
@@ -69,10 +72,14 @@ def test_kill9_and_restart_converge_to_the_uninterrupted_results(
 
     port = free_port()
     home = tmp_path / "job"
-    env = {"APM_AGGREGATOR_TRIGGER_SECONDS": "1", "APM_AGGREGATOR_SERVERS_TRIGGER_SECONDS": "1",
-           "APM_AGGREGATOR_DRIVER_MEMORY": "768m"}
-    spec = processes.aggregator(home / "checkpoint", metrics=[metric], metrics_port=port,
-                                keyspace=repository.keyspace)
+    env = {
+        "APM_AGGREGATOR_TRIGGER_SECONDS": "1",
+        "APM_AGGREGATOR_SERVERS_TRIGGER_SECONDS": "1",
+        "APM_AGGREGATOR_DRIVER_MEMORY": "768m",
+    }
+    spec = processes.aggregator(
+        home / "checkpoint", metrics=[metric], metrics_port=port, keyspace=repository.keyspace
+    )
     proc = spec.start(home, env=env, wait_s=None)
     try:
         proc.wait_healthy(spec.ready, timeout_s=120)
@@ -92,8 +99,9 @@ def test_kill9_and_restart_converge_to_the_uninterrupted_results(
 
         _wait_for(converged, 240, proc)
         status = repository.get_status()[f"aggregator-metrics-{metric}"]
-        _wait_for(lambda: set(repository.list_servers()) >= {f"web-{i}" for i in range(20)},
-                  60, proc)
+        _wait_for(
+            lambda: set(repository.list_servers()) >= {f"web-{i}" for i in range(20)}, 60, proc
+        )
     finally:
         proc.stop(timeout_s=30)
     assert status["active_queries"] == 2
@@ -101,9 +109,18 @@ def test_kill9_and_restart_converge_to_the_uninterrupted_results(
     # The uninterrupted run: the same topic, a fresh checkpoint, no crash.
     for q in queries:
         fake_store.queries[q.id] = q
-    job = Aggregator(spark, fake_store, AggregatorSettings(
-        kafka_bootstrap=kafka_bootstrap, metrics=metric, checkpoint_dir=tmp_path / "ref",
-        trigger_seconds=0.5, track_servers=False, metrics_port=0))
+    job = Aggregator(
+        spark,
+        fake_store,
+        AggregatorSettings(
+            kafka_bootstrap=kafka_bootstrap,
+            metrics=metric,
+            checkpoint_dir=tmp_path / "ref",
+            trigger_seconds=0.5,
+            track_servers=False,
+            metrics_port=0,
+        ),
+    )
     job.start()
     try:
         assert job.windows is not None
@@ -112,6 +129,7 @@ def test_kill9_and_restart_converge_to_the_uninterrupted_results(
         job.stop()
     for q in queries:
         crashed, clean = _stored(repository, q.id), fake_store.of(q.id)
-        assert {ws: (r.values, r.samples) for ws, r in crashed.items()} == \
-            {ws: (r.values, r.samples) for ws, r in clean.items()}
+        assert {ws: (r.values, r.samples) for ws, r in crashed.items()} == {
+            ws: (r.values, r.samples) for ws, r in clean.items()
+        }
         assert_matches(crashed, want[q.id])

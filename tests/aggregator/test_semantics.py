@@ -20,8 +20,14 @@ pytestmark = pytest.mark.integration
 
 def _raw(spark, records, arrived: float = BASE):
     """Kafka's columns: every record arrived at ``arrived`` unless it carries its own time."""
-    rows = [(topic_for(r[0]), bytearray(r[1]), datetime.fromtimestamp(
-        r[2] if len(r) > 2 else arrived, UTC)) for r in records]
+    rows = [
+        (
+            topic_for(r[0]),
+            bytearray(r[1]),
+            datetime.fromtimestamp(r[2] if len(r) > 2 else arrived, UTC),
+        )
+        for r in records
+    ]
     return spark.createDataFrame(rows, "topic string, value binary, timestamp timestamp")
 
 
@@ -42,13 +48,15 @@ def _records(metric, rows, chunk=3000):
 
 
 def test_functions_windows_and_globs_match_numpy_for_several_queries_on_one_metric(
-        spark, fleet_rows):
+    spark, fleet_rows
+):
     store = FakeStore()
     rows = fleet_rows(n_servers=6, seconds=125) + fleet_rows(3, 125, prefix="db", seed=2)
     queries = [
         store.add("FROM * SELECT cpu WINDOW 10s COMPUTE min, max, avg, count, sum, p50, p99"),
-        store.add("FROM web-* SELECT cpu WINDOW 1m COMPUTE percentile(0.1), percentile(99.9),"
-                  " p95, count"),
+        store.add(
+            "FROM web-* SELECT cpu WINDOW 1m COMPUTE percentile(0.1), percentile(99.9), p95, count"
+        ),
         store.add("FROM db-1, web-[12] SELECT cpu WINDOW 1s COMPUTE avg, min, max, p50"),
         store.add("FROM db-? SELECT cpu WINDOW 1h COMPUTE sum, count, p75"),
         store.add("FROM * SELECT mem WINDOW 10s COMPUTE count"),  # no data: no rows
@@ -78,12 +86,20 @@ def test_duplicates_change_no_result(spark, fleet_rows):
 def _heavy_tailed(n: int, seed: int) -> list[tuple[str, float, float]]:
     """n samples in one 1 m window from 400 servers, lognormal with ties."""
     rng = np.random.default_rng(seed)
-    return [(f"s-{i % 400}", BASE + (i // 400) * 60 / (n // 400 + 1) + 0.5,
-             float(np.round(rng.lognormal(3, 1), 2))) for i in range(n)]
+    return [
+        (
+            f"s-{i % 400}",
+            BASE + (i // 400) * 60 / (n // 400 + 1) + 0.5,
+            float(np.round(rng.lognormal(3, 1), 2)),
+        )
+        for i in range(n)
+    ]
 
 
-_PCT_QUERY = ("FROM * SELECT lat WINDOW 1m COMPUTE min, max, count, p50, p99, "
-              "percentile(99.99), percentile(0.01), percentile(33.3)")
+_PCT_QUERY = (
+    "FROM * SELECT lat WINDOW 1m COMPUTE min, max, count, p50, p99, "
+    "percentile(99.99), percentile(0.01), percentile(33.3)"
+)
 
 
 def test_percentiles_are_numpys_exactly_up_to_ten_thousand_samples(spark):
@@ -118,8 +134,13 @@ def test_percentiles_beyond_ten_thousand_stay_within_half_a_percent_of_rank(spar
 
 def test_values_beyond_the_fixed_point_range_fall_back_to_the_float_sum(spark):
     q = FakeStore().add("FROM * SELECT big WINDOW 10s COMPUTE sum, avg, max, count")
-    rows = [("a", BASE + 1.0, 3e25), ("b", BASE + 2.0, -1.5), ("c", BASE + 3.0, 1e-3),
-            ("a", BASE + 11.0, 1e19), ("b", BASE + 12.0, 9e19)]  # the second sum overflows
+    rows = [
+        ("a", BASE + 1.0, 3e25),
+        ("b", BASE + 2.0, -1.5),
+        ("c", BASE + 3.0, 1e-3),
+        ("a", BASE + 11.0, 1e19),
+        ("b", BASE + 12.0, 9e19),
+    ]  # the second sum overflows
     got = _of(_run(spark, _records("big", rows), [q]), q.id)
     assert_matches(got, expected(rows, q.query))
 
@@ -139,9 +160,10 @@ def test_without_the_dedup_stage_a_resent_sample_counts_twice(spark, fleet_rows)
     rows = fleet_rows(2, 10)
     raw = _raw(spark, _records("cpu", rows + rows[:3]))
     table = queries_frame(spark, [q])
-    counts = {dedup: sum(r["n"] for r in window_summaries(decode(raw), table, 600,
-                                                          dedup=dedup).collect())
-              for dedup in (True, False)}
+    counts = {
+        dedup: sum(r["n"] for r in window_summaries(decode(raw), table, 600, dedup=dedup).collect())
+        for dedup in (True, False)
+    }
     assert counts == {True: len(rows), False: len(rows) + 3}
 
 
@@ -149,8 +171,16 @@ def test_malformed_lines_are_skipped_and_good_ones_kept(spark):
     store = FakeStore()
     q = store.add("FROM * SELECT cpu WINDOW 10s COMPUTE count, sum")
     good = [("a", BASE + 1.0, 1.5), ("b", BASE + 2.0, 2.5)]
-    bad = b"\n".join([b"no-tabs", b"x\tnot-a-ts\t1", b"y\t1.0", b"z\t1.0\tNaN",
-                      b"w\t1.0\tInfinity", b"v\t1.0\t2.0\textra"])
+    bad = b"\n".join(
+        [
+            b"no-tabs",
+            b"x\tnot-a-ts\t1",
+            b"y\t1.0",
+            b"z\t1.0\tNaN",
+            b"w\t1.0\tInfinity",
+            b"v\t1.0\t2.0\textra",
+        ]
+    )
     got = _of(_run(spark, [*_records("cpu", good), ("cpu", bad)], [q]), q.id)
     assert {ws: r.values for ws, r in got.items()} == {BASE: {"count": 2.0, "sum": 4.0}}
 
@@ -163,8 +193,9 @@ def test_a_query_counts_only_records_that_arrived_once_it_was_active(spark, flee
     before, after = fleet_rows(2, 10, seed=5), fleet_rows(2, 10, seed=6)
     # The same event times, arriving in Kafka before and after the query became active: a
     # topic that joins the subscription is read from its earliest offset (plan.py).
-    records = ([("cpu", v, BASE + 99.999) for _, v in _records("cpu", before)]
-               + [("cpu", v, BASE + 100.0) for _, v in _records("cpu", after)])
+    records = [("cpu", v, BASE + 99.999) for _, v in _records("cpu", before)] + [
+        ("cpu", v, BASE + 100.0) for _, v in _records("cpu", after)
+    ]
     table = queries_frame(spark, [q])
     summaries = window_summaries(decode(admit(_raw(spark, records), table)), table, 600)
     rows = evaluate(summaries, table).collect()
@@ -178,8 +209,14 @@ def test_topic_regex_matches_exactly_the_metrics_topics():
     pattern = re.compile(topic_regex(["cpu.util", "a-b", "cpu"]))
     for name in ("cpu.util", "a-b", "cpu"):
         assert pattern.fullmatch(topic_for(name))
-    for other in ("apm.metric.cpuXutil", "apm.metric.cpu.util2", "apm.metric.a",
-                  "apm.metric.cpu.util.x", "apmXmetric.cpu", "apm.metric.a-bc"):
+    for other in (
+        "apm.metric.cpuXutil",
+        "apm.metric.cpu.util2",
+        "apm.metric.a",
+        "apm.metric.cpu.util.x",
+        "apmXmetric.cpu",
+        "apm.metric.a-bc",
+    ):
         assert not pattern.fullmatch(other)
     with pytest.raises(ValueError):
         topic_regex([])

@@ -25,10 +25,16 @@ def job_factory(spark, fake_store, tmp_path, kafka_bootstrap):
     jobs: list[Aggregator] = []
 
     def make(**overrides) -> Aggregator:
-        settings = AggregatorSettings(**{
-            "kafka_bootstrap": kafka_bootstrap, "checkpoint_dir": tmp_path / f"ckpt{len(jobs)}",
-            "trigger_seconds": 0.5, "servers_trigger_seconds": 0.5, "metrics_port": 0,
-            **overrides})
+        settings = AggregatorSettings(
+            **{
+                "kafka_bootstrap": kafka_bootstrap,
+                "checkpoint_dir": tmp_path / f"ckpt{len(jobs)}",
+                "trigger_seconds": 0.5,
+                "servers_trigger_seconds": 0.5,
+                "metrics_port": 0,
+                **overrides,
+            }
+        )
         offsets = KafkaOffsets(kafka_bootstrap)
         job = Aggregator(spark, fake_store, settings, offsets=offsets)
         jobs.append(job)
@@ -46,7 +52,8 @@ def _drain(job: Aggregator) -> None:
 
 
 def test_late_samples_refine_their_window_duplicates_do_not_too_late_ones_are_counted(
-        fake_store, job_factory, metric_topics, produce, fleet_rows):
+    fake_store, job_factory, metric_topics, produce, fleet_rows
+):
     metric = metric_topics()
     q = fake_store.add(f"FROM * SELECT {metric} WINDOW 10s COMPUTE count, sum, max, p50")
     job = job_factory(metrics=metric, allowed_lateness_seconds=60)
@@ -70,8 +77,12 @@ def test_late_samples_refine_their_window_duplicates_do_not_too_late_ones_are_co
     # The watermark passed the first windows: the aggregation evicted them from its state
     # (window_end carries the event-time mark; without it state would grow for ever).
     assert job.windows is not None
-    evicted = sum(op.get("numRowsRemoved", 0) for p in job.windows.recentProgress
-                  for op in p["stateOperators"] if op["operatorName"] == "stateStoreSave")
+    evicted = sum(
+        op.get("numRowsRemoved", 0)
+        for p in job.windows.recentProgress
+        for op in p["stateOperators"]
+        if op["operatorName"] == "stateStoreSave"
+    )
     assert evicted >= 1
     assert fake_store.status[job.settings.identity]["lag_total"] == 0
     assert set(fake_store.servers) >= {"web-0", "web-1", "web-2", "late-1"}
@@ -92,7 +103,8 @@ def _drain_until(job: Aggregator, check, timeout_s: float = 90) -> None:
 
 
 def test_pausing_the_last_query_on_a_metric_unsubscribes_it_and_resuming_reads_new_data(
-        fake_store, job_factory, metric_topics, produce, fleet_rows):
+    fake_store, job_factory, metric_topics, produce, fleet_rows
+):
     m1, m2 = metric_topics(), metric_topics()
     q1 = fake_store.add(f"FROM * SELECT {m1} WINDOW 10s COMPUTE count, sum, min")
     q2 = fake_store.add(f"FROM * SELECT {m2} WINDOW 10s COMPUTE count, max")
@@ -120,8 +132,9 @@ def test_pausing_the_last_query_on_a_metric_unsubscribes_it_and_resuming_reads_n
 
     # Resuming makes q2 active from now: m2 joins again at the data that arrives from now on,
     # although Spark reads the rejoining topic from its earliest offset.
-    fake_store.queries[q2.id] = replace(fake_store.queries[q2.id], paused=False,
-                                        active_since=datetime.now(UTC))
+    fake_store.queries[q2.id] = replace(
+        fake_store.queries[q2.id], paused=False, active_since=datetime.now(UTC)
+    )
     assert job.refresh_queries()
     assert job.reads == sorted([m1, m2])
     # m2's records from before the resume are read once and dropped, under a cap raised by
@@ -129,8 +142,9 @@ def test_pausing_the_last_query_on_a_metric_unsubscribes_it_and_resuming_reads_n
     assert job.join_cap.raised
     after = fleet_rows(2, 10, start=BASE + 60, seed=8)
     produce(m2, after)
-    _drain_until(job, lambda: assert_matches(fake_store.of(q2.id),
-                                             expected(part1 + after, q2.query)))
+    _drain_until(
+        job, lambda: assert_matches(fake_store.of(q2.id), expected(part1 + after, q2.query))
+    )
     job.settle()
     assert not job.join_cap.raised and job.windows is not None and job.reads == sorted([m1, m2])
     _drain(job)
@@ -149,7 +163,8 @@ def test_pausing_the_last_query_on_a_metric_unsubscribes_it_and_resuming_reads_n
 
 
 def test_a_query_on_a_metric_with_no_topic_waits_for_it_and_reads_it_when_it_comes(
-        fake_store, job_factory, produce, fleet_rows, unique_name, kafka_bootstrap, own_topics):
+    fake_store, job_factory, produce, fleet_rows, unique_name, kafka_bootstrap, own_topics
+):
     from apm.kafka import TopicSpec, ensure_topics
 
     metric = unique_name("aggnew")  # no topic yet: nothing ever sent it
@@ -171,17 +186,20 @@ def test_a_query_on_a_metric_with_no_topic_waits_for_it_and_reads_it_when_it_com
 
 
 def test_new_topics_are_picked_up_shards_split_metrics_and_lag_reaches_zero(
-        fake_store, job_factory, metric_topics, produce, fleet_rows, unique_name):
+    fake_store, job_factory, metric_topics, produce, fleet_rows, unique_name
+):
     prefix = unique_name("aggp")
     # Two shards, and names drawn until m1 and m2 share one and m3 has the other. (Searching
     # a shard count that fits three random names failed now and then: no n in range divides
     # crc32(m1) - crc32(m2) when that difference is prime, about 1 draw in 20.)
     n = 2
     m1 = metric_topics(prefix)
-    m2 = next(m for m in iter(lambda: metric_topics(prefix), None)
-              if shard_of(m, n) == shard_of(m1, n))
-    m3 = next(m for m in iter(lambda: metric_topics(prefix), None)
-              if shard_of(m, n) != shard_of(m1, n))
+    m2 = next(
+        m for m in iter(lambda: metric_topics(prefix), None) if shard_of(m, n) == shard_of(m1, n)
+    )
+    m3 = next(
+        m for m in iter(lambda: metric_topics(prefix), None) if shard_of(m, n) != shard_of(m1, n)
+    )
     queries = [fake_store.add(f"FROM * SELECT {m} WINDOW 10s COMPUTE count") for m in (m1, m3)]
     rows = fleet_rows(2, 12)
     produce(m1, rows)
@@ -199,8 +217,7 @@ def test_new_topics_are_picked_up_shards_split_metrics_and_lag_reaches_zero(
         late_topic = m2
     job.refresh_queries()
     produce(late_topic, rows)
-    _drain_until(job, lambda: assert_matches(fake_store.of(q_new.id),
-                                             expected(rows, q_new.query)))
+    _drain_until(job, lambda: assert_matches(fake_store.of(q_new.id), expected(rows, q_new.query)))
     assert not fake_store.of(queries[1].id)
 
     status = job.publish_status()

@@ -56,13 +56,26 @@ def test_results_hold_exactly_the_querys_functions_in_order():
     for v in values:
         sketch.update(v)
     q = parse("FROM * SELECT cpu WINDOW 10s COMPUTE p99, count, percentile(12.5), max")
-    row = {"query_id": "q", "window_seconds": 10, "window_start": 1_700_000_000, "n": 7,
-           "min": 1.0, "max": 9.0, "sum": 30.0, "avg": 30 / 7, "sketch": sketch.serialize()}
+    row = {
+        "query_id": "q",
+        "window_seconds": 10,
+        "window_start": 1_700_000_000,
+        "n": 7,
+        "min": 1.0,
+        "max": 9.0,
+        "sum": 30.0,
+        "avg": 30 / 7,
+        "sketch": sketch.serialize(),
+    }
     other = {**row, "query_id": "gone"}
     redefined = {**row, "window_seconds": 60}
     [result] = to_results([row, other, redefined], {"q": q}, clock=lambda: 42.0)
-    assert result.values == {"p99": float(np.percentile(values, 99)), "count": 7.0,
-                             "p12.5": float(np.percentile(values, 12.5)), "max": 9.0}
+    assert result.values == {
+        "p99": float(np.percentile(values, 99)),
+        "count": 7.0,
+        "p12.5": float(np.percentile(values, 12.5)),
+        "max": 9.0,
+    }
     assert (result.window_start, result.samples, result.updated_at) == (1.7e9, 7, 42.0)
 
 
@@ -78,7 +91,8 @@ def test_checkpoint_offsets_take_the_newest_committed_batch(tmp_path):
     (tmp_path / "commits").mkdir()
     for batch, off in ((0, 5), (1, 9), (2, 12)):
         (tmp_path / "offsets" / str(batch)).write_text(
-            f'v1\n{{"batchWatermarkMs":0}}\n{{"t":{{"0":{off}}}}}\n')
+            f'v1\n{{"batchWatermarkMs":0}}\n{{"t":{{"0":{off}}}}}\n'
+        )
     for batch in (0, 1):  # batch 2 was planned but never committed (killed mid-batch)
         (tmp_path / "commits" / str(batch)).write_text("v1\n{}\n")
     assert checkpoint_offsets(tmp_path) == {("t", 0): 9}
@@ -95,10 +109,24 @@ def test_server_selection_splits_into_names_prefixes_and_regex_equivalent_to_the
     everyone, names, prefixes, regex = server_match(q)
     assert (everyone, names, prefixes) == (False, ["db-1"], ["web-"])
     assert regex is not None
-    for server in ("db-1", "db-10", "web-", "web-7", "api-1", "api-12", "x1", "x2y", "x3",
-                   "web", "Db-1"):
-        split = (server in names or any(server.startswith(p) for p in prefixes)
-                 or re.fullmatch(regex[1:-1], server) is not None)
+    for server in (
+        "db-1",
+        "db-10",
+        "web-",
+        "web-7",
+        "api-1",
+        "api-12",
+        "x1",
+        "x2y",
+        "x3",
+        "web",
+        "Db-1",
+    ):
+        split = (
+            server in names
+            or any(server.startswith(p) for p in prefixes)
+            or re.fullmatch(regex[1:-1], server) is not None
+        )
         assert split == q.matches(server), server
 
 
@@ -114,13 +142,24 @@ def test_a_job_takes_the_active_queries_of_its_scope_only(tmp_path):
     paused.paused = True
     queries = store.list_queries()
     for shard in range(3):
-        job = Aggregator(None, store, AggregatorSettings(  # type: ignore[arg-type]
-            shard=f"{shard}/3", checkpoint_dir=tmp_path))
-        assert {q.query.metric for q in job.mine(queries)} == \
-            {m for m in metrics if shard_of(m, 3) == shard}
+        job = Aggregator(
+            None,
+            store,
+            AggregatorSettings(  # type: ignore[arg-type]
+                shard=f"{shard}/3", checkpoint_dir=tmp_path
+            ),
+        )
+        assert {q.query.metric for q in job.mine(queries)} == {
+            m for m in metrics if shard_of(m, 3) == shard
+        }
         assert paused.id not in {q.id for q in job.mine(queries)}
-    narrow = Aggregator(None, store, AggregatorSettings(  # type: ignore[arg-type]
-        metrics="m1,m2,nothing", checkpoint_dir=tmp_path))
+    narrow = Aggregator(
+        None,
+        store,
+        AggregatorSettings(  # type: ignore[arg-type]
+            metrics="m1,m2,nothing", checkpoint_dir=tmp_path
+        ),
+    )
     assert sorted(q.query.metric for q in narrow.mine(queries)) == ["m1", "m2"]
 
 
@@ -130,8 +169,14 @@ def test_with_no_active_query_the_job_runs_no_stream_and_says_it_is_idle(tmp_pat
 
     store = FakeStore()
     store.add("FROM * SELECT cpu WINDOW 10s COMPUTE avg").paused = True
-    job = Aggregator(None, store, AggregatorSettings(  # type: ignore[arg-type]
-        shard="0/2", checkpoint_dir=tmp_path), clock=lambda: 1_700_000_000.0)
+    job = Aggregator(
+        None,
+        store,
+        AggregatorSettings(  # type: ignore[arg-type]
+            shard="0/2", checkpoint_dir=tmp_path
+        ),
+        clock=lambda: 1_700_000_000.0,
+    )
     job.start()  # would need Spark to start a stream: None here, so it must start none
     assert (job.windows, job.servers, job.reads, job.active) == (None, None, [], [])
     assert not job.refresh_queries()
@@ -148,15 +193,30 @@ def test_status_report_names_each_job_its_scope_reads_and_lag(tmp_path):
 
     now = time.time()
     settings = AggregatorSettings(checkpoint_dir=tmp_path)
-    live = _job("aggregator-shard-1-of-2", {
-        "scope": {"metrics": [], "shard": [1, 2]}, "reads": ["cpu.util", "load.1"],
-        "lag": {"apm.metric.cpu.util": 3, "apm.metric.load.1": 0}, "updated_at": now - 2,
-        "active_queries": 4, "checkpoint": str(tmp_path / "x")}, settings, None, now)
+    live = _job(
+        "aggregator-shard-1-of-2",
+        {
+            "scope": {"metrics": [], "shard": [1, 2]},
+            "reads": ["cpu.util", "load.1"],
+            "lag": {"apm.metric.cpu.util": 3, "apm.metric.load.1": 0},
+            "updated_at": now - 2,
+            "active_queries": 4,
+            "checkpoint": str(tmp_path / "x"),
+        },
+        settings,
+        None,
+        now,
+    )
     assert live["live"] and live["lag_total"] == 3 and live["lag_from"] == "published"
     assert live["scope"] == "shard 1/2"
     # Stale, and its checkpoint is not on this machine: the last published figures stand.
-    gone = _job("aggregator", {"reads": ["mem.util"], "lag": {"apm.metric.mem.util": 7},
-                               "updated_at": now - 600}, settings, tmp_path / "none", now)
+    gone = _job(
+        "aggregator",
+        {"reads": ["mem.util"], "lag": {"apm.metric.mem.util": 7}, "updated_at": now - 600},
+        settings,
+        tmp_path / "none",
+        now,
+    )
     assert not gone["live"] and gone["lag_total"] == 7 and gone["scope"] == "every metric"
     text = render([live, gone])
     assert "aggregator-shard-1-of-2: live" in text and "scope: shard 1/2" in text
@@ -190,8 +250,11 @@ def test_the_cap_is_raised_by_the_joining_topics_older_records_until_a_batch_rea
     now[0] += 61
     assert cap.done(set())  # a joining topic that never shows up: patience runs out
     # Nothing joins, no broker, a broker error, no cap: the configured cap.
-    assert cap.cap(admitted, {"apm.metric.new", "apm.metric.kept", "apm.metric.empty"},
-                   older) == 5000 and not cap.raised and not cap.done(set())
+    assert (
+        cap.cap(admitted, {"apm.metric.new", "apm.metric.kept", "apm.metric.empty"}, older) == 5000
+        and not cap.raised
+        and not cap.done(set())
+    )
     assert cap.cap(admitted, set(), None) == 5000
     assert cap.cap(admitted, set(), _Older(fail=True)) == 5000 and not cap.raised
     assert JoinCap(0, 60).cap(admitted, set(), older) == 0

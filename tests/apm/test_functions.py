@@ -46,10 +46,16 @@ def _row(values: np.ndarray, sketch: bool = True) -> dict[str, object]:
     kll = kll_doubles_sketch(KLL_K)
     for v in values:
         kll.update(float(v))
-    return {"query_id": "q", "window_seconds": 10, "window_start": 1_700_000_000,
-            "n": int(values.size), "sum": math.fsum(values.tolist()),
-            "min": float(values.min()), "max": float(values.max()),
-            "sketch": kll.serialize() if sketch else None}
+    return {
+        "query_id": "q",
+        "window_seconds": 10,
+        "window_start": 1_700_000_000,
+        "n": int(values.size),
+        "sum": math.fsum(values.tolist()),
+        "min": float(values.min()),
+        "max": float(values.max()),
+        "sketch": kll.serialize() if sketch else None,
+    }
 
 
 def _platform(values: np.ndarray, fns: list[Function], sketch: bool = True) -> dict[str, float]:
@@ -62,6 +68,7 @@ def _platform(values: np.ndarray, fns: list[Function], sketch: bool = True) -> d
 
 # --- (a) every entry against numpy, through the evaluation path ----------------------------
 
+
 @pytest.mark.parametrize("name", list(CATALOGUE))
 @pytest.mark.parametrize("n", [1, 2, 7, 1000, KLL_K])
 def test_every_function_is_numpys_value_while_the_window_fits_the_sketch(name, n):
@@ -73,8 +80,7 @@ def test_every_function_is_numpys_value_while_the_window_fits_the_sketch(name, n
 
 
 @pytest.mark.parametrize("name", list(CATALOGUE))
-def test_beyond_the_sketch_exact_functions_stay_exact_and_sketch_ones_within_their_rank_error(
-        name):
+def test_beyond_the_sketch_exact_functions_stay_exact_and_sketch_ones_within_their_rank_error(name):
     spec = CATALOGUE[name]
     fns = _functions(spec)
     values = _samples(3 * KLL_K, seed=11)
@@ -101,9 +107,14 @@ def test_the_truth_of_todays_functions_is_their_textbook_definition():
         i = math.floor(r)
         return ordered[i] + (ordered[min(i + 1, len(ordered) - 1)] - ordered[i]) * (r - i)
 
-    oracle = {"min": lambda p: ordered[0], "max": lambda p: ordered[-1],
-              "count": lambda p: float(len(ordered)), "sum": lambda p: float(exact),
-              "avg": lambda p: float(exact / len(ordered)), "percentile": linear}
+    oracle = {
+        "min": lambda p: ordered[0],
+        "max": lambda p: ordered[-1],
+        "count": lambda p: float(len(ordered)),
+        "sum": lambda p: float(exact),
+        "avg": lambda p: float(exact / len(ordered)),
+        "percentile": linear,
+    }
     assert set(oracle) <= set(CATALOGUE)
     for name, want in oracle.items():
         for f in _functions(CATALOGUE[name]):
@@ -131,7 +142,8 @@ def test_needs_says_every_summary_field_a_function_reads(name):
         sum=real.sum if "sum" in spec.needs else nan,
         min=real.min if "min" in spec.needs else nan,
         max=real.max if "max" in spec.needs else nan,
-        percentile=real.percentile if "sketch" in spec.needs else no_sketch)
+        percentile=real.percentile if "sketch" in spec.needs else no_sketch,
+    )
     for f in _functions(spec):
         assert spec.compute(poisoned, f.p) == spec.compute(real, f.p), f.key
 
@@ -149,6 +161,7 @@ def test_the_summary_is_the_plans_fields():
 
 
 # --- (b) the parser accepts exactly the catalogue's names ----------------------------------
+
 
 def test_the_parser_accepts_every_catalogue_name_and_its_forms():
     assert tuple(CATALOGUE) == FUNCTION_NAMES
@@ -173,8 +186,10 @@ def test_the_parser_accepts_every_catalogue_name_and_its_forms():
             parse(f"FROM * SELECT m WINDOW 1s COMPUTE {spec.name}")
 
 
-@pytest.mark.parametrize("word", ["median", "mean", "stddev", "minimum", "p", "pct99",
-                                  "percentile99", "sum2", "p99x", "rate"])
+@pytest.mark.parametrize(
+    "word",
+    ["median", "mean", "stddev", "minimum", "p", "pct99", "percentile99", "sum2", "p99x", "rate"],
+)
 def test_the_parser_rejects_any_other_name_and_lists_the_catalogue(word):
     with pytest.raises(QueryError) as info:
         parse(f"FROM * SELECT m WINDOW 1s COMPUTE min, {word}")
@@ -201,12 +216,14 @@ def test_keys_map_back_to_their_entries():
 
 def test_the_contract_module_imports_no_numpy():
     code = "import sys, apm.functions, apm.query; print('numpy' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == "False"
 
 
 # --- (c) a new entry reaches every consumer: none keeps a list of its own -------------------
+
 
 def _median_of(values: np.ndarray, p: float | None) -> float:
     return float(np.percentile(values, 50.0))
@@ -217,15 +234,32 @@ def _not_evaluated(*_args: object) -> float:
 
 
 NEW = (
-    Spec("range", "exact", frozenset({"min", "max"}), lambda s, p: s.max - s.min,
-         lambda v, p: float(v.max() - v.min()), "values.max() - values.min()"),
-    Spec("median", "sketch", frozenset({"sketch", "min", "max"}),
-         lambda s, p: s.percentile(50.0), _median_of, "np.percentile(values, 50)",
-         rank_error=0.5),
-    Spec("iqr", "sketch", frozenset({"sketch", "min", "max"}),
-         lambda s, p: s.percentile(75.0) - s.percentile(25.0),
-         lambda v, p: float(np.percentile(v, 75.0) - np.percentile(v, 25.0)),
-         "np.percentile(values, 75) - np.percentile(values, 25)", rank_error=0.5),
+    Spec(
+        "range",
+        "exact",
+        frozenset({"min", "max"}),
+        lambda s, p: s.max - s.min,
+        lambda v, p: float(v.max() - v.min()),
+        "values.max() - values.min()",
+    ),
+    Spec(
+        "median",
+        "sketch",
+        frozenset({"sketch", "min", "max"}),
+        lambda s, p: s.percentile(50.0),
+        _median_of,
+        "np.percentile(values, 50)",
+        rank_error=0.5,
+    ),
+    Spec(
+        "iqr",
+        "sketch",
+        frozenset({"sketch", "min", "max"}),
+        lambda s, p: s.percentile(75.0) - s.percentile(25.0),
+        lambda v, p: float(np.percentile(v, 75.0) - np.percentile(v, 25.0)),
+        "np.percentile(values, 75) - np.percentile(values, 25)",
+        rank_error=0.5,
+    ),
 )
 
 
@@ -258,23 +292,35 @@ def test_a_new_entry_is_parsed_planned_evaluated_given_a_truth_and_checked(exten
     assert _platform(values, list(q.functions)) == truth  # the sketch is exact at 777
     assert _platform(values, [Function("range")], sketch=False) == {"range": truth["range"]}
 
-    doc = {"windows": [{"window_start": 0.0, "samples": 777, "complete": True,
-                        "values": truth}]}
+    doc = {"windows": [{"window_start": 0.0, "samples": 777, "complete": True, "values": truth}]}
 
     def result(**changes: float) -> list[WindowResult]:
         return [WindowResult("q", 0.0, 10, {**truth, **changes}, 777, 0.0)]
 
     assert compare(doc, result()) == []
-    [problem] = compare(doc, result(range=truth["range"] + 2 ** -20), percentile_tolerance=1.0)
+    [problem] = compare(doc, result(range=truth["range"] + 2**-20), percentile_tolerance=1.0)
     assert "range" in problem  # exact: no tolerance
-    assert compare(doc, result(median=truth["median"] + 0.5, iqr=truth["iqr"] - 0.5),
-                   percentile_tolerance=1.0) == []
+    assert (
+        compare(
+            doc,
+            result(median=truth["median"] + 0.5, iqr=truth["iqr"] - 0.5),
+            percentile_tolerance=1.0,
+        )
+        == []
+    )
     assert len(compare(doc, result(median=truth["median"] + 0.5), percentile_tolerance=0.1)) == 1
 
 
 def test_a_new_function_with_a_parameter_and_no_shorthand(extended, monkeypatch):
-    trim = Spec("trim", "exact", frozenset({"sum", "n"}), _not_evaluated, _not_evaluated,
-                "the mean without the lowest and highest p%", param=(0.0, 50.0))
+    trim = Spec(
+        "trim",
+        "exact",
+        frozenset({"sum", "n"}),
+        _not_evaluated,
+        _not_evaluated,
+        "the mean without the lowest and highest p%",
+        param=(0.0, 50.0),
+    )
     monkeypatch.setitem(extended, "trim", trim)
     q = parse("FROM * SELECT m WINDOW 10s COMPUTE trim(10), percentile(10)")
     assert [f.key for f in q.functions] == ["trim10", "p10"] and parse(q.text) == q

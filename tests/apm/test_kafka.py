@@ -35,11 +35,13 @@ INVALID_REPLICATION_FACTOR = 38  # kafka.errors.InvalidReplicationFactorError.er
 
 # --- unit ------------------------------------------------------------------------------------
 
+
 @unit
 def test_importing_the_module_loads_no_kafka_client() -> None:
     code = "import sys, apm.kafka; print('kafka' in {m.split('.')[0] for m in sys.modules})"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == "False"
 
 
@@ -47,7 +49,10 @@ def test_importing_the_module_loads_no_kafka_client() -> None:
 def test_client_config_splits_the_bootstrap_string_and_takes_extras() -> None:
     assert client_config("k1:9092, k2:9092,") == {"bootstrap_servers": ["k1:9092", "k2:9092"]}
     assert client_config("k1:9092", "apm-x", request_timeout_ms=5) == {
-        "bootstrap_servers": ["k1:9092"], "client_id": "apm-x", "request_timeout_ms": 5}
+        "bootstrap_servers": ["k1:9092"],
+        "client_id": "apm-x",
+        "request_timeout_ms": 5,
+    }
     with pytest.raises(ValueError, match="bootstrap"):
         client_config(" , ")
 
@@ -57,25 +62,38 @@ def test_the_default_spec_is_the_platform_s_one_partition_and_a_day() -> None:
     spec = TopicSpec()
     assert (spec.partitions, spec.replication) == (TOPIC_PARTITIONS, 1)
     assert spec.configs() == {"retention.ms": str(int(TOPIC_RETENTION_S * 1000))}
-    assert spec.request() == {"num_partitions": TOPIC_PARTITIONS, "replication_factor": 1,
-                              "configs": {"retention.ms": "86400000"}}
+    assert spec.request() == {
+        "num_partitions": TOPIC_PARTITIONS,
+        "replication_factor": 1,
+        "configs": {"retention.ms": "86400000"},
+    }
     assert TopicSpec(retention_s=None).configs() == {}
 
 
 @unit
-@pytest.mark.parametrize(("replication", "min_insync", "want"), [
-    (1, None, None), (2, None, "2"), (3, None, "2"), (5, None, "2"), (3, 3, "3"), (2, 1, "1")])
+@pytest.mark.parametrize(
+    ("replication", "min_insync", "want"),
+    [(1, None, None), (2, None, "2"), (3, None, "2"), (5, None, "2"), (3, 3, "3"), (2, 1, "1")],
+)
 def test_min_insync_replicas_is_set_only_on_replicated_topics(
-        replication: int, min_insync: int | None, want: str | None) -> None:
+    replication: int, min_insync: int | None, want: str | None
+) -> None:
     configs = TopicSpec(replication=replication, min_insync=min_insync).configs()
     assert configs.get("min.insync.replicas") == want
 
 
 @unit
-@pytest.mark.parametrize("bad", [{"partitions": 0}, {"replication": 0},
-                                 {"retention_s": 0}, {"retention_s": float("nan")},
-                                 {"replication": 1, "min_insync": 2},
-                                 {"replication": 3, "min_insync": 0}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"partitions": 0},
+        {"replication": 0},
+        {"retention_s": 0},
+        {"retention_s": float("nan")},
+        {"replication": 1, "min_insync": 2},
+        {"replication": 3, "min_insync": 0},
+    ],
+)
 def test_a_nonsense_spec_is_refused(bad: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         TopicSpec(**bad)
@@ -119,7 +137,8 @@ def test_a_refusal_without_a_message_names_the_code() -> None:
 
 @unit
 def test_no_broker_is_kafka_python_s_error_and_a_client_made_here_is_closed(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     made: list[FakeAdmin] = []
 
     def new_admin(bootstrap: str) -> FakeAdmin:
@@ -154,21 +173,20 @@ class _Consumer:
         assert all(tp.topic in self.partitions for tp in parts), "would block until timeout"
         return {tp: 10 * tp.partition + 7 for tp in parts}
 
-    def beginning_offsets(self, parts: list[Any], timeout_ms: int | None = None
-                          ) -> dict[Any, int]:
+    def beginning_offsets(self, parts: list[Any], timeout_ms: int | None = None) -> dict[Any, int]:
         return {tp: tp.partition for tp in parts}
 
 
 @unit
 def test_offsets_cover_every_partition_of_the_topics_that_exist() -> None:
     consumer = _Consumer({"a": 2, "b": 1})
-    assert end_offsets(consumer, ["a", "nope", "b"]) == {("a", 0): 7, ("a", 1): 17,
-                                                         ("b", 0): 7}
+    assert end_offsets(consumer, ["a", "nope", "b"]) == {("a", 0): 7, ("a", 1): 17, ("b", 0): 7}
     assert start_offsets(consumer, ["b", "a"]) == {("b", 0): 0, ("a", 0): 0, ("a", 1): 1}
     assert end_offsets(consumer, ["nope"]) == {}
 
 
 # --- the real broker -------------------------------------------------------------------------
+
 
 def _configs(bootstrap: str, topic: str) -> dict[str, dict[str, Any]]:
     from kafka.admin import ConfigResource, ConfigResourceType
@@ -186,7 +204,8 @@ def _configs(bootstrap: str, topic: str) -> dict[str, dict[str, Any]]:
 
 @integration
 def test_ensure_topics_on_the_broker_is_idempotent_and_applies_the_spec(
-        kafka_bootstrap: str, unique_name, own_topics: list[str]) -> None:
+    kafka_bootstrap: str, unique_name, own_topics: list[str]
+) -> None:
     first, second = unique_name("apmk-a"), unique_name("apmk-b")
     own_topics.extend([first, second])
     spec = TopicSpec(partitions=3, retention_s=3 * 3600)  # not the broker's default day
@@ -204,7 +223,8 @@ def test_ensure_topics_on_the_broker_is_idempotent_and_applies_the_spec(
 
 @integration
 def test_concurrent_creators_both_succeed_and_each_topic_is_made_once(
-        kafka_bootstrap: str, unique_name, own_topics: list[str]) -> None:
+    kafka_bootstrap: str, unique_name, own_topics: list[str]
+) -> None:
     topics = [unique_name("apmk-race") for _ in range(4)]
     own_topics.extend(topics)
     barrier = threading.Barrier(2)
@@ -245,7 +265,8 @@ class _ListsNothing:
 
 @integration
 def test_losing_the_race_to_another_creator_is_no_error_and_the_rest_is_created(
-        kafka_bootstrap: str, unique_name, own_topics: list[str]) -> None:
+    kafka_bootstrap: str, unique_name, own_topics: list[str]
+) -> None:
     from apm.kafka import new_admin
 
     theirs, ours = unique_name("apmk-theirs"), unique_name("apmk-ours")
@@ -254,10 +275,10 @@ def test_losing_the_race_to_another_creator_is_no_error_and_the_rest_is_created(
     try:
         assert ensure_topics(admin, [theirs], TopicSpec(partitions=1)) == [theirs]
         # The broker answers TopicAlreadyExists for theirs and creates ours in one request.
-        assert ensure_topics(_ListsNothing(admin), [theirs, ours],
-                             TopicSpec(partitions=2)) == [ours]
-        described = {t["name"]: len(t["partitions"]) for t in admin.describe_topics([theirs,
-                                                                                     ours])}
+        assert ensure_topics(_ListsNothing(admin), [theirs, ours], TopicSpec(partitions=2)) == [
+            ours
+        ]
+        described = {t["name"]: len(t["partitions"]) for t in admin.describe_topics([theirs, ours])}
         assert described == {theirs: 1, ours: 2}  # theirs kept as its creator made it
     finally:
         admin.close()
@@ -265,7 +286,8 @@ def test_losing_the_race_to_another_creator_is_no_error_and_the_rest_is_created(
 
 @integration
 def test_a_topic_the_broker_refuses_raises_naming_it(
-        kafka_bootstrap: str, unique_name, own_topics: list[str]) -> None:
+    kafka_bootstrap: str, unique_name, own_topics: list[str]
+) -> None:
     from apm.kafka import new_admin
 
     topic = unique_name("apmk-bad")
@@ -283,7 +305,8 @@ def test_a_topic_the_broker_refuses_raises_naming_it(
 
 @integration
 def test_end_offsets_grow_by_what_was_produced_and_an_unknown_topic_has_none(
-        kafka_bootstrap: str, unique_name, own_topics: list[str]) -> None:
+    kafka_bootstrap: str, unique_name, own_topics: list[str]
+) -> None:
     from apm.kafka import new_consumer, new_producer
 
     topic = unique_name("apmk-offsets")

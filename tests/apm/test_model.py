@@ -22,12 +22,14 @@ from apm.model import (
 
 pytestmark = pytest.mark.unit
 
+
 class _FakeClock:
     def __init__(self):
         self.now = 0.0
 
     def __call__(self):
         return self.now
+
 
 class _AdvancingEvent(threading.Event):
     """wait() advances the fake clock instead of sleeping."""
@@ -59,9 +61,19 @@ def test_server_names(name):
     assert server_name_error(name + "\n")
 
 
-@pytest.mark.parametrize(("value", "ok"), [(1, True), (0.5, True), (-3e300, True),
-                                           (math.nan, False), (math.inf, False),
-                                           (True, False), ("1", False), (None, False)])
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        (1, True),
+        (0.5, True),
+        (-3e300, True),
+        (math.nan, False),
+        (math.inf, False),
+        (True, False),
+        ("1", False),
+        (None, False),
+    ],
+)
 def test_values(value, ok):
     assert (value_error(value) is None) is ok
 

@@ -13,12 +13,24 @@ pytestmark = pytest.mark.unit
 
 
 def test_parses_every_part():
-    q = parse("from web-*, db-1 select cpu.util window 60s compute min, MAX, avg, p99, "
-              "percentile(99.9), count, sum")
-    assert q == Query(("web-*", "db-1"), "cpu.util", 60,
-                      (Function("min"), Function("max"), Function("avg"),
-                       Function("percentile", 99.0), Function("percentile", 99.9),
-                       Function("count"), Function("sum")))
+    q = parse(
+        "from web-*, db-1 select cpu.util window 60s compute min, MAX, avg, p99, "
+        "percentile(99.9), count, sum"
+    )
+    assert q == Query(
+        ("web-*", "db-1"),
+        "cpu.util",
+        60,
+        (
+            Function("min"),
+            Function("max"),
+            Function("avg"),
+            Function("percentile", 99.0),
+            Function("percentile", 99.9),
+            Function("count"),
+            Function("sum"),
+        ),
+    )
     assert [f.key for f in q.functions] == ["min", "max", "avg", "p99", "p99.9", "count", "sum"]
 
 
@@ -27,25 +39,28 @@ def test_star_wins_over_names_and_duplicates_collapse():
     assert q.servers == ("*",) and q.functions == (Function("max"),) and q.window_seconds == 3600
 
 
-@pytest.mark.parametrize(("text", "position", "fragment"), [
-    ("", 0, "empty"),
-    ("SELECT x", 0, "expected FROM"),
-    ("FROM SELECT m WINDOW 1s COMPUTE min", 5, "before SELECT"),
-    ("FROM * SELECT", 13, "expected a metric name"),
-    ("FROM * SELECT 9cpu WINDOW 1s COMPUTE min", 14, "must start with a letter"),
-    ("FROM * SELECT m WINDOW 10 COMPUTE min", 23, "expected a duration"),
-    ("FROM * SELECT m WINDOW 0s COMPUTE min", 23, "between 1s and 1d"),
-    ("FROM * SELECT m WINDOW 2d COMPUTE min", 23, "between 1s and 1d"),
-    ("FROM * SELECT m WINDOW 1s COMPUTE median", 34, "expected a function"),
-    ("FROM * SELECT m WINDOW 1s COMPUTE percentile(100)", 45, "0 < p < 100"),
-    ("FROM * SELECT m WINDOW 1s COMPUTE percentile(0)", 45, "0 < p < 100"),
-    ("FROM * SELECT m WINDOW 1s COMPUTE percentile 5", 45, "expected '('"),
-    ("FROM * SELECT m WINDOW 1s COMPUTE p101", 35, "0 < p < 100"),
-    ("FROM * SELECT m WINDOW 1s COMPUTE min max", 38, "unexpected 'max'"),
-    ("FROM w$b SELECT m WINDOW 1s COMPUTE min", 5, "a glob"),
-    ("FROM a, web-[z-a] SELECT m WINDOW 1s COMPUTE min", 8, "invalid server glob"),
-    ("FROM web-[] SELECT m WINDOW 1s COMPUTE min", 5, "invalid server glob"),
-])
+@pytest.mark.parametrize(
+    ("text", "position", "fragment"),
+    [
+        ("", 0, "empty"),
+        ("SELECT x", 0, "expected FROM"),
+        ("FROM SELECT m WINDOW 1s COMPUTE min", 5, "before SELECT"),
+        ("FROM * SELECT", 13, "expected a metric name"),
+        ("FROM * SELECT 9cpu WINDOW 1s COMPUTE min", 14, "must start with a letter"),
+        ("FROM * SELECT m WINDOW 10 COMPUTE min", 23, "expected a duration"),
+        ("FROM * SELECT m WINDOW 0s COMPUTE min", 23, "between 1s and 1d"),
+        ("FROM * SELECT m WINDOW 2d COMPUTE min", 23, "between 1s and 1d"),
+        ("FROM * SELECT m WINDOW 1s COMPUTE median", 34, "expected a function"),
+        ("FROM * SELECT m WINDOW 1s COMPUTE percentile(100)", 45, "0 < p < 100"),
+        ("FROM * SELECT m WINDOW 1s COMPUTE percentile(0)", 45, "0 < p < 100"),
+        ("FROM * SELECT m WINDOW 1s COMPUTE percentile 5", 45, "expected '('"),
+        ("FROM * SELECT m WINDOW 1s COMPUTE p101", 35, "0 < p < 100"),
+        ("FROM * SELECT m WINDOW 1s COMPUTE min max", 38, "unexpected 'max'"),
+        ("FROM w$b SELECT m WINDOW 1s COMPUTE min", 5, "a glob"),
+        ("FROM a, web-[z-a] SELECT m WINDOW 1s COMPUTE min", 8, "invalid server glob"),
+        ("FROM web-[] SELECT m WINDOW 1s COMPUTE min", 5, "invalid server glob"),
+    ],
+)
 def test_errors_name_position_and_expectation(text, position, fragment):
     with pytest.raises(QueryError) as info:
         parse(text)
@@ -70,16 +85,29 @@ def test_server_globs_match_like_shell_globs():
 names = st.from_regex(r"[a-z][a-z0-9_.\-]{0,12}", fullmatch=True)
 functions = st.one_of(
     st.sampled_from([Function(s.name) for s in CATALOGUE.values() if s.param is None]),
-    *[st.builds(Function, st.just(s.name),
-                st.floats(s.param[0], s.param[1], exclude_min=True, exclude_max=True))
-      for s in CATALOGUE.values() if s.param is not None],
+    *[
+        st.builds(
+            Function,
+            st.just(s.name),
+            st.floats(s.param[0], s.param[1], exclude_min=True, exclude_max=True),
+        )
+        for s in CATALOGUE.values()
+        if s.param is not None
+    ],
 )
 
 
-@given(servers=st.lists(st.from_regex(r"[a-z0-9][a-z0-9\-*?]{0,8}", fullmatch=True),
-                        min_size=1, max_size=4, unique=True),
-       metric=names, window=st.integers(1, 86_400),
-       fns=st.lists(functions, min_size=1, max_size=5, unique=True))
+@given(
+    servers=st.lists(
+        st.from_regex(r"[a-z0-9][a-z0-9\-*?]{0,8}", fullmatch=True),
+        min_size=1,
+        max_size=4,
+        unique=True,
+    ),
+    metric=names,
+    window=st.integers(1, 86_400),
+    fns=st.lists(functions, min_size=1, max_size=5, unique=True),
+)
 def test_round_trip(servers, metric, window, fns):
     q = Query(tuple(servers), metric, window, tuple(fns))
     assert parse(q.text) == q

@@ -30,29 +30,53 @@ NOW = 1_763_800_000.0  # 2025-11-22 08:26:40 UTC
 METRIC = "disk.io.write_bytes"
 
 
-def _stored(metric: str = METRIC, *, window: str = "10s", paused: bool = False,
-            active_ago: float | None = 5.0, servers: str = "*") -> StoredQuery:
+def _stored(
+    metric: str = METRIC,
+    *,
+    window: str = "10s",
+    paused: bool = False,
+    active_ago: float | None = 5.0,
+    servers: str = "*",
+) -> StoredQuery:
     since = None if active_ago is None else datetime.fromtimestamp(NOW - active_ago, UTC)
-    return StoredQuery(id="q1", query=parse(f"FROM {servers} SELECT {metric} WINDOW {window} "
-                                            "COMPUTE avg"),
-                       paused=paused, created_at=since, updated_at=since, active_since=since)
+    return StoredQuery(
+        id="q1",
+        query=parse(f"FROM {servers} SELECT {metric} WINDOW {window} COMPUTE avg"),
+        paused=paused,
+        created_at=since,
+        updated_at=since,
+        active_since=since,
+    )
 
 
-def _payload(metrics: list[Any] | None = None, shard: Any = None, reads: Any = None,
-             age: float = 2.0) -> dict[str, Any]:
-    return {"scope": {"metrics": metrics or [], "shard": shard},
-            "reads": [METRIC] if reads is None else reads, "updated_at": NOW - age}
+def _payload(
+    metrics: list[Any] | None = None, shard: Any = None, reads: Any = None, age: float = 2.0
+) -> dict[str, Any]:
+    return {
+        "scope": {"metrics": metrics or [], "shard": shard},
+        "reads": [METRIC] if reads is None else reads,
+        "updated_at": NOW - age,
+    }
 
 
 def _jobs(**status: dict[str, Any]) -> list[Job]:
     return live_jobs(status, NOW)
 
 
-def _state(stored: StoredQuery | None = None, jobs: Any = None, *,
-           last_result_at: float | None = None, seen: float | None = None) -> tuple[str, str]:
-    got = query_state(stored or _stored(), now=NOW,
-                      jobs=_jobs(aggregator=_payload()) if jobs is None else jobs,
-                      last_result_at=last_result_at, metric_last_seen=seen)
+def _state(
+    stored: StoredQuery | None = None,
+    jobs: Any = None,
+    *,
+    last_result_at: float | None = None,
+    seen: float | None = None,
+) -> tuple[str, str]:
+    got = query_state(
+        stored or _stored(),
+        now=NOW,
+        jobs=_jobs(aggregator=_payload()) if jobs is None else jobs,
+        last_result_at=last_result_at,
+        metric_last_seen=seen,
+    )
     assert got.state in STATES
     return got.state, got.reason
 
@@ -62,6 +86,7 @@ def _at(ts: float) -> str:
 
 
 # --- each state ------------------------------------------------------------------------------
+
 
 def test_a_just_created_covered_query_is_waiting_for_its_first_window():
     state, reason = _state()
@@ -88,8 +113,9 @@ def test_no_job_at_all_is_not_covered_and_says_to_start_one():
 def test_a_metrics_job_that_leaves_the_metric_out_is_named_in_the_reason():
     state, reason = _state(jobs=_jobs(**{"aggregator-host": _payload(["cpu.util", "mem.util"])}))
     assert state == "not-covered"
-    assert reason == (f"no running aggregator covers {METRIC}: aggregator-host "
-                      "(metrics cpu.util, mem.util)")
+    assert reason == (
+        f"no running aggregator covers {METRIC}: aggregator-host (metrics cpu.util, mem.util)"
+    )
 
 
 def test_a_quiet_metric_is_no_data_and_the_reason_says_when_the_last_sample_was():
@@ -107,6 +133,7 @@ def test_quiet_starts_just_after_quiet_after_s():
 
 
 # --- precedence: paused > not-covered > no-data > evaluated > waiting -------------------------
+
 
 def test_paused_wins_over_everything():
     stored = _stored(paused=True, active_ago=3600)
@@ -130,6 +157,7 @@ def test_evaluated_wins_over_waiting():
 
 # --- jobs: shards, staleness, malformed payloads --------------------------------------------
 
+
 def _metric_in_shard(shard: int, n: int, prefix: str) -> str:
     return next(m for i in range(10_000) if shard_of(m := f"{prefix}.{i}", n) == shard)
 
@@ -141,8 +169,12 @@ def test_shard_of_is_crc32_mod_n_and_stable():
 
 def test_shard_coverage_follows_shard_of():
     in0, in1 = _metric_in_shard(0, 2, "a"), _metric_in_shard(1, 2, "b")
-    jobs = _jobs(**{"aggregator-0": _payload(shard=[0, 2], reads=[in0, in1]),
-                    "aggregator-1": _payload(shard=[1, 2], reads=[in0, in1])})
+    jobs = _jobs(
+        **{
+            "aggregator-0": _payload(shard=[0, 2], reads=[in0, in1]),
+            "aggregator-1": _payload(shard=[1, 2], reads=[in0, in1]),
+        }
+    )
     for metric, owner in ((in0, "aggregator-0"), (in1, "aggregator-1")):
         state, reason = _state(_stored(metric), jobs)
         assert state == "waiting" and f"{owner} reads {metric}" in reason
@@ -167,7 +199,8 @@ def test_a_stale_job_is_ignored():
     state, reason = _state(jobs=live_jobs(status, NOW))
     assert state == "not-covered" and "no aggregator is running" in reason
     assert [j.identity for j in live_jobs({"aggregator": _payload(age=STALE_AFTER_S)}, NOW)] == [
-        "aggregator"]
+        "aggregator"
+    ]
 
 
 def test_only_aggregator_rows_with_a_usable_updated_at_are_jobs():
@@ -182,15 +215,28 @@ def test_only_aggregator_rows_with_a_usable_updated_at_are_jobs():
         "aggregator-g": _payload(reads="x"),
     }
     jobs = live_jobs(status, NOW)
-    assert [(j.identity, j.reads) for j in jobs] == [("aggregator-f", ("x",)),
-                                                      ("aggregator-g", ())]
+    assert [(j.identity, j.reads) for j in jobs] == [("aggregator-f", ("x",)), ("aggregator-g", ())]
 
 
-@pytest.mark.parametrize("scope", [
-    None, "every", [], {}, {"metrics": "cpu"}, {"metrics": None, "shard": None},
-    {"shard": [2, 2]}, {"shard": [3, 2]}, {"shard": [-1, 2]}, {"shard": [True, 2]},
-    {"shard": "0/2"}, {"shard": [0]}, {"shard": [0, 2, 4]}, {"shard": [0.0, 2]},
-])
+@pytest.mark.parametrize(
+    "scope",
+    [
+        None,
+        "every",
+        [],
+        {},
+        {"metrics": "cpu"},
+        {"metrics": None, "shard": None},
+        {"shard": [2, 2]},
+        {"shard": [3, 2]},
+        {"shard": [-1, 2]},
+        {"shard": [True, 2]},
+        {"shard": "0/2"},
+        {"shard": [0]},
+        {"shard": [0, 2, 4]},
+        {"shard": [0.0, 2]},
+    ],
+)
 def test_a_malformed_scope_reads_as_every_metric(scope: Any):
     assert JobScope.from_json(scope) == JobScope()
     jobs = _jobs(aggregator={**_payload(), "scope": scope})
@@ -199,23 +245,26 @@ def test_a_malformed_scope_reads_as_every_metric(scope: Any):
 
 def test_a_scope_keeps_its_valid_parts():
     assert JobScope.from_json({"metrics": ["a", 5, None], "shard": [1, 4]}) == JobScope(
-        frozenset({"a"}), (1, 4))
+        frozenset({"a"}), (1, 4)
+    )
     assert JobScope.from_json({"metrics": ["a"], "shard": "bad"}) == JobScope(frozenset({"a"}))
 
 
 def test_the_reason_lists_every_job_even_when_jobs_is_an_iterator():
-    jobs = _jobs(**{"aggregator-a": _payload(["other"]), "aggregator-b": _payload(shard=[0, 1],
-                                                                               reads=[])})
+    jobs = _jobs(
+        **{"aggregator-a": _payload(["other"]), "aggregator-b": _payload(shard=[0, 1], reads=[])}
+    )
     narrow = [jobs[0]]
-    got = query_state(_stored(), now=NOW, jobs=iter(narrow), last_result_at=None,
-                      metric_last_seen=None)
+    got = query_state(
+        _stored(), now=NOW, jobs=iter(narrow), last_result_at=None, metric_last_seen=None
+    )
     assert got.state == "not-covered"
     assert "aggregator-a (metrics other)" in got.reason and "no aggregator is running" not in (
-        got.reason)
+        got.reason
+    )
 
 
-@pytest.mark.parametrize(("text", "expected"), [("0/2", (0, 2)), (" 3 / 4 ", (3, 4)),
-                                                ("", None)])
+@pytest.mark.parametrize(("text", "expected"), [("0/2", (0, 2)), (" 3 / 4 ", (3, 4)), ("", None)])
 def test_parse_shard(text: str, expected: Any):
     assert parse_shard(text) == expected
 
@@ -228,13 +277,16 @@ def test_parse_shard_refuses(text: str):
 
 # --- "since it became active" ----------------------------------------------------------------
 
+
 def test_a_metric_never_seen_waits_one_window_plus_the_grace_then_is_no_data():
     grace_end = 60 + 30
     assert _state(_stored(window="1m", active_ago=grace_end - 1))[0] == "waiting"
     state, reason = _state(_stored(window="1m", active_ago=grace_end + 1))
     assert state == "no-data"
-    assert f"no sample of {METRIC} has arrived since the query became active at " \
-           f"{_at(NOW - grace_end - 1)} (91s ago)" in reason
+    assert (
+        f"no sample of {METRIC} has arrived since the query became active at "
+        f"{_at(NOW - grace_end - 1)} (91s ago)" in reason
+    )
     assert "is anything sending this metric?" in reason
 
 
@@ -283,12 +335,20 @@ def test_without_an_activation_time_a_never_seen_metric_keeps_waiting():
     assert _state(_stored(active_ago=None), last_result_at=NOW - 1000)[0] == "evaluated"
 
 
-@pytest.mark.parametrize(("ago", "text"), [(0.2, "1s ago"), (119, "119s ago"), (600, "10m ago"),
-                                           (2 * 3600 + 300, "2h 5m ago"),
-                                           (3 * 86_400 + 4 * 3600, "3d 4h ago")])
+@pytest.mark.parametrize(
+    ("ago", "text"),
+    [
+        (0.2, "1s ago"),
+        (119, "119s ago"),
+        (600, "10m ago"),
+        (2 * 3600 + 300, "2h 5m ago"),
+        (3 * 86_400 + 4 * 3600, "3d 4h ago"),
+    ],
+)
 def test_ages_read_well(ago: float, text: str):
     assert _state(last_result_at=NOW - ago, stored=_stored(active_ago=10**6))[1].endswith(
-        f"({text})")
+        f"({text})"
+    )
 
 
 def test_query_states_reads_status_and_sightings_once_and_each_last_result():
@@ -301,10 +361,13 @@ def test_query_states_reads_status_and_sightings_once_and_each_last_result():
         asked.append(qid)
         return NOW - 3 if qid == "q1" else None
 
-    got = query_states([_stored(), quiet], now=NOW,
-                       status={"aggregator": _payload(reads=[METRIC, "quiet.metric"])},
-                       metrics_seen={METRIC: NOW - 1, "quiet.metric": NOW - 3600},
-                       last_result_at=last)
+    got = query_states(
+        [_stored(), quiet],
+        now=NOW,
+        status={"aggregator": _payload(reads=[METRIC, "quiet.metric"])},
+        metrics_seen={METRIC: NOW - 1, "quiet.metric": NOW - 3600},
+        last_result_at=last,
+    )
     assert asked == ["q1", "q2"]
     assert got["q1"][0].state == "evaluated" and got["q1"][1] == NOW - 3
     assert got["q2"][0].state == "no-data" and got["q2"][1] is None

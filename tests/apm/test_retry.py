@@ -10,12 +10,14 @@ from apm.retry import Backoff, RetryableError, call_with_retry
 
 pytestmark = pytest.mark.unit
 
+
 class _FakeClock:
     def __init__(self):
         self.now = 0.0
 
     def __call__(self):
         return self.now
+
 
 class _AdvancingEvent(threading.Event):
     """wait() advances the fake clock instead of sleeping."""
@@ -32,8 +34,16 @@ class _AdvancingEvent(threading.Event):
 
 def test_backoff_doubles_from_10ms_to_the_cap_without_jitter():
     b = Backoff(initial=0.01, cap=0.5, jitter=0.0)
-    assert [round(b.next_delay(), 6) for _ in range(8)] == [0.01, 0.02, 0.04, 0.08, 0.16, 0.32,
-                                                            0.5, 0.5]
+    assert [round(b.next_delay(), 6) for _ in range(8)] == [
+        0.01,
+        0.02,
+        0.04,
+        0.08,
+        0.16,
+        0.32,
+        0.5,
+        0.5,
+    ]
     b.reset()
     assert b.next_delay() == 0.01
 
@@ -57,8 +67,10 @@ def test_call_with_retry_succeeds_after_failures_and_respects_deadline():
             raise item
         return item
 
-    assert call_with_retry(call, deadline_s=10, backoff=Backoff(jitter=0), stop=stop,
-                           clock=clock) == "ok"
+    assert (
+        call_with_retry(call, deadline_s=10, backoff=Backoff(jitter=0), stop=stop, clock=clock)
+        == "ok"
+    )
     assert stop.waits == [0.01, 2.0]
 
     def always():

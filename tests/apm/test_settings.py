@@ -82,13 +82,17 @@ def test_other_fields_keep_their_prefix_and_arguments(monkeypatch):
     assert IngestSettings(port=9001).port == 9001
 
 
-@pytest.mark.parametrize(("field", "var", "default", "value"), [
-    ("hosts", "APM_STORAGE_HOSTS", "127.0.0.1", "c1,c2"),
-    ("port", "APM_STORAGE_PORT", 9042, 19042),
-    ("keyspace", "APM_STORAGE_KEYSPACE", "apm", "apm_prod"),
-])
-def test_cassandra_argument_then_storage_variable_then_default(field, var, default, value,
-                                                               monkeypatch):
+@pytest.mark.parametrize(
+    ("field", "var", "default", "value"),
+    [
+        ("hosts", "APM_STORAGE_HOSTS", "127.0.0.1", "c1,c2"),
+        ("port", "APM_STORAGE_PORT", 9042, 19042),
+        ("keyspace", "APM_STORAGE_KEYSPACE", "apm", "apm_prod"),
+    ],
+)
+def test_cassandra_argument_then_storage_variable_then_default(
+    field, var, default, value, monkeypatch
+):
     assert getattr(StorageSettings(), field) == default
     monkeypatch.setenv(var, str(value))
     assert getattr(StorageSettings(), field) == value
@@ -108,8 +112,11 @@ def test_the_aggregator_store_reads_the_storage_variables(monkeypatch):
 
     monkeypatch.setenv("APM_STORAGE_HOSTS", "c1,c2")
     seen = []
-    monkeypatch.setattr(repository.Repository, "connect",
-                        classmethod(lambda cls, settings=None, **kw: seen.append(settings)))
+    monkeypatch.setattr(
+        repository.Repository,
+        "connect",
+        classmethod(lambda cls, settings=None, **kw: seen.append(settings)),
+    )
     from aggregator.store import connect_store
 
     connect_store("ks_1")
@@ -125,7 +132,9 @@ def test_shared_fields_name_their_own_prefix_first():
         for name, info in cls.model_fields.items():
             if isinstance(info.validation_alias, AliasChoices):
                 assert info.validation_alias.choices == [
-                    f"{prefix}{name}".upper(), f"APM_{name}".upper()], (cls, name)
+                    f"{prefix}{name}".upper(),
+                    f"APM_{name}".upper(),
+                ], (cls, name)
                 assert name in SHARED
 
 

@@ -13,12 +13,14 @@ from apm.wire import decode, encode_chunks
 
 pytestmark = pytest.mark.unit
 
+
 class _FakeClock:
     def __init__(self):
         self.now = 0.0
 
     def __call__(self):
         return self.now
+
 
 class _AdvancingEvent(threading.Event):
     """wait() advances the fake clock instead of sleeping."""
@@ -33,9 +35,17 @@ class _AdvancingEvent(threading.Event):
         return self.is_set()
 
 
-@given(st.lists(st.tuples(st.from_regex(r"[a-z][a-z0-9\-]{0,10}", fullmatch=True),
-                          st.floats(0, 2e9), st.floats(allow_nan=False, allow_infinity=False)),
-                min_size=1, max_size=200))
+@given(
+    st.lists(
+        st.tuples(
+            st.from_regex(r"[a-z][a-z0-9\-]{0,10}", fullmatch=True),
+            st.floats(0, 2e9),
+            st.floats(allow_nan=False, allow_infinity=False),
+        ),
+        min_size=1,
+        max_size=200,
+    )
+)
 def test_wire_round_trip_is_exact_and_chunked(rows):
     chunks = list(encode_chunks(rows, max_bytes=256))
     assert all(len(c) <= 256 or b"\n" not in c for c in chunks)

@@ -32,7 +32,8 @@ def repo(stack: Any, dash_keyspace: str) -> Iterator[Any]:
     from storage.settings import StorageSettings
 
     settings = StorageSettings.model_validate(
-        {"hosts": stack.host, "port": stack.cassandra_port, "keyspace": dash_keyspace})
+        {"hosts": stack.host, "port": stack.cassandra_port, "keyspace": dash_keyspace}
+    )
     repository = Repository.connect(settings)
     yield repository
     repository.close()
@@ -46,8 +47,7 @@ def ingest_endpoint() -> Iterator[tuple[str, Any]]:
     registry = CollectorRegistry()
     # The ingest's own names (ingest/telemetry.py): samples and requests by outcome and reason.
     samples = Counter("apm_ingest_samples", "samples", ["outcome", "reason"], registry=registry)
-    requests = Counter("apm_ingest_requests", "requests", ["outcome", "reason"],
-                       registry=registry)
+    requests = Counter("apm_ingest_requests", "requests", ["outcome", "reason"], registry=registry)
     samples.labels("accepted", "ok").inc(1000)
     requests.labels("accepted", "ok").inc(10)
     requests.labels("rejected", "bad_value").inc(7)
@@ -66,8 +66,7 @@ class Served:
 
 
 @pytest.fixture(scope="session")
-def served(repo: Any, kafka_bootstrap: str, ingest_endpoint: tuple[str, Any]
-           ) -> Iterator[Served]:
+def served(repo: Any, kafka_bootstrap: str, ingest_endpoint: tuple[str, Any]) -> Iterator[Served]:
     from werkzeug.security import generate_password_hash
     from werkzeug.serving import make_server
 
@@ -75,9 +74,16 @@ def served(repo: Any, kafka_bootstrap: str, ingest_endpoint: tuple[str, Any]
     from dashboard.settings import DashboardSettings
 
     settings = DashboardSettings(
-        port=0, user=USER, password_hash=generate_password_hash(PASSWORD), token=TOKEN,
-        kafka_bootstrap=kafka_bootstrap, ingest_metrics_urls=ingest_endpoint[0],
-        topics_cache_seconds=0, refresh_seconds=2.0, max_points=1200)
+        port=0,
+        user=USER,
+        password_hash=generate_password_hash(PASSWORD),
+        token=TOKEN,
+        kafka_bootstrap=kafka_bootstrap,
+        ingest_metrics_urls=ingest_endpoint[0],
+        topics_cache_seconds=0,
+        refresh_seconds=2.0,
+        max_points=1200,
+    )
     ctx = build_context(settings, repo=repo)
     app = create_app(ctx)
     server = make_server("127.0.0.1", 0, app.server, threaded=True)
@@ -99,10 +105,18 @@ def chrome() -> Iterator[Any]:
     profile = tempfile.mkdtemp(prefix="apm-dash-chrome-")
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--disable-background-networking", "--disable-component-update",
-                "--disable-sync", "--no-first-run", "--window-size=1400,1000",
-                f"--user-data-dir={profile}"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--window-size=1400,1000",
+        f"--user-data-dir={profile}",
+    ):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service(driver_bin), options=options)
     driver.implicitly_wait(0)
@@ -121,9 +135,12 @@ def wait(chrome: Any) -> Callable[..., Any]:
     from selenium.webdriver.support.ui import WebDriverWait
 
     def run(condition: Callable[[Any], Any], timeout: float = 20.0) -> Any:
-        return WebDriverWait(chrome, timeout, poll_frequency=0.1,
-                             ignored_exceptions=(StaleElementReferenceException,)
-                             ).until(condition)
+        return WebDriverWait(
+            chrome,
+            timeout,
+            poll_frequency=0.1,
+            ignored_exceptions=(StaleElementReferenceException,),
+        ).until(condition)
 
     return run
 

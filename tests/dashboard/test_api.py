@@ -21,8 +21,9 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def api(served: Any) -> Any:
-    with httpx.Client(base_url=served.url, headers={"Authorization": f"Bearer {TOKEN}"},
-                      timeout=30) as client:
+    with httpx.Client(
+        base_url=served.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30
+    ) as client:
         yield client
 
 
@@ -39,8 +40,10 @@ def test_without_auth_every_api_call_is_refused(served: Any) -> None:
 
 
 def test_create_get_patch_delete(api: Any) -> None:
-    created = api.post("/api/queries", json={"text": "from web-* select cpu window 10s "
-                                                     "compute avg, percentile(99.9)"})
+    created = api.post(
+        "/api/queries",
+        json={"text": "from web-* select cpu window 10s compute avg, percentile(99.9)"},
+    )
     assert created.status_code == 201, created.text
     body = created.json()
     assert body["text"] == "FROM web-* SELECT cpu WINDOW 10s COMPUTE avg, percentile(99.9)"
@@ -51,8 +54,9 @@ def test_create_get_patch_delete(api: Any) -> None:
 
     paused = api.patch(f"/api/queries/{qid}", json={"paused": True})
     assert paused.status_code == 200 and paused.json()["paused"] is True
-    edited = api.patch(f"/api/queries/{qid}", json={"text": "FROM * SELECT mem WINDOW 1m "
-                                                            "COMPUTE max"})
+    edited = api.patch(
+        f"/api/queries/{qid}", json={"text": "FROM * SELECT mem WINDOW 1m COMPUTE max"}
+    )
     assert edited.json()["metric"] == "mem" and edited.json()["window_seconds"] == 60
 
     assert api.delete(f"/api/queries/{qid}").status_code == 204
@@ -66,8 +70,9 @@ def test_every_query_carries_its_state_and_why(api: Any, repo: Any) -> None:
     metric, job = f"api.state.{tag}", f"aggregator-api-{tag}"
     # A live job whose scope covers the metric (real jobs publish this every 5 s).
     repo.put_status(job, {"scope": {"metrics": [metric], "shard": None}, "reads": [metric]})
-    created = api.post("/api/queries", json={"text": f"FROM * SELECT {metric} WINDOW 1m "
-                                                     "COMPUTE avg"}).json()
+    created = api.post(
+        "/api/queries", json={"text": f"FROM * SELECT {metric} WINDOW 1m COMPUTE avg"}
+    ).json()
     assert created["state"] == "waiting"
     assert created["reason"] == f"waiting for its first 1m window to close; {job} reads {metric}"
     qid = created["id"]
@@ -76,8 +81,9 @@ def test_every_query_carries_its_state_and_why(api: Any, repo: Any) -> None:
     assert next(q for q in listed if q["id"] == qid)["state"] == "waiting"
 
     written = time.time()
-    repo.upsert_results([WindowResult(qid, (written // 60) * 60 - 60, 60, {"avg": 2.0}, 3,
-                                      written)])
+    repo.upsert_results(
+        [WindowResult(qid, (written // 60) * 60 - 60, 60, {"avg": 2.0}, 3, written)]
+    )
     got = api.get(f"/api/queries/{qid}").json()
     assert got["state"] == "evaluated" and got["reason"].startswith(f"evaluated by {job}")
     assert got["last_result_at"] is not None
@@ -85,8 +91,10 @@ def test_every_query_carries_its_state_and_why(api: Any, repo: Any) -> None:
     assert results["query"]["state"] == "evaluated"
 
     paused = api.patch(f"/api/queries/{qid}", json={"paused": True}).json()
-    assert (paused["state"], paused["reason"]) == ("paused",
-                                                   "paused: resume it to evaluate it again")
+    assert (paused["state"], paused["reason"]) == (
+        "paused",
+        "paused: resume it to evaluate it again",
+    )
 
 
 def test_bad_query_is_422_with_the_parsers_message_and_position(api: Any) -> None:
@@ -112,18 +120,24 @@ def test_malformed_bodies_get_clear_errors(api: Any, payload: Any) -> None:
 
 
 def test_results_as_json_raw_and_downsampled(api: Any, repo: Any) -> None:
-    qid = api.post("/api/queries", json={"text": "FROM * SELECT cpu WINDOW 10s "
-                                                 "COMPUTE min, max"}).json()["id"]
+    qid = api.post(
+        "/api/queries", json={"text": "FROM * SELECT cpu WINDOW 10s COMPUTE min, max"}
+    ).json()["id"]
     start = (time.time() // 10) * 10 - 3000
-    rows = [WindowResult(qid, start + i * 10, 10, {"min": float(i), "max": float(i) + 1}, 3,
-                         time.time()) for i in range(300) if i not in (100, 101)]
+    rows = [
+        WindowResult(
+            qid, start + i * 10, 10, {"min": float(i), "max": float(i) + 1}, 3, time.time()
+        )
+        for i in range(300)
+        if i not in (100, 101)
+    ]
     repo.upsert_results(rows)
-    raw = api.get(f"/api/queries/{qid}/results",
-                  params={"from": start, "to": start + 3000}).json()
+    raw = api.get(f"/api/queries/{qid}/results", params={"from": start, "to": start + 3000}).json()
     assert [w["window_start"] for w in raw["windows"]] == [r.window_start for r in rows]
     assert raw["windows"][0]["values"] == {"min": 0.0, "max": 1.0}
-    small = api.get(f"/api/queries/{qid}/results",
-                    params={"from": start, "to": start + 3000, "max_points": 50}).json()
+    small = api.get(
+        f"/api/queries/{qid}/results", params={"from": start, "to": start + 3000, "max_points": 50}
+    ).json()
     series = small["series"]["max"]
     drawn = [v for v in series["v"] if v is not None]
     assert len(drawn) <= 52 and max(drawn) == 300.0 and min(drawn) == 1.0  # extremes kept
@@ -135,11 +149,13 @@ def test_results_as_json_raw_and_downsampled(api: Any, repo: Any) -> None:
     assert too_long.status_code == 400 and "at most" in too_long.json()["detail"]
 
 
-@pytest.mark.parametrize("params", [{"from": "yesterday"}, {"from": "10", "to": "5"},
-                                    {"max_points": "1"}, {"to": "nan"}])
+@pytest.mark.parametrize(
+    "params", [{"from": "yesterday"}, {"from": "10", "to": "5"}, {"max_points": "1"}, {"to": "nan"}]
+)
 def test_bad_result_parameters(api: Any, params: dict[str, str]) -> None:
-    qid = api.post("/api/queries", json={"text": "FROM * SELECT cpu WINDOW 10s "
-                                                 "COMPUTE min"}).json()["id"]
+    qid = api.post(
+        "/api/queries", json={"text": "FROM * SELECT cpu WINDOW 10s COMPUTE min"}
+    ).json()["id"]
     response = api.get(f"/api/queries/{qid}/results", params=params)
     assert response.status_code == 400 and response.json()["error"] == "bad_request"
 

@@ -67,8 +67,9 @@ class MemoryRepo:
         self._check()
         return self.queries.pop(query_id, None) is not None
 
-    def read_results(self, query_id: str, start: float, end: float,
-                     page_size: int = 5000) -> Iterator[WindowResult]:
+    def read_results(
+        self, query_id: str, start: float, end: float, page_size: int = 5000
+    ) -> Iterator[WindowResult]:
         self._check()
         return iter(())
 
@@ -105,8 +106,9 @@ def repo() -> MemoryRepo:
 
 @pytest.fixture
 def server(repo: MemoryRepo) -> Any:
-    settings = DashboardSettings(user="ops", password_hash=generate_password_hash("s3cret"),
-                                 token=TOKEN, secret_key="k" * 32)
+    settings = DashboardSettings(
+        user="ops", password_hash=generate_password_hash("s3cret"), token=TOKEN, secret_key="k" * 32
+    )
     return create_app(AppContext(settings, repo, _Topics(), _Scraper())).server
 
 
@@ -130,21 +132,36 @@ def _shape(answer: Any, status: int, error: str, at: object = None) -> dict[str,
 def test_401_and_403_from_auth(server: Any) -> None:
     anon = server.test_client()
     _shape(anon.get("/api/queries"), 401, "unauthorized")
-    _shape(anon.get("/api/queries", headers={"Authorization": "Bearer nope"}), 401,
-           "unauthorized", "header:Authorization")
+    _shape(
+        anon.get("/api/queries", headers={"Authorization": "Bearer nope"}),
+        401,
+        "unauthorized",
+        "header:Authorization",
+    )
     page = anon.get("/login").get_data(as_text=True)
     csrf = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
-    assert anon.post("/login", data={"csrf_token": csrf, "user": "ops", "password": "s3cret",
-                                     "next": "/"}).status_code == 302
-    _shape(anon.post("/api/queries", json={"text": "FROM * SELECT cpu WINDOW 10s COMPUTE avg"}),
-           403, "forbidden", "header:X-CSRFToken")
+    assert (
+        anon.post(
+            "/login", data={"csrf_token": csrf, "user": "ops", "password": "s3cret", "next": "/"}
+        ).status_code
+        == 302
+    )
+    _shape(
+        anon.post("/api/queries", json={"text": "FROM * SELECT cpu WINDOW 10s COMPUTE avg"}),
+        403,
+        "forbidden",
+        "header:X-CSRFToken",
+    )
 
 
 def test_404s(api: Any) -> None:
     _shape(api.get("/api/queries/nope"), 404, "not_found")
     _shape(api.patch("/api/queries/nope", json={"paused": True}), 404, "not_found")
-    _shape(api.patch("/api/queries/nope", json={"text": "FROM * SELECT cpu WINDOW 10s "
-                                                        "COMPUTE avg"}), 404, "not_found")
+    _shape(
+        api.patch("/api/queries/nope", json={"text": "FROM * SELECT cpu WINDOW 10s COMPUTE avg"}),
+        404,
+        "not_found",
+    )
     _shape(api.delete("/api/queries/nope"), 404, "not_found")
     _shape(api.get("/api/queries/nope/results"), 404, "not_found")
     # An unknown route under /api/ is not Dash's page (200 HTML) but a 404 in the shape.
@@ -158,48 +175,69 @@ def test_405(api: Any) -> None:
     assert "POST" in answer.headers["Allow"]
 
 
-@pytest.mark.parametrize(("call", "at"), [
-    (lambda c: c.post("/api/queries", data="not json", content_type="application/json"),
-     "body"),
-    (lambda c: c.post("/api/queries", json=[1]), "body"),
-    (lambda c: c.patch("/api/queries/q0", json={}), "body"),
-    (lambda c: c.patch("/api/queries/q0", json={"paused": True, "zeta": 1, "alpha": 2}),
-     "alpha"),
-    (lambda c: c.patch("/api/queries/q0", json={"paused": "yes"}), "paused"),
-    (lambda c: c.get("/api/queries/q0/results?to=someday"), "to"),
-    (lambda c: c.get("/api/queries/q0/results?from=nan"), "from"),
-    (lambda c: c.get("/api/queries/q0/results?max_points=many"), "max_points"),
-    (lambda c: c.get("/api/queries/q0/results?from=200&to=100"), "from"),
-    (lambda c: c.get("/api/queries/q0/results?from=0&to=1e12"), "from"),
-    (lambda c: c.get("/api/queries/q0/results?max_points=1"), "max_points"),
-])
+@pytest.mark.parametrize(
+    ("call", "at"),
+    [
+        (
+            lambda c: c.post("/api/queries", data="not json", content_type="application/json"),
+            "body",
+        ),
+        (lambda c: c.post("/api/queries", json=[1]), "body"),
+        (lambda c: c.patch("/api/queries/q0", json={}), "body"),
+        (
+            lambda c: c.patch("/api/queries/q0", json={"paused": True, "zeta": 1, "alpha": 2}),
+            "alpha",
+        ),
+        (lambda c: c.patch("/api/queries/q0", json={"paused": "yes"}), "paused"),
+        (lambda c: c.get("/api/queries/q0/results?to=someday"), "to"),
+        (lambda c: c.get("/api/queries/q0/results?from=nan"), "from"),
+        (lambda c: c.get("/api/queries/q0/results?max_points=many"), "max_points"),
+        (lambda c: c.get("/api/queries/q0/results?from=200&to=100"), "from"),
+        (lambda c: c.get("/api/queries/q0/results?from=0&to=1e12"), "from"),
+        (lambda c: c.get("/api/queries/q0/results?max_points=1"), "max_points"),
+    ],
+)
 def test_400s_name_the_field_or_parameter(api: Any, call: Any, at: str) -> None:
-    assert api.post("/api/queries", json={"text": "FROM * SELECT cpu WINDOW 10s "
-                                                  "COMPUTE avg"}).status_code == 201
+    assert (
+        api.post(
+            "/api/queries", json={"text": "FROM * SELECT cpu WINDOW 10s COMPUTE avg"}
+        ).status_code
+        == 201
+    )
     _shape(call(api), 400, "bad_request", at)
 
 
 def test_422_carries_the_parsers_message_and_position(api: Any) -> None:
-    body = _shape(api.post("/api/queries", json={"text": BAD_TEXT}), 422, "invalid_query",
-                  BAD_TEXT.index("10x"))
+    body = _shape(
+        api.post("/api/queries", json={"text": BAD_TEXT}),
+        422,
+        "invalid_query",
+        BAD_TEXT.index("10x"),
+    )
     with pytest.raises(Exception) as exc_info:
         parse(BAD_TEXT)
     assert body["detail"] == exc_info.value.detail  # type: ignore[attr-defined]
     _shape(api.post("/api/queries", json={"text": 5}), 422, "invalid_query", 0)
     _shape(api.post("/api/queries", json={}), 422, "invalid_query", 0)
-    assert api.post("/api/queries", json={"text": "FROM * SELECT cpu WINDOW 10s "
-                                                  "COMPUTE avg"}).status_code == 201
-    _shape(api.patch("/api/queries/q0", json={"text": "FROM"}), 422, "invalid_query",
-           len("FROM"))
+    assert (
+        api.post(
+            "/api/queries", json={"text": "FROM * SELECT cpu WINDOW 10s COMPUTE avg"}
+        ).status_code
+        == 201
+    )
+    _shape(api.patch("/api/queries/q0", json={"text": "FROM"}), 422, "invalid_query", len("FROM"))
 
 
 def test_503_when_storage_is_down(api: Any, repo: MemoryRepo) -> None:
     repo.down = True
-    for answer in (api.get("/api/queries"), api.get("/api/queries/q0"),
-                   api.post("/api/queries", json={"text": "FROM * SELECT cpu WINDOW 10s "
-                                                          "COMPUTE avg"}),
-                   api.patch("/api/queries/q0", json={"paused": True}),
-                   api.delete("/api/queries/q0"), api.get("/api/queries/q0/results")):
+    for answer in (
+        api.get("/api/queries"),
+        api.get("/api/queries/q0"),
+        api.post("/api/queries", json={"text": "FROM * SELECT cpu WINDOW 10s COMPUTE avg"}),
+        api.patch("/api/queries/q0", json={"paused": True}),
+        api.delete("/api/queries/q0"),
+        api.get("/api/queries/q0/results"),
+    ):
         body = _shape(answer, 503, "storage_unavailable")
         assert "no host available" in body["detail"]
 

@@ -21,8 +21,9 @@ HASH = generate_password_hash("s3cret")
 @pytest.fixture
 def make_client() -> Any:
     def make(**overrides: Any) -> Any:
-        settings = DashboardSettings(**{"user": "ops", "password_hash": HASH, "token": "tok",
-                                        **overrides})
+        settings = DashboardSettings(
+            **{"user": "ops", "password_hash": HASH, "token": "tok", **overrides}
+        )
         app = Flask("t")
         install_auth(app, settings, DashboardTelemetry())
         app.add_url_rule("/", "home", lambda: "home")
@@ -36,8 +37,9 @@ def make_client() -> Any:
 def _login(client: Any, user: str = "ops", password: str = "s3cret", next_: str = "/") -> Any:
     page = client.get("/login").get_data(as_text=True)
     csrf = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
-    return client.post("/login", data={"csrf_token": csrf, "user": user, "password": password,
-                                       "next": next_})
+    return client.post(
+        "/login", data={"csrf_token": csrf, "user": user, "password": password, "next": next_}
+    )
 
 
 def test_pages_redirect_to_login_and_callbacks_are_refused(make_client: Any) -> None:
@@ -74,8 +76,9 @@ def test_state_changes_need_the_csrf_header(make_client: Any) -> None:
     client = make_client()
     _login(client)
     assert client.post("/_dash-update-component").status_code == 403
-    assert client.post("/_dash-update-component",
-                       headers={"X-CSRFToken": "forged"}).status_code == 403
+    assert (
+        client.post("/_dash-update-component", headers={"X-CSRFToken": "forged"}).status_code == 403
+    )
     assert client.post("/api/x").status_code == 403
     assert client.get("/api/x").status_code == 200
     assert client.post("/logout", data={"csrf_token": "forged"}).status_code == 403
@@ -107,8 +110,9 @@ def test_next_is_only_followed_within_the_site(make_client: Any) -> None:
 
 def test_no_credentials_configured_refuses_to_start() -> None:
     with pytest.raises(ValueError, match="refusing"):
-        install_auth(Flask("t"), DashboardSettings(password_hash="", token=""),
-                     DashboardTelemetry())
+        install_auth(
+            Flask("t"), DashboardSettings(password_hash="", token=""), DashboardTelemetry()
+        )
 
 
 def test_credentials_and_sessions() -> None:

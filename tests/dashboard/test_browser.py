@@ -23,8 +23,9 @@ return el && el.data ? el.data.map(t => ({name: t.name, y: t.y})) : null;"""
 
 
 @pytest.fixture
-def metric_topic(kafka_bootstrap: str, unique_name: Callable[[str], str],
-                 own_topics: list[str]) -> str:
+def metric_topic(
+    kafka_bootstrap: str, unique_name: Callable[[str], str], own_topics: list[str]
+) -> str:
     from apm.kafka import TopicSpec, ensure_topics
 
     metric = unique_name("dashm")
@@ -42,9 +43,13 @@ def _pick(chrome: Any, wait: Wait, dropdown_id: str, label: str) -> None:
     chrome.find_element(By.ID, dropdown_id).click()
     # The option list is virtualized (only visible rows exist): search narrows it first.
     wait(lambda d: d.find_elements(By.CSS_SELECTOR, "input.dash-dropdown-search"))[0].send_keys(
-        label)
-    option = wait(lambda d: [o for o in d.find_elements(By.CSS_SELECTOR, "[role=option]")
-                             if o.text.strip() == label])
+        label
+    )
+    option = wait(
+        lambda d: [
+            o for o in d.find_elements(By.CSS_SELECTOR, "[role=option]") if o.text.strip() == label
+        ]
+    )
     option[0].click()
     chrome.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
 
@@ -77,8 +82,10 @@ def _row_status(chrome: Any, query_id: str) -> str:
 
 def _publish_job(repo: Any, component: str, metrics: list[str], reads: list[str]) -> None:
     """A live aggregator job's status row, as a real job publishes it every 5 s."""
-    repo.put_status(component, {"identity": component, "reads": reads,
-                                "scope": {"metrics": metrics, "shard": None}})
+    repo.put_status(
+        component,
+        {"identity": component, "reads": reads, "scope": {"metrics": metrics, "shard": None}},
+    )
 
 
 def _retire_other_jobs(repo: Any, mine: set[str]) -> None:
@@ -93,7 +100,8 @@ def _retire_other_jobs(repo: Any, mine: set[str]) -> None:
 
 
 def test_create_a_query_through_the_form_then_see_it_in_the_list(
-        chrome: Any, login: Any, wait: Wait, metric_topic: str, repo: Any) -> None:
+    chrome: Any, login: Any, wait: Wait, metric_topic: str, repo: Any
+) -> None:
     login()
     wait(lambda d: d.find_elements(By.ID, "b-create"))
     _type(chrome, "b-servers", "web-*, db-1")
@@ -102,8 +110,9 @@ def test_create_a_query_through_the_form_then_see_it_in_the_list(
     _type(chrome, "b-percentiles", "99.9")
     wait(lambda d: f"SELECT {metric_topic} WINDOW 30s" in _text(d, "b-preview"))
     chrome.find_element(By.ID, "b-create").click()
-    expected = f"FROM web-*, db-1 SELECT {metric_topic} WINDOW 30s COMPUTE avg, max, " \
-               "percentile(99.9)"
+    expected = (
+        f"FROM web-*, db-1 SELECT {metric_topic} WINDOW 30s COMPUTE avg, max, percentile(99.9)"
+    )
     wait(lambda d: "Created" in _text(d, "b-result"))
     wait(lambda d: expected in _text(d, "q-table"))
     stored = [q for q in repo.list_queries() if q.query.metric == metric_topic]
@@ -111,14 +120,14 @@ def test_create_a_query_through_the_form_then_see_it_in_the_list(
     # A live job covers the new metric: the query waits for its first window, and says so.
     job = f"aggregator-form-{uuid.uuid4().hex[:6]}"
     _publish_job(repo, job, [metric_topic], [metric_topic])
-    _, css, reason = wait(lambda d: (got := _row_state(d, stored[0].id))[0] == "waiting"
-                          and got)
+    _, css, reason = wait(lambda d: (got := _row_state(d, stored[0].id))[0] == "waiting" and got)
     assert "state-waiting" in css.split()
     assert "first 30s window" in reason and f"{job} reads {metric_topic}" in reason
 
 
-def test_a_bad_query_shows_the_parsers_error_inline(chrome: Any, login: Any, wait: Wait,
-                                                    metric_topic: str) -> None:
+def test_a_bad_query_shows_the_parsers_error_inline(
+    chrome: Any, login: Any, wait: Wait, metric_topic: str
+) -> None:
     login()
     wait(lambda d: d.find_elements(By.ID, "t-create"))
     _type(chrome, "t-text", "FROM * SELECT cpu WINDOW 10x COMPUTE avg")
@@ -128,7 +137,8 @@ def test_a_bad_query_shows_the_parsers_error_inline(chrome: Any, login: Any, wai
     # The builder: no metric yet, so the metric field says what is missing.
     chrome.find_element(By.ID, "b-create").click()
     assert wait(lambda d: _text(d, "b-err-metric")) == (
-        "expected a metric name, got the end of the query")
+        "expected a metric name, got the end of the query"
+    )
     _pick(chrome, wait, "b-metric", metric_topic)
     _type(chrome, "b-window", "10 parsecs")
     chrome.find_element(By.ID, "b-create").click()
@@ -138,12 +148,16 @@ def test_a_bad_query_shows_the_parsers_error_inline(chrome: Any, login: Any, wai
 
 
 def test_once_results_are_written_the_chart_has_the_right_points(
-        chrome: Any, login: Any, wait: Wait, repo: Any, unique_name: Any) -> None:
+    chrome: Any, login: Any, wait: Wait, repo: Any, unique_name: Any
+) -> None:
     saved = repo.save_query(f"FROM * SELECT {unique_name('cpu')} WINDOW 10s COMPUTE min, p99")
     start = (time.time() // 10) * 10 - 2000
     missing = {50, 51, 52, 120}
-    repo.upsert_results(WindowResult(saved.id, start + i * 10, 10, {"min": i, "p99": 2.0 * i}, 5,
-                                     time.time()) for i in range(180) if i not in missing)
+    repo.upsert_results(
+        WindowResult(saved.id, start + i * 10, 10, {"min": i, "p99": 2.0 * i}, 5, time.time())
+        for i in range(180)
+        if i not in missing
+    )
     login(path=f"/chart?q={saved.id}")
     traces = wait(lambda d: (t := d.execute_script(_TRACES)) and len(t) == 2 and t)
     for trace in traces:
@@ -158,14 +172,21 @@ def test_pause_a_query_from_the_list(chrome: Any, login: Any, wait: Wait, repo: 
     saved = repo.save_query("FROM * SELECT pausable WINDOW 1m COMPUTE max")
     login()
     # Found and clicked in one script: the list re-renders on every refresh tick.
-    wait(lambda d: d.execute_script(
-        "for (const b of document.querySelectorAll('#q-table button')) {"
-        "  if (b.id.includes(arguments[0]) && b.id.includes('q-pause')) {"
-        "    b.click(); return true; } } return false;", saved.id))
+    wait(
+        lambda d: d.execute_script(
+            "for (const b of document.querySelectorAll('#q-table button')) {"
+            "  if (b.id.includes(arguments[0]) && b.id.includes('q-pause')) {"
+            "    b.click(); return true; } } return false;",
+            saved.id,
+        )
+    )
     wait(lambda d: _row_status(d, saved.id) == "paused")
     assert repo.get_query(saved.id).paused is True
-    resume = wait(lambda d: d.find_elements(By.XPATH, f"//button[contains(@id, '{saved.id}') "
-                                                      "and contains(@id, 'q-resume')]"))
+    resume = wait(
+        lambda d: d.find_elements(
+            By.XPATH, f"//button[contains(@id, '{saved.id}') and contains(@id, 'q-resume')]"
+        )
+    )
     assert resume[0].text == "Resume"
 
 
@@ -174,8 +195,7 @@ const notes = el && el.layout && el.layout.annotations;
 return notes && notes.length ? notes[0].text : null;"""
 
 
-def test_each_query_shows_its_state_and_why(chrome: Any, login: Any, wait: Wait,
-                                            repo: Any) -> None:
+def test_each_query_shows_its_state_and_why(chrome: Any, login: Any, wait: Wait, repo: Any) -> None:
     """The five states on the queries page, each set up through the real Repository: a paused
     query, one whose metric no live job covers, one whose metric went quiet 10 minutes ago, one
     with a result, one just created; then the chart page says why a chart is empty."""
@@ -199,14 +219,20 @@ def test_each_query_shows_its_state_and_why(chrome: Any, login: Any, wait: Wait,
     quiet = earlier.save_query(f"FROM * SELECT {m['quiet']} WINDOW 10s COMPUTE avg")
     repo.touch_metrics({m["quiet"]: now - 600})
     done = repo.save_query(f"FROM * SELECT {m['done']} WINDOW 10s COMPUTE avg, max")
-    repo.upsert_results([WindowResult(done.id, (now // 10) * 10 - 20, 10,
-                                      {"avg": 1.5, "max": 3.0}, 4, time.time())])
+    repo.upsert_results(
+        [WindowResult(done.id, (now // 10) * 10 - 20, 10, {"avg": 1.5, "max": 3.0}, 4, time.time())]
+    )
     repo.touch_metrics({m["done"]: time.time()})
     fresh = repo.save_query(f"FROM * SELECT {m['new']} WINDOW 1m COMPUTE avg")
     _retire_other_jobs(repo, {job, other})
     publish()
-    expected = {paused.id: "paused", uncovered.id: "not-covered", quiet.id: "no-data",
-                done.id: "evaluated", fresh.id: "waiting"}
+    expected = {
+        paused.id: "paused",
+        uncovered.id: "not-covered",
+        quiet.id: "no-data",
+        done.id: "evaluated",
+        fresh.id: "waiting",
+    }
     published = [time.monotonic()]
 
     def all_shown(d: Any) -> dict[str, tuple[str, str, str]] | None:
@@ -225,9 +251,11 @@ def test_each_query_shows_its_state_and_why(chrome: Any, login: Any, wait: Wait,
 
     reason = {expected[qid]: rows[qid][2] for qid in expected}
     assert reason["paused"] == "paused: resume it to evaluate it again"
-    assert reason["not-covered"] == (f"no running aggregator covers {m['uncovered']}: "
-                                     f"{other} (metrics other); {job} (metrics "
-                                     f"{', '.join(sorted(covered))})")
+    assert reason["not-covered"] == (
+        f"no running aggregator covers {m['uncovered']}: "
+        f"{other} (metrics other); {job} (metrics "
+        f"{', '.join(sorted(covered))})"
+    )
     assert f"no sample of {m['quiet']} in the last 5m" in reason["no-data"]
     assert "(10m ago)" in reason["no-data"]
     assert reason["evaluated"].startswith(f"evaluated by {job}; last result written at ")
@@ -236,28 +264,45 @@ def test_each_query_shows_its_state_and_why(chrome: Any, login: Any, wait: Wait,
     # The chart page: a line per selected query, and the empty chart says why.
     publish()
     login(path=f"/chart?q={quiet.id},{fresh.id}")
-    lines = wait(lambda d: (got := d.execute_script(
-        "return Array.from(document.querySelectorAll('#c-states .c-state')).map(e => ["
-        "e.querySelector('.badge').innerText, e.querySelector('.q-reason').innerText]);"))
-        and len(got) == 2 and got)
+    lines = wait(
+        lambda d: (
+            (
+                got := d.execute_script(
+                    "return Array.from(document.querySelectorAll('#c-states .c-state')).map(e => ["
+                    "e.querySelector('.badge').innerText, e.querySelector('.q-reason').innerText]);"
+                )
+            )
+            and len(got) == 2
+            and got
+        )
+    )
     by_state = dict(lines)
     assert sorted(by_state) == ["no-data", "waiting"]
     assert f"no sample of {m['quiet']} in the last 5m" in by_state["no-data"]
     assert by_state["waiting"] == reason["waiting"]
     note = wait(lambda d: (t := d.execute_script(_ANNOTATION)) and "no-data" in t and t)
-    assert note.replace("<br>", " ").startswith(f"no-data: no sample of {m['quiet']} in the "
-                                                "last 5m")
+    assert note.replace("<br>", " ").startswith(
+        f"no-data: no sample of {m['quiet']} in the last 5m"
+    )
     if shot:
         chrome.save_screenshot(shot.replace(".png", "-chart.png"))
 
 
 def test_health_page_shows_ingest_lag_freshness_and_silent_servers(
-        chrome: Any, login: Any, wait: Wait, repo: Any) -> None:
+    chrome: Any, login: Any, wait: Wait, repo: Any
+) -> None:
     now = time.time()
     repo.touch_servers({"web-live-1": now, "db-quiet-9": now - 3600})
-    repo.put_status("aggregator", {"batch_duration_s": 1.25, "freshness_s": 4.5,
-                                   "consumer_lag": {"apm.metric.cpu": 42},
-                                   "scope": {"metrics": [], "shard": None}, "reads": ["cpu"]})
+    repo.put_status(
+        "aggregator",
+        {
+            "batch_duration_s": 1.25,
+            "freshness_s": 4.5,
+            "consumer_lag": {"apm.metric.cpu": 42},
+            "scope": {"metrics": [], "shard": None},
+            "reads": ["cpu"],
+        },
+    )
     login(path="/health")
     wait(lambda d: d.find_elements(By.ID, "h-lag"))
     assert "apm.metric.cpu" in _text(chrome, "h-lag") and "42" in _text(chrome, "h-lag")
@@ -277,9 +322,11 @@ def test_log_out_then_get_refused(chrome: Any, login: Any, wait: Wait, served: A
     chrome.get(served.url + "/chart")
     wait(lambda d: d.find_elements(By.ID, "login-form"))
     status = chrome.execute_script(
-        "return fetch('/api/queries', {credentials: 'same-origin'}).then(r => r.status);")
+        "return fetch('/api/queries', {credentials: 'same-origin'}).then(r => r.status);"
+    )
     assert status == 401
     callback = chrome.execute_script(
         "return fetch('/_dash-update-component', {method: 'POST', credentials: 'same-origin',"
-        " headers: {'Content-Type': 'application/json'}, body: '{}'}).then(r => r.status);")
+        " headers: {'Content-Type': 'application/json'}, body: '{}'}).then(r => r.status);"
+    )
     assert callback == 401

@@ -20,8 +20,9 @@ class Store:
     def put(self, start: float, value: float) -> None:
         self.rows[start] = WindowResult("q", start, 10, {"avg": value}, 1, 0.0)
 
-    def read_results(self, query_id: str, start: float, end: float,
-                     page_size: int = 5000) -> Iterator[WindowResult]:
+    def read_results(
+        self, query_id: str, start: float, end: float, page_size: int = 5000
+    ) -> Iterator[WindowResult]:
         self.reads.append((start, end))
         return iter([self.rows[k] for k in sorted(self.rows) if start <= k < end])
 
@@ -34,8 +35,12 @@ def test_refresh_rereads_only_the_recent_windows_and_sees_rewrites() -> None:
     store, now = Store(), [0.0]
     for t in range(0, 1000, 10):
         store.put(t, 1.0)
-    cache = ResultCache(store, reread_s=100, full_refresh_s=300,  # type: ignore[arg-type]
-                        clock=lambda: now[0])
+    cache = ResultCache(
+        store,
+        reread_s=100,
+        full_refresh_s=300,  # type: ignore[arg-type]
+        clock=lambda: now[0],
+    )
     assert _starts(cache.read("q", 0, 1000)) == list(range(0, 1000, 10))
     store.put(1000, 2.0)
     store.put(950, 5.0)  # a late rewrite inside the re-read margin

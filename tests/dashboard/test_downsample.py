@@ -60,8 +60,10 @@ def test_max_points_must_allow_two() -> None:
         downsample_minmax(Series([0.0], [1.0]), 1)
 
 
-@given(st.lists(st.one_of(st.none(), st.floats(-1e6, 1e6)), min_size=1, max_size=3000),
-       st.integers(2, 500))
+@given(
+    st.lists(st.one_of(st.none(), st.floats(-1e6, 1e6)), min_size=1, max_size=3000),
+    st.integers(2, 500),
+)
 def test_properties(values: list[float | None], max_points: int) -> None:
     xs = [float(i) for i in range(len(values))]
     out = downsample_minmax(Series(xs, values), max_points)

@@ -32,11 +32,20 @@ def test_parse_ingest_sums_counters_by_reason() -> None:
 
 
 def test_scraper_rates_come_from_consecutive_scrapes() -> None:
-    pages = iter([EXPOSITION.format(accepted=100, bad=4), EXPOSITION.format(accepted=300, bad=8),
-                  EXPOSITION.format(accepted=5, bad=0)])
+    pages = iter(
+        [
+            EXPOSITION.format(accepted=100, bad=4),
+            EXPOSITION.format(accepted=300, bad=8),
+            EXPOSITION.format(accepted=5, bad=0),
+        ]
+    )
     times = iter([10.0, 12.0, 14.0])
-    scraper = PrometheusScraper(["http://i/metrics"], IngestNames(),
-                                fetch=lambda url, timeout: next(pages), clock=lambda: next(times))
+    scraper = PrometheusScraper(
+        ["http://i/metrics"],
+        IngestNames(),
+        fetch=lambda url, timeout: next(pages),
+        clock=lambda: next(times),
+    )
     first = scraper.scrape()[0]
     assert first["ok"] and first["accepted_per_s"] is None
     second = scraper.scrape()[0]
@@ -51,15 +60,29 @@ def test_scraper_reports_an_unreachable_endpoint() -> None:
         raise OSError("connection refused")
 
     out = PrometheusScraper(["http://down/metrics"], IngestNames(), fetch=fail).scrape()
-    assert out == [{"url": "http://down/metrics", "ok": False, "error": "connection refused",
-                    "accepted_total": None, "rejected_by_reason": {}, "accepted_per_s": None,
-                    "rejected_per_s_by_reason": {}}]
+    assert out == [
+        {
+            "url": "http://down/metrics",
+            "ok": False,
+            "error": "connection refused",
+            "accepted_total": None,
+            "rejected_by_reason": {},
+            "accepted_per_s": None,
+            "rejected_per_s_by_reason": {},
+        }
+    ]
 
 
 def test_health_view_splits_servers_and_reads_the_aggregator_status() -> None:
-    status = {"aggregator": {"updated_at": 95.0, "batch_duration_s": 1.5, "freshness_s": 7,
-                             "consumer_lag": {"apm.metric.cpu": 10, "apm.metric.mem": 0},
-                             "late_samples": 4}}
+    status = {
+        "aggregator": {
+            "updated_at": 95.0,
+            "batch_duration_s": 1.5,
+            "freshness_s": 7,
+            "consumer_lag": {"apm.metric.cpu": 10, "apm.metric.mem": 0},
+            "late_samples": 4,
+        }
+    }
     servers = {"web-1": 99.0, "web-2": 40.0, "db-1": 10.0}
     view = build_health(status, servers, [], now=100.0, silent_after_s=30)
     [agg] = view.components
@@ -71,9 +94,16 @@ def test_health_view_splits_servers_and_reads_the_aggregator_status() -> None:
 
 
 def test_an_aggregator_jobs_scope_reads_and_liveness_are_read_apart() -> None:
-    status = {"aggregator-shard-1-of-2": {
-        "updated_at": 60.0, "scope": {"metrics": [], "shard": [1, 2]},
-        "reads": ["cpu.util", "load.1"], "checkpoint": "/x", "identity": "a", "idle": False}}
+    status = {
+        "aggregator-shard-1-of-2": {
+            "updated_at": 60.0,
+            "scope": {"metrics": [], "shard": [1, 2]},
+            "reads": ["cpu.util", "load.1"],
+            "checkpoint": "/x",
+            "identity": "a",
+            "idle": False,
+        }
+    }
     [job] = build_health(status, {}, [], now=100.0, silent_after_s=30).components
     assert job.scope == "shard 1/2" and job.reads == ["cpu.util", "load.1"]
     assert job.other == {"idle": False}  # the long keys have columns of their own
@@ -83,8 +113,9 @@ def test_an_aggregator_jobs_scope_reads_and_liveness_are_read_apart() -> None:
 
 
 def test_freshness_falls_back_to_the_watermark() -> None:
-    status = {"agg": {"watermark": "1970-01-01T00:01:00.000Z", "lag": {"apm.metric.a": 3},
-                      "lag_total": 3}}
+    status = {
+        "agg": {"watermark": "1970-01-01T00:01:00.000Z", "lag": {"apm.metric.a": 3}, "lag_total": 3}
+    }
     view = build_health(status, {}, [], now=100.0, silent_after_s=30)
     assert view.components[0].freshness_s == 40.0
     assert view.components[0].other == {"lag_total": 3, "watermark": "1970-01-01T00:01:00.000Z"}

@@ -11,14 +11,14 @@ from dashboard.validation import check_builder, compose, field_for, parse_time, 
 pytestmark = pytest.mark.unit
 
 
-def _field_of(servers: str, metric: str | None, window: str, functions: list[str],
-              percentiles: str) -> str:
+def _field_of(
+    servers: str, metric: str | None, window: str, functions: list[str], percentiles: str
+) -> str:
     composed = compose(servers.split(","), metric, window, functions, percentiles)
     found = check_builder(composed)
     assert found is not None
     field, exc = found
-    assert field == field_for(composed, exc) or composed.spans[field][0] == composed.spans[
-        field][1]
+    assert field == field_for(composed, exc) or composed.spans[field][0] == composed.spans[field][1]
     return field
 
 
@@ -31,21 +31,29 @@ def test_a_complete_builder_composes_valid_text() -> None:
     assert composed.text[start:end] == "cpu"
 
 
-@pytest.mark.parametrize(("servers", "metric", "window", "functions", "percentiles", "field"), [
-    ("", "cpu", "10s", ["avg"], "", "servers"),
-    ("web/1", "cpu", "10s", ["avg"], "", "servers"),
-    ("*", None, "10s", ["avg"], "", "metric"),
-    ("*", "9cpu", "10s", ["avg"], "", "metric"),
-    ("*", "cpu", "", ["avg"], "", "window"),
-    ("*", "cpu", "10 parsecs", ["avg"], "", "window"),
-    ("*", "cpu", "2d", ["avg"], "", "window"),
-    ("*", "cpu", "10s", [], "", "functions"),
-    ("*", "cpu", "10s", ["avg"], "100", "functions"),
-    ("*", "cpu", "10s", [], "abc", "functions"),
-])
-def test_errors_land_beside_the_field_at_fault(servers: str, metric: str | None, window: str,
-                                               functions: list[str], percentiles: str,
-                                               field: str) -> None:
+@pytest.mark.parametrize(
+    ("servers", "metric", "window", "functions", "percentiles", "field"),
+    [
+        ("", "cpu", "10s", ["avg"], "", "servers"),
+        ("web/1", "cpu", "10s", ["avg"], "", "servers"),
+        ("*", None, "10s", ["avg"], "", "metric"),
+        ("*", "9cpu", "10s", ["avg"], "", "metric"),
+        ("*", "cpu", "", ["avg"], "", "window"),
+        ("*", "cpu", "10 parsecs", ["avg"], "", "window"),
+        ("*", "cpu", "2d", ["avg"], "", "window"),
+        ("*", "cpu", "10s", [], "", "functions"),
+        ("*", "cpu", "10s", ["avg"], "100", "functions"),
+        ("*", "cpu", "10s", [], "abc", "functions"),
+    ],
+)
+def test_errors_land_beside_the_field_at_fault(
+    servers: str,
+    metric: str | None,
+    window: str,
+    functions: list[str],
+    percentiles: str,
+    field: str,
+) -> None:
     assert _field_of(servers, metric, window, functions, percentiles) == field
 
 
@@ -66,11 +74,18 @@ def test_pointer_marks_the_position() -> None:
     assert pointer("ab", 99).endswith("  ^")
 
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ("1700000000", 1_700_000_000.0), ("1700000000.5", 1_700_000_000.5),
-    ("2023-11-14T22:13:20Z", 1_700_000_000.0), ("2023-11-14 22:13:20", 1_700_000_000.0),
-    ("2023-11-14T23:13:20+01:00", 1_700_000_000.0), ("", 42.0), (None, 42.0),
-])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("1700000000", 1_700_000_000.0),
+        ("1700000000.5", 1_700_000_000.5),
+        ("2023-11-14T22:13:20Z", 1_700_000_000.0),
+        ("2023-11-14 22:13:20", 1_700_000_000.0),
+        ("2023-11-14T23:13:20+01:00", 1_700_000_000.0),
+        ("", 42.0),
+        (None, 42.0),
+    ],
+)
 def test_parse_time(raw: str | None, expected: float) -> None:
     assert parse_time(raw, 42.0) == expected
 

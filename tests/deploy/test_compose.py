@@ -36,8 +36,11 @@ SETTINGS = (  # every settings class of a process; what they read is all that ma
     "launch.stack.config:StackSettings",
 )
 APM_NAME = re.compile(r"\bAPM_[A-Z0-9_]*[A-Z0-9]\b")
-ENV_FOR_CONFIG = {"APM_DASHBOARD_PASSWORD_HASH": "x", "APM_DASHBOARD_SECRET_KEY": "y",
-                  "APM_LOADGEN_API_KEY": "z"}
+ENV_FOR_CONFIG = {
+    "APM_DASHBOARD_PASSWORD_HASH": "x",
+    "APM_DASHBOARD_SECRET_KEY": "y",
+    "APM_LOADGEN_API_KEY": "z",
+}
 
 
 def read_settings() -> set[str]:
@@ -75,26 +78,39 @@ def _command(service: dict[str, Any]) -> str:
 def _compose_command() -> list[str] | None:
     """The compose v2 plugin when present, else Debian's docker-compose (v1), which `make test`
     installs: both validate the file offline, no engine needed."""
-    if shutil.which("docker") and subprocess.run(
-            ["docker", "compose", "version"], capture_output=True).returncode == 0:
+    if (
+        shutil.which("docker")
+        and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0
+    ):
         return ["docker", "compose"]
     return ["docker-compose"] if shutil.which("docker-compose") else None
 
 
-@pytest.mark.skipif(_compose_command() is None,
-                    reason="neither the docker compose plugin nor docker-compose is installed "
-                    "(make test installs docker-compose); the structural tests below still run")
+@pytest.mark.skipif(
+    _compose_command() is None,
+    reason="neither the docker compose plugin nor docker-compose is installed "
+    "(make test installs docker-compose); the structural tests below still run",
+)
 def test_docker_compose_config_accepts_the_file(tmp_path):
     command = _compose_command()
     assert command is not None
-    done = subprocess.run([*command, "-f", str(COMPOSE), "config", "-q"],
-                          capture_output=True, text=True, cwd=COMPOSE_DIR,
-                          env={**os.environ, **ENV_FOR_CONFIG}, timeout=60)
+    done = subprocess.run(
+        [*command, "-f", str(COMPOSE), "config", "-q"],
+        capture_output=True,
+        text=True,
+        cwd=COMPOSE_DIR,
+        env={**os.environ, **ENV_FOR_CONFIG},
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
-    missing = subprocess.run([*command, "-f", str(COMPOSE), "config", "-q"],
-                             capture_output=True, text=True, cwd=COMPOSE_DIR,
-                             env={k: v for k, v in os.environ.items()
-                                  if k not in ENV_FOR_CONFIG}, timeout=60)
+    missing = subprocess.run(
+        [*command, "-f", str(COMPOSE), "config", "-q"],
+        capture_output=True,
+        text=True,
+        cwd=COMPOSE_DIR,
+        env={k: v for k, v in os.environ.items() if k not in ENV_FOR_CONFIG},
+        timeout=60,
+    )
     assert missing.returncode != 0 and "set it in .env" in missing.stderr
 
 
@@ -144,8 +160,9 @@ def test_spark_standalone_runs_the_aggregator_through_spark_submit(compose):
     assert app.is_file() and "aggregator" in app.read_text()
     # Structured Streaming checkpoints must be shared by the driver and the executors.
     mount = "checkpoints:/var/lib/apm/checkpoints"
-    assert mount in services["aggregator"]["volumes"] and mount in services["spark-worker"][
-        "volumes"]
+    assert (
+        mount in services["aggregator"]["volumes"] and mount in services["spark-worker"]["volumes"]
+    )
     assert _env(services["aggregator"])["APM_AGGREGATOR_CHECKPOINT_DIR"] == mount.split(":")[1]
 
 
@@ -186,8 +203,12 @@ def test_every_file_the_stack_needs_exists(compose):
 
 
 def test_compose_sets_only_read_settings(compose):
-    names = {var for service in compose["services"].values() for var in _env(service)
-             if var.startswith("APM_")}
+    names = {
+        var
+        for service in compose["services"].values()
+        for var in _env(service)
+        if var.startswith("APM_")
+    }
     assert {"APM_KAFKA_BOOTSTRAP", "APM_STORAGE_HOSTS"} <= names
     assert unknown_settings(names) == []
 
@@ -204,8 +225,11 @@ def test_every_engine_client_gets_the_clusters_addresses(compose, service, monke
         monkeypatch.delenv(var, raising=False)
     for var, value in _env(compose["services"][service]).items():
         monkeypatch.setenv(var, value)
-    cls = {"ingest": IngestSettings, "aggregator": AggregatorSettings,
-           "dashboard": DashboardSettings}[service]
+    cls = {
+        "ingest": IngestSettings,
+        "aggregator": AggregatorSettings,
+        "dashboard": DashboardSettings,
+    }[service]
     assert cls().kafka_bootstrap == "kafka-1:9092,kafka-2:9092,kafka-3:9092"
     if service != "ingest":
         assert StorageSettings().host_list == ["cassandra-1", "cassandra-2", "cassandra-3"]
@@ -235,6 +259,12 @@ def test_no_file_under_deploy_sets_an_unread_setting():
 
 
 def test_the_checker_catches_a_misspelt_or_unread_setting():
-    assert unknown_settings({"APM_INGEST_KAFKA_BOOTSTRAPS", "APM_NOPE", "APM_CASSANDRA_HOSTS",
-                             "APM_KAFKA_BOOTSTRAP", "APM_INGEST_KAFKA_BOOTSTRAP"}) == [
-        "APM_CASSANDRA_HOSTS", "APM_INGEST_KAFKA_BOOTSTRAPS", "APM_NOPE"]
+    assert unknown_settings(
+        {
+            "APM_INGEST_KAFKA_BOOTSTRAPS",
+            "APM_NOPE",
+            "APM_CASSANDRA_HOSTS",
+            "APM_KAFKA_BOOTSTRAP",
+            "APM_INGEST_KAFKA_BOOTSTRAP",
+        }
+    ) == ["APM_CASSANDRA_HOSTS", "APM_INGEST_KAFKA_BOOTSTRAPS", "APM_NOPE"]

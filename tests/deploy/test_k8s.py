@@ -88,8 +88,11 @@ def test_every_engine_client_gets_the_clusters_addresses(objects, name, monkeypa
         monkeypatch.delenv(var, raising=False)
     for var, value in _container_env(objects, name).items():
         monkeypatch.setenv(var, str(value))
-    cls = {"apm-ingest": IngestSettings, "apm-aggregator": AggregatorSettings,
-           "apm-dashboard": DashboardSettings}[name]
+    cls = {
+        "apm-ingest": IngestSettings,
+        "apm-aggregator": AggregatorSettings,
+        "apm-dashboard": DashboardSettings,
+    }[name]
     assert cls().kafka_bootstrap == "kafka-0.kafka:9092,kafka-1.kafka:9092,kafka-2.kafka:9092"
     if name != "apm-ingest":
         assert StorageSettings().hosts.startswith("cassandra-0.cassandra,")
@@ -110,8 +113,11 @@ def test_references_resolve(objects):
 
 
 def test_aggregator_shards_cover_every_metric_once(objects):
-    agg = next(o for o in objects if o["metadata"]["name"] == "apm-aggregator"
-               and o["kind"] == "StatefulSet")
+    agg = next(
+        o
+        for o in objects
+        if o["metadata"]["name"] == "apm-aggregator" and o["kind"] == "StatefulSet"
+    )
     args = " ".join(_pod(agg)["spec"]["containers"][0]["args"])
     shard = re.search(r'--shard "\$\{HOSTNAME##\*-\}/(\d+)"', args)
     assert shard and int(shard.group(1)) == agg["spec"]["replicas"]

@@ -38,8 +38,12 @@ class Platform:
 
 def _http_json(url: str, token: str, body: dict | None = None, timeout: float = 10.0):
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method="POST" if data else "GET", headers={
-        "Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    req = urllib.request.Request(
+        url,
+        data=data,
+        method="POST" if data else "GET",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=timeout) as reply:
         return json.loads(reply.read())
 
@@ -70,22 +74,37 @@ def platform(stack, tmp_path_factory) -> Iterator[Platform]:
     started = []
     try:
         metrics_port = free_port()
-        aggregator_spec = processes.aggregator(home / "aggregator" / "checkpoint",
-                                               metrics_port=metrics_port, keyspace=keyspace)
+        aggregator_spec = processes.aggregator(
+            home / "aggregator" / "checkpoint", metrics_port=metrics_port, keyspace=keyspace
+        )
         aggregator = aggregator_spec.start(home / "aggregator", env=env, wait_s=None)
         started.append(aggregator)
         key = add_key(home / "keys")
         ingest_port = free_port()
-        started.append(processes.ingest(ingest_port, home / "keys", stack.kafka_bootstrap)
-                       .start(home / "ingest"))
+        started.append(
+            processes.ingest(ingest_port, home / "keys", stack.kafka_bootstrap).start(
+                home / "ingest"
+            )
+        )
         token = uuid.uuid4().hex
         dash_port = free_port()
-        started.append(processes.dashboard(dash_port).start(
-            home / "dashboard", env={**env, "APM_DASHBOARD_TOKEN": token}))
+        started.append(
+            processes.dashboard(dash_port).start(
+                home / "dashboard", env={**env, "APM_DASHBOARD_TOKEN": token}
+            )
+        )
         aggregator.wait_healthy(aggregator_spec.ready, 180)
-        yield Platform(f"http://127.0.0.1:{ingest_port}", key, f"http://127.0.0.1:{dash_port}",
-                       token, f"http://127.0.0.1:{metrics_port}/metrics", stack.kafka_bootstrap,
-                       prefix, keyspace, home)
+        yield Platform(
+            f"http://127.0.0.1:{ingest_port}",
+            key,
+            f"http://127.0.0.1:{dash_port}",
+            token,
+            f"http://127.0.0.1:{metrics_port}/metrics",
+            stack.kafka_bootstrap,
+            prefix,
+            keyspace,
+            home,
+        )
     finally:
         for proc in reversed(started):
             proc.stop(30)
@@ -95,10 +114,13 @@ def platform(stack, tmp_path_factory) -> Iterator[Platform]:
 
 def test_results_equal_the_generators_truth(platform: Platform, tmp_path: Path):
     prefix = platform.metric_prefix
-    text = (f"FROM web-*, db-* SELECT {prefix}cpu.util WINDOW 10s "
-            "COMPUTE min, max, avg, count, sum, p50, p99")
-    created = _http_json(f"{platform.dashboard_url}/api/queries", platform.dashboard_token,
-                         {"text": text})
+    text = (
+        f"FROM web-*, db-* SELECT {prefix}cpu.util WINDOW 10s "
+        "COMPUTE min, max, avg, count, sum, p50, p99"
+    )
+    created = _http_json(
+        f"{platform.dashboard_url}/api/queries", platform.dashboard_token, {"text": text}
+    )
     query_id = created["id"]
 
     # Samples no active query wants are dropped by design: wait until the job evaluates it.
@@ -110,11 +132,39 @@ def test_results_equal_the_generators_truth(platform: Platform, tmp_path: Path):
     start = (math.floor(time.time()) // 10) * 10 - 120  # two minutes back: within lateness
     truth_file = tmp_path / "truth.json"
     run = subprocess.run(
-        [sys.executable, "-m", "apm.cli", "loadgen", "--servers", "40", "--metrics", "3",
-         "--metric-prefix", prefix, "--duration", "60s", "--start", str(start),
-         "--target", platform.ingest_url, "--api-key", platform.api_key, "--seed", "7",
-         "--silent-fraction", "0.1", "--query", text, "--expect", str(truth_file), "--quiet"],
-        capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "apm.cli",
+            "loadgen",
+            "--servers",
+            "40",
+            "--metrics",
+            "3",
+            "--metric-prefix",
+            prefix,
+            "--duration",
+            "60s",
+            "--start",
+            str(start),
+            "--target",
+            platform.ingest_url,
+            "--api-key",
+            platform.api_key,
+            "--seed",
+            "7",
+            "--silent-fraction",
+            "0.1",
+            "--query",
+            text,
+            "--expect",
+            str(truth_file),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     summary = json.loads(run.stdout)
     assert summary["lost"] == 0 and summary["rejected"] == 0
@@ -122,18 +172,18 @@ def test_results_equal_the_generators_truth(platform: Platform, tmp_path: Path):
     expected = {w["window_start"]: w for w in truth["windows"]}
     assert len(expected) == 6 and truth["servers_matched"] > 0
 
-    url = (f"{platform.dashboard_url}/api/queries/{query_id}/results"
-           f"?from={start}&to={start + 60}")
+    url = f"{platform.dashboard_url}/api/queries/{query_id}/results?from={start}&to={start + 60}"
     deadline = time.monotonic() + 180
     while True:
-        got = {w["window_start"]: w for w in
-               _http_json(url, platform.dashboard_token)["windows"]}
-        if (set(got) == set(expected)
-                and all(got[s]["samples"] == expected[s]["samples"] for s in expected)):
+        got = {w["window_start"]: w for w in _http_json(url, platform.dashboard_token)["windows"]}
+        if set(got) == set(expected) and all(
+            got[s]["samples"] == expected[s]["samples"] for s in expected
+        ):
             break
         assert time.monotonic() < deadline, (
             f"windows not complete: got {[(s, w['samples']) for s, w in sorted(got.items())]}, "
-            f"expected {[(s, w['samples']) for s, w in sorted(expected.items())]}")
+            f"expected {[(s, w['samples']) for s, w in sorted(expected.items())]}"
+        )
         time.sleep(2)
 
     for start_s, want in expected.items():
@@ -173,50 +223,66 @@ def _windows(platform: Platform, query_id: str, start: float, end: float) -> dic
     return {w["window_start"]: w for w in _http_json(url, platform.dashboard_token)["windows"]}
 
 
-def test_a_query_on_a_metric_never_seen_gets_exact_windows_from_the_running_job(
-        platform: Platform):
+def test_a_query_on_a_metric_never_seen_gets_exact_windows_from_the_running_job(platform: Platform):
     import numpy as np
 
     metric = f"{platform.metric_prefix}never.seen.{uuid.uuid4().hex[:6]}"  # no topic yet
     text = f"FROM * SELECT {metric} WINDOW 10s COMPUTE min, max, count, sum"
-    query_id = _http_json(f"{platform.dashboard_url}/api/queries", platform.dashboard_token,
-                          {"text": text})["id"]
+    query_id = _http_json(
+        f"{platform.dashboard_url}/api/queries", platform.dashboard_token, {"text": text}
+    )["id"]
     _wait_until_read(platform, metric)
     rng = np.random.default_rng(11)
     start = (math.floor(time.time()) // 10) * 10 - 30  # whole windows, within the lateness
     sent: dict[float, list[float]] = {}
     for second in range(30):
-        snapshots = [{"server": f"new-{s}", "ts": start + second + 0.5,
-                      "metrics": {metric: float(rng.normal(10, 3))}} for s in range(5)]
+        snapshots = [
+            {
+                "server": f"new-{s}",
+                "ts": start + second + 0.5,
+                "metrics": {metric: float(rng.normal(10, 3))},
+            }
+            for s in range(5)
+        ]
         for snap in snapshots:
             sent.setdefault(start + (second // 10) * 10, []).append(snap["metrics"][metric])
         req = urllib.request.Request(
-            f"{platform.ingest_url}/v1/metrics", data=json.dumps({"snapshots": snapshots})
-            .encode(), method="POST", headers={"Authorization": f"Bearer {platform.api_key}",
-                                               "Content-Type": "application/json"})
+            f"{platform.ingest_url}/v1/metrics",
+            data=json.dumps({"snapshots": snapshots}).encode(),
+            method="POST",
+            headers={
+                "Authorization": f"Bearer {platform.api_key}",
+                "Content-Type": "application/json",
+            },
+        )
         with urllib.request.urlopen(req, timeout=10) as reply:
             assert reply.status == 202
-    want = {ws: {"min": min(v), "max": max(v), "count": float(len(v)),
-                 "sum": float(np.sum(v))} for ws, v in sent.items()}
+    want = {
+        ws: {"min": min(v), "max": max(v), "count": float(len(v)), "sum": float(np.sum(v))}
+        for ws, v in sent.items()
+    }
 
     deadline = time.monotonic() + 180
     while True:
         got = _windows(platform, query_id, start, start + 30)
-        if {ws: w["samples"] for ws, w in got.items()} == \
-                {ws: int(w["count"]) for ws, w in want.items()}:
+        if {ws: w["samples"] for ws, w in got.items()} == {
+            ws: int(w["count"]) for ws, w in want.items()
+        }:
             break
         assert time.monotonic() < deadline, f"windows {got} never became {want}"
         time.sleep(2)
     for ws, values in want.items():
         have = got[ws]["values"]
-        assert (have["min"], have["max"], have["count"]) == \
-            (values["min"], values["max"], values["count"])
+        assert (have["min"], have["max"], have["count"]) == (
+            values["min"],
+            values["max"],
+            values["count"],
+        )
         assert have["sum"] == pytest.approx(values["sum"], rel=1e-12)
     assert list(_aggregator_status(platform)) == ["aggregator"]  # no other job was started
 
 
-def test_a_statsd_metric_from_a_stock_client_through_the_agent_gets_results(
-        platform: Platform):
+def test_a_statsd_metric_from_a_stock_client_through_the_agent_gets_results(platform: Platform):
     from datadog.dogstatsd import DogStatsd
 
     from launch import processes
@@ -225,22 +291,33 @@ def test_a_statsd_metric_from_a_stock_client_through_the_agent_gets_results(
     metric = f"{platform.metric_prefix}app.requests"
     server = f"e2e-agent-{uuid.uuid4().hex[:6]}"
     text = f"FROM {server} SELECT {metric} WINDOW 10s COMPUTE sum, max"
-    query_id = _http_json(f"{platform.dashboard_url}/api/queries", platform.dashboard_token,
-                          {"text": text})["id"]
+    query_id = _http_json(
+        f"{platform.dashboard_url}/api/queries", platform.dashboard_token, {"text": text}
+    )["id"]
     _wait_until_read(platform, metric)
     port = free_port()  # StatsD is UDP; a free TCP port number is free enough on loopback
     metrics_port = free_port()
     agent = processes.agent(
-        f"{platform.ingest_url}/v1/metrics", platform.api_key,
-        platform.home / f"spool-{server}", env={
-            "APM_AGENT_SERVER": server, "APM_AGENT_STATSD_PORT": str(port),
-            "APM_AGENT_METRICS_PORT": str(metrics_port), "APM_AGENT_COLLECTORS": '["cpu"]'},
+        f"{platform.ingest_url}/v1/metrics",
+        platform.api_key,
+        platform.home / f"spool-{server}",
+        env={
+            "APM_AGENT_SERVER": server,
+            "APM_AGENT_STATSD_PORT": str(port),
+            "APM_AGENT_METRICS_PORT": str(metrics_port),
+            "APM_AGENT_COLLECTORS": '["cpu"]',
+        },
     ).start(platform.home / f"agent-{server}")
     try:
         # The agent starts its StatsD listener before its /metrics: once that answers, no
         # datagram is sent to a closed port.
-        agent.wait_healthy(lambda: _gauge(f"http://127.0.0.1:{metrics_port}/metrics",
-                                          "apm_agent_statsd_packets_total") is not None, 60)
+        agent.wait_healthy(
+            lambda: (
+                _gauge(f"http://127.0.0.1:{metrics_port}/metrics", "apm_agent_statsd_packets_total")
+                is not None
+            ),
+            60,
+        )
         client = DogStatsd(host="127.0.0.1", port=port, disable_telemetry=True)
         begun = time.time()
         sent = 0

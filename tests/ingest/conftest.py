@@ -27,13 +27,26 @@ def key_file(tmp_path: Path) -> tuple[Path, str]:
 def make_batch() -> Callable[..., dict[str, Any]]:
     """A valid batch: ``servers`` x ``metrics`` samples at ``ts`` (default now)."""
 
-    def make(servers: int = 2, metrics: int = 3, ts: float | None = None,
-             prefix: str = "test", server_prefix: str = "web") -> dict[str, Any]:
+    def make(
+        servers: int = 2,
+        metrics: int = 3,
+        ts: float | None = None,
+        prefix: str = "test",
+        server_prefix: str = "web",
+    ) -> dict[str, Any]:
         at = time.time() if ts is None else ts
-        return {"snapshots": [
-            {"server": f"{server_prefix}-{s:03d}", "ts": at,
-             "metrics": {f"{prefix}.m{m}": float(s * 1000 + m) + 0.5 for m in range(metrics)}}
-            for s in range(servers)]}
+        return {
+            "snapshots": [
+                {
+                    "server": f"{server_prefix}-{s:03d}",
+                    "ts": at,
+                    "metrics": {
+                        f"{prefix}.m{m}": float(s * 1000 + m) + 0.5 for m in range(metrics)
+                    },
+                }
+                for s in range(servers)
+            ]
+        }
 
     return make
 
@@ -44,8 +57,9 @@ def fake_publisher() -> FakePublisher:
 
 
 @pytest.fixture
-def make_client(key_file: tuple[Path, str], fake_publisher: FakePublisher
-                ) -> Iterator[Callable[..., Any]]:
+def make_client(
+    key_file: tuple[Path, str], fake_publisher: FakePublisher
+) -> Iterator[Callable[..., Any]]:
     """Builds a TestClient (lifespan run) over an app with the fake publisher; keyword
     arguments override IngestSettings."""
     from fastapi.testclient import TestClient
@@ -81,19 +95,22 @@ class RunningIngest:
 
 
 @pytest.fixture
-def start_ingest_process(tmp_path: Path, key_file: tuple[Path, str]
-                         ) -> Iterator[Callable[..., RunningIngest]]:
+def start_ingest_process(
+    tmp_path: Path, key_file: tuple[Path, str]
+) -> Iterator[Callable[..., RunningIngest]]:
     """Starts real ``apm ingest`` processes (stopped at teardown) against a given broker."""
     from launch import processes
     from launch.probe import free_port
 
     started: list[Any] = []
 
-    def start(kafka_bootstrap: str, env: dict[str, str] | None = None,
-              wait_ready: bool = True) -> RunningIngest:
+    def start(
+        kafka_bootstrap: str, env: dict[str, str] | None = None, wait_ready: bool = True
+    ) -> RunningIngest:
         port = free_port()
         proc = processes.ingest(port, key_file[0], kafka_bootstrap).start(
-            tmp_path / "ingest-home", env=env, wait_s=60 if wait_ready else None)
+            tmp_path / "ingest-home", env=env, wait_s=60 if wait_ready else None
+        )
         started.append(proc)
         return RunningIngest(processes.ingest_url(port), key_file[1], proc, port)
 

@@ -59,8 +59,9 @@ class FakeProducer:
     def partitions_for(self, _topic: str) -> set[int]:
         return {0, 1, 2, 3}
 
-    def send(self, topic: str, value: bytes, headers: Any = None,
-             partition: int | None = None) -> FakeFuture:
+    def send(
+        self, topic: str, value: bytes, headers: Any = None, partition: int | None = None
+    ) -> FakeFuture:
         future = FakeFuture()
         with self.lock:
             self.sent.append(SentRecord(topic, value, partition, future))

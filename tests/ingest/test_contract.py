@@ -30,24 +30,31 @@ def test_202_publishes_every_sample_once(make_client, make_batch, fake_publisher
     assert answer.json() == {"accepted": 12, "snapshots": 3}
     [records] = fake_publisher.published
     got = {(topic, row) for topic, values in records.items() for v in values for row in decode(v)}
-    want = {(f"apm.metric.{m}", (s["server"], s["ts"], v))
-            for s in batch["snapshots"] for m, v in s["metrics"].items()}
+    want = {
+        (f"apm.metric.{m}", (s["server"], s["ts"], v))
+        for s in batch["snapshots"]
+        for m, v in s["metrics"].items()
+    }
     assert got == want
 
 
 def test_gzip_body_is_accepted(make_client, make_batch, fake_publisher):
-    answer = post(make_client(), raw=gzip.compress(orjson.dumps(make_batch())),
-                  **{"Content-Encoding": "gzip"})
+    answer = post(
+        make_client(), raw=gzip.compress(orjson.dumps(make_batch())), **{"Content-Encoding": "gzip"}
+    )
     assert answer.status_code == 202, answer.text
     assert len(fake_publisher.published) == 1
 
 
-@pytest.mark.parametrize("raw,encoding,error", [
-    (b'{"snapshots": [', None, "malformed_json"),
-    (b"\xff\xfe not json", None, "malformed_json"),
-    (b"not gzip at all", "gzip", "malformed_gzip"),
-    (gzip.compress(b'{"snapshots": []}')[:-6], "gzip", "malformed_gzip"),
-])
+@pytest.mark.parametrize(
+    "raw,encoding,error",
+    [
+        (b'{"snapshots": [', None, "malformed_json"),
+        (b"\xff\xfe not json", None, "malformed_json"),
+        (b"not gzip at all", "gzip", "malformed_gzip"),
+        (gzip.compress(b'{"snapshots": []}')[:-6], "gzip", "malformed_gzip"),
+    ],
+)
 def test_400_malformed(make_client, fake_publisher, raw, encoding, error):
     headers = {"Content-Encoding": encoding} if encoding else {}
     answer = post(make_client(), raw=raw, **headers)
@@ -79,20 +86,24 @@ def test_413_over_the_wire_limit(make_client, make_batch, fake_publisher):
 
 def test_413_gzip_bomb(make_client, fake_publisher):
     bomb = gzip.compress(b'{"snapshots": [' + b" " * (2 * 1024 * 1024) + b"]}")
-    answer = post(make_client(max_decompressed_bytes=1024 * 1024), raw=bomb,
-                  **{"Content-Encoding": "gzip"})
+    answer = post(
+        make_client(max_decompressed_bytes=1024 * 1024), raw=bomb, **{"Content-Encoding": "gzip"}
+    )
     assert len(bomb) < 1024 * 1024
     assert answer.status_code == 413
     assert answer.json()["at"] == "body"
     assert fake_publisher.published == []
 
 
-@pytest.mark.parametrize("headers,at", [
-    ({"Content-Type": "text/plain"}, "header:Content-Type"),
-    ({"Content-Type": "application/x-www-form-urlencoded"}, "header:Content-Type"),
-    ({"Content-Encoding": "br"}, "header:Content-Encoding"),
-    ({"Content-Encoding": "deflate"}, "header:Content-Encoding"),
-])
+@pytest.mark.parametrize(
+    "headers,at",
+    [
+        ({"Content-Type": "text/plain"}, "header:Content-Type"),
+        ({"Content-Type": "application/x-www-form-urlencoded"}, "header:Content-Type"),
+        ({"Content-Encoding": "br"}, "header:Content-Encoding"),
+        ({"Content-Encoding": "deflate"}, "header:Content-Encoding"),
+    ],
+)
 def test_415_media_type_or_encoding(make_client, make_batch, fake_publisher, headers, at):
     answer = post(make_client(), make_batch(), **headers)
     assert answer.status_code == 415
@@ -109,24 +120,27 @@ def _with(batch: dict, index: int, **changes: object) -> dict:
 NOW = time.time()
 
 
-@pytest.mark.parametrize("mutate,at", [
-    (lambda b: _with(b, 1, server="web 01"), "snapshots[1].server"),
-    (lambda b: _with(b, 0, server=42), "snapshots[0].server"),
-    (lambda b: _with(b, 1, metrics={"9cpu": 1.0}), 'snapshots[1].metrics["9cpu"]'),
-    (lambda b: _with(b, 1, metrics={"cpu\tutil": 1.0}), 'snapshots[1].metrics["cpu\\tutil"]'),
-    (lambda b: _with(b, 0, metrics={"cpu": "high"}), 'snapshots[0].metrics["cpu"]'),
-    (lambda b: _with(b, 0, metrics={"cpu": True}), 'snapshots[0].metrics["cpu"]'),
-    (lambda b: _with(b, 0, metrics={"cpu": None}), 'snapshots[0].metrics["cpu"]'),
-    (lambda b: _with(b, 1, ts=NOW + 3600), "snapshots[1].ts"),
-    (lambda b: _with(b, 1, ts=NOW - 2 * 86400), "snapshots[1].ts"),
-    (lambda b: _with(b, 1, ts="yesterday"), "snapshots[1].ts"),
-    (lambda b: {"snapshots": []}, "snapshots"),
-    (lambda b: {"snapshots": [{"server": "a", "ts": NOW, "metrics": {}}]}, "snapshots"),
-    (lambda b: {"snapshot": []}, "snapshot"),
-    (lambda b: [1, 2], ""),
-    (lambda b: _with(b, 0, extra=1), "snapshots[0].extra"),
-    (lambda b: {"snapshots": [{"server": "a", "metrics": {"x": 1}}]}, "snapshots[0].ts"),
-])
+@pytest.mark.parametrize(
+    "mutate,at",
+    [
+        (lambda b: _with(b, 1, server="web 01"), "snapshots[1].server"),
+        (lambda b: _with(b, 0, server=42), "snapshots[0].server"),
+        (lambda b: _with(b, 1, metrics={"9cpu": 1.0}), 'snapshots[1].metrics["9cpu"]'),
+        (lambda b: _with(b, 1, metrics={"cpu\tutil": 1.0}), 'snapshots[1].metrics["cpu\\tutil"]'),
+        (lambda b: _with(b, 0, metrics={"cpu": "high"}), 'snapshots[0].metrics["cpu"]'),
+        (lambda b: _with(b, 0, metrics={"cpu": True}), 'snapshots[0].metrics["cpu"]'),
+        (lambda b: _with(b, 0, metrics={"cpu": None}), 'snapshots[0].metrics["cpu"]'),
+        (lambda b: _with(b, 1, ts=NOW + 3600), "snapshots[1].ts"),
+        (lambda b: _with(b, 1, ts=NOW - 2 * 86400), "snapshots[1].ts"),
+        (lambda b: _with(b, 1, ts="yesterday"), "snapshots[1].ts"),
+        (lambda b: {"snapshots": []}, "snapshots"),
+        (lambda b: {"snapshots": [{"server": "a", "ts": NOW, "metrics": {}}]}, "snapshots"),
+        (lambda b: {"snapshot": []}, "snapshot"),
+        (lambda b: [1, 2], ""),
+        (lambda b: _with(b, 0, extra=1), "snapshots[0].extra"),
+        (lambda b: {"snapshots": [{"server": "a", "metrics": {"x": 1}}]}, "snapshots[0].ts"),
+    ],
+)
 def test_422_names_the_first_bad_field(make_client, make_batch, fake_publisher, mutate, at):
     answer = post(make_client(), mutate(make_batch()))
     assert answer.status_code == 422, answer.text
@@ -139,8 +153,10 @@ def test_422_names_the_first_bad_field(make_client, make_batch, fake_publisher, 
 
 @pytest.mark.parametrize("token", [b"NaN", b"Infinity", b"-Infinity", b"1e400"])
 def test_422_non_finite_value(make_client, fake_publisher, token):
-    raw = (b'{"snapshots": [{"server": "a", "ts": %d, "metrics": {"ok": 1, "bad": %s}}]}'
-           % (int(time.time()), token))
+    raw = b'{"snapshots": [{"server": "a", "ts": %d, "metrics": {"ok": 1, "bad": %s}}]}' % (
+        int(time.time()),
+        token,
+    )
     answer = post(make_client(), raw=raw)
     assert answer.status_code == 422, answer.text
     assert answer.json()["at"] == 'snapshots[0].metrics["bad"]'
@@ -155,8 +171,7 @@ def test_422_over_the_sample_limit(make_client, make_batch, fake_publisher):
     assert fake_publisher.published == []
 
 
-def test_503_with_retry_after_when_kafka_is_unavailable(make_client, make_batch,
-                                                        fake_publisher):
+def test_503_with_retry_after_when_kafka_is_unavailable(make_client, make_batch, fake_publisher):
     fake_publisher.unavailable = True
     answer = post(make_client(retry_after_s=7), make_batch())
     assert answer.status_code == 503
@@ -195,9 +210,11 @@ def test_every_error_has_the_one_shape(make_client, make_batch, key_file):
     at (apm.errors), the shape the dashboard's API shares."""
     client = make_client()
     down = make_client(publisher=FakePublisher(unavailable=True))
-    broken = TestClient(make_client(publisher=_BrokenPublisher()).app,
-                        raise_server_exceptions=False,
-                        headers={"Authorization": f"Bearer {key_file[1]}"})
+    broken = TestClient(
+        make_client(publisher=_BrokenPublisher()).app,
+        raise_server_exceptions=False,
+        headers={"Authorization": f"Bearer {key_file[1]}"},
+    )
     answers = {
         "400": post(client, raw=b"{"),
         "401": post(client, make_batch(), Authorization="Bearer nope.nope"),
@@ -217,6 +234,8 @@ def test_every_error_has_the_one_shape(make_client, make_batch, key_file):
         assert body["error"] and body["detail"], (name, body)
         assert re.fullmatch(r"[a-z_]+", body["error"]), (name, body)
     assert answers["405"].json()["error"] == "method_not_allowed"
-    assert answers["500"].json() == {"error": "internal_error", "detail": "internal error",
-                                     "at": None}
-
+    assert answers["500"].json() == {
+        "error": "internal_error",
+        "detail": "internal error",
+        "at": None,
+    }

@@ -13,7 +13,8 @@ pytestmark = pytest.mark.integration
 
 
 def test_accepted_batch_is_wholly_in_kafka_and_rejected_one_is_not(
-        kafka_bootstrap, start_ingest_process, make_batch, unique_name, own_topics):
+    kafka_bootstrap, start_ingest_process, make_batch, unique_name, own_topics
+):
     ingest = start_ingest_process(kafka_bootstrap)
     prefix = unique_name("ingt").replace("-", "_")
     batch = make_batch(servers=30, metrics=5, prefix=prefix)
@@ -33,6 +34,9 @@ def test_accepted_batch_is_wholly_in_kafka_and_rejected_one_is_not(
         assert accepted.json() == {"accepted": 150, "snapshots": 30}
 
     got = sorted(read_samples(kafka_bootstrap, topics))
-    want = sorted((topic_for(m), s["server"], s["ts"], v)
-                  for s in batch["snapshots"] for m, v in s["metrics"].items())
+    want = sorted(
+        (topic_for(m), s["server"], s["ts"], v)
+        for s in batch["snapshots"]
+        for m, v in s["metrics"].items()
+    )
     assert got == want

@@ -66,8 +66,7 @@ def _publisher(producer: FakeProducer, **overrides: Any) -> KafkaPublisher:
     return KafkaPublisher(settings, producer=producer, admin=FakeAdmin())
 
 
-def test_two_concurrent_requests_share_one_record_per_metric_and_wait_for_its_ack(
-        make_batch):
+def test_two_concurrent_requests_share_one_record_per_metric_and_wait_for_its_ack(make_batch):
     a = _records(make_batch(servers=3, metrics=4, server_prefix="a"))
     b = _records(make_batch(servers=2, metrics=4, server_prefix="b"))
     producer = FakeProducer()
@@ -95,13 +94,11 @@ def test_two_concurrent_requests_share_one_record_per_metric_and_wait_for_its_ac
     assert publisher.queue_depth() == 0
 
 
-def test_a_failed_shared_record_answers_503_to_every_request_in_it(
-        make_client, make_batch):
+def test_a_failed_shared_record_answers_503_to_every_request_in_it(make_client, make_batch):
     batch_a = make_batch(servers=3, metrics=2, server_prefix="a", prefix="fail")
     batch_b = make_batch(servers=3, metrics=2, server_prefix="b", prefix="fail")
     producer = FakeProducer()
-    publisher = _publisher(producer, linger_max_bytes=_size(_records(batch_a),
-                                                            _records(batch_b)))
+    publisher = _publisher(producer, linger_max_bytes=_size(_records(batch_a), _records(batch_b)))
     client = make_client(publisher=publisher, retry_after_s=7)
 
     first = Call(lambda: client.post("/v1/metrics", json=batch_a))
@@ -164,8 +161,9 @@ def test_without_linger_each_request_makes_its_own_records(make_batch):
     publisher = _publisher(producer, linger_ms=0)
     publisher.publish(a)
     publisher.publish(b)
-    assert [(r.topic, r.value) for r in producer.sent] == \
-        [(t, v) for records in (a, b) for t, values in records.items() for v in values]
+    assert [(r.topic, r.value) for r in producer.sent] == [
+        (t, v) for records in (a, b) for t, values in records.items() for v in values
+    ]
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -180,15 +178,18 @@ def test_shared_records_stay_under_the_size_limit_and_decode_to_every_sample(see
         sent.append((topic, value, future))
         return future
 
-    coalescer = Coalescer(send, linger_s=LONG / 1000, max_record_bytes=max_bytes,
-                          max_window_bytes=1 << 40)
+    coalescer = Coalescer(
+        send, linger_s=LONG / 1000, max_record_bytes=max_bytes, max_window_bytes=1 << 40
+    )
     rows: dict[str, list[tuple[str, float, float]]] = {}
     calls = []
     for request in range(rng.randint(2, 6)):
         records: dict[str, list[bytes]] = {}
         for metric in rng.sample(["m.a", "m.b", "m.c"], rng.randint(1, 3)):
-            mine = [(f"s{request}-{i}", 1.7e9 + i, rng.uniform(-1e6, 1e6))
-                    for i in range(rng.randint(1, 12))]
+            mine = [
+                (f"s{request}-{i}", 1.7e9 + i, rng.uniform(-1e6, 1e6))
+                for i in range(rng.randint(1, 12))
+            ]
             rows.setdefault(topic_for(metric), []).extend(mine)
             records[topic_for(metric)] = list(encode_chunks(mine, max_bytes))
         call = Call(lambda r=records: coalescer.publish(r, 30))  # type: ignore[misc]

@@ -35,8 +35,7 @@ def _wait_until(condition: Callable[[], bool], limit_s: float = 60.0) -> None:
 
 
 def _post_in_thread(client: httpx.Client, batch: dict, answers: list) -> threading.Thread:
-    thread = threading.Thread(target=lambda: answers.append(client.post("/v1/metrics",
-                                                                        json=batch)))
+    thread = threading.Thread(target=lambda: answers.append(client.post("/v1/metrics", json=batch)))
     thread.start()
     return thread
 
@@ -46,7 +45,8 @@ def _rows(batch: dict, metric: str) -> list[tuple[str, float, float]]:
 
 
 def test_concurrent_requests_share_one_record_per_metric(
-        kafka_bootstrap, start_ingest_process, make_batch, unique_name, own_topics):
+    kafka_bootstrap, start_ingest_process, make_batch, unique_name, own_topics
+):
     ingest = start_ingest_process(kafka_bootstrap, env=LINGER)
     prefix = unique_name("lgr").replace("-", "_")
     a = make_batch(servers=4, metrics=3, prefix=prefix, server_prefix="a")
@@ -56,8 +56,13 @@ def test_concurrent_requests_share_one_record_per_metric(
     answers: list[httpx.Response] = []
     with httpx.Client(base_url=ingest.url, headers=ingest.headers, timeout=60) as client:
         # Topics first, so that creating them does not hold the second request back.
-        assert client.post("/v1/metrics", json=make_batch(
-            servers=1, metrics=3, prefix=prefix, server_prefix="warm")).status_code == 202
+        assert (
+            client.post(
+                "/v1/metrics",
+                json=make_batch(servers=1, metrics=3, prefix=prefix, server_prefix="warm"),
+            ).status_code
+            == 202
+        )
         first = _post_in_thread(client, a, answers)
         _wait_until(lambda: _lingering(client) == 1)
         second = _post_in_thread(client, b, answers)
@@ -65,8 +70,7 @@ def test_concurrent_requests_share_one_record_per_metric(
         second.join(60)
     assert sorted(r.status_code for r in answers) == [202, 202], [r.text for r in answers]
 
-    shared = [(t, v) for t, v in read_records(kafka_bootstrap, topics)
-              if not v.startswith(b"warm")]
+    shared = [(t, v) for t, v in read_records(kafka_bootstrap, topics) if not v.startswith(b"warm")]
     assert sorted(t for t, _ in shared) == sorted(topics)  # one record per metric for both
     for topic, value in shared:
         metric = topic.removeprefix("apm.metric.")
@@ -74,7 +78,8 @@ def test_concurrent_requests_share_one_record_per_metric(
 
 
 def test_sigterm_while_a_request_lingers_publishes_and_acknowledges_it(
-        kafka_bootstrap, start_ingest_process, make_batch, unique_name, own_topics):
+    kafka_bootstrap, start_ingest_process, make_batch, unique_name, own_topics
+):
     ingest = start_ingest_process(kafka_bootstrap, env=LINGER)
     prefix = unique_name("lgt").replace("-", "_")
     batch = make_batch(servers=6, metrics=2, prefix=prefix)
@@ -82,8 +87,13 @@ def test_sigterm_while_a_request_lingers_publishes_and_acknowledges_it(
     own_topics.extend(topics)
     answers: list[httpx.Response] = []
     with httpx.Client(base_url=ingest.url, headers=ingest.headers, timeout=60) as client:
-        assert client.post("/v1/metrics", json=make_batch(
-            servers=1, metrics=2, prefix=prefix, server_prefix="warm")).status_code == 202
+        assert (
+            client.post(
+                "/v1/metrics",
+                json=make_batch(servers=1, metrics=2, prefix=prefix, server_prefix="warm"),
+            ).status_code
+            == 202
+        )
         request = _post_in_thread(client, batch, answers)
         _wait_until(lambda: _lingering(client) == 1)
         assert ingest.proc.stop(30)  # SIGTERM, and the process exits

@@ -27,12 +27,18 @@ class PrivateKafka:
     """A second single-node broker on its own ports and var dir, which tests may stop."""
 
     def __init__(self, stack: StackSettings, home: Path) -> None:
-        self.settings = StackSettings(root=stack.root, jar_cache=stack.jars, var_dir=home,
-                                      kafka_port=free_port(), kafka_controller_port=free_port(),
-                                      kafka_heap="384m")
+        self.settings = StackSettings(
+            root=stack.root,
+            jar_cache=stack.jars,
+            var_dir=home,
+            kafka_port=free_port(),
+            kafka_controller_port=free_port(),
+            kafka_heap="384m",
+        )
         self.service = next(s for s in SERVICES if s.name == "kafka")
-        self.proc = ManagedProcess("kafka", self.service.home(self.settings),
-                                   marker=f"-Dapm.stack={self.service.name}")
+        self.proc = ManagedProcess(
+            "kafka", self.service.home(self.settings), marker=f"-Dapm.stack={self.service.name}"
+        )
 
     @property
     def bootstrap(self) -> str:
@@ -56,15 +62,24 @@ def private_kafka(stack: StackSettings, tmp_path: Path) -> Iterator[PrivateKafka
 
 
 def _expected(batch: dict) -> set[tuple[str, str, float, float]]:
-    return {(topic_for(m), s["server"], s["ts"], v)
-            for s in batch["snapshots"] for m, v in s["metrics"].items()}
+    return {
+        (topic_for(m), s["server"], s["ts"], v)
+        for s in batch["snapshots"]
+        for m, v in s["metrics"].items()
+    }
 
 
 def test_503_while_kafka_is_down_then_recovers_without_restart(
-        private_kafka, start_ingest_process, make_batch):
-    ingest = start_ingest_process(private_kafka.bootstrap, env={
-        "APM_INGEST_PUBLISH_TIMEOUT_S": "4", "APM_INGEST_RETRY_AFTER_S": "2",
-        "APM_INGEST_KAFKA_TIMEOUT_MS": "2000"})
+    private_kafka, start_ingest_process, make_batch
+):
+    ingest = start_ingest_process(
+        private_kafka.bootstrap,
+        env={
+            "APM_INGEST_PUBLISH_TIMEOUT_S": "4",
+            "APM_INGEST_RETRY_AFTER_S": "2",
+            "APM_INGEST_KAFKA_TIMEOUT_MS": "2000",
+        },
+    )
     first, second = make_batch(prefix="down.a"), make_batch(prefix="down.a", server_prefix="db")
     with httpx.Client(base_url=ingest.url, headers=ingest.headers, timeout=60) as client:
         assert client.post("/v1/metrics", json=first).status_code == 202
@@ -85,8 +100,12 @@ def test_503_while_kafka_is_down_then_recovers_without_restart(
                 raise RetryableError("still 503", float(answer.headers["Retry-After"]))
             return answer
 
-        assert call_with_retry(post_second, deadline_s=120,
-                               backoff=Backoff(initial=0.5, cap=5)).status_code == 202
+        assert (
+            call_with_retry(
+                post_second, deadline_s=120, backoff=Backoff(initial=0.5, cap=5)
+            ).status_code
+            == 202
+        )
         assert client.get("/readyz").status_code == 200
 
     topics = sorted({t for t, *_ in _expected(first)})
@@ -95,7 +114,8 @@ def test_503_while_kafka_is_down_then_recovers_without_restart(
 
 
 def test_sigterm_under_load_loses_no_acknowledged_sample(
-        kafka_bootstrap, start_ingest_process, make_batch, unique_name, own_topics):
+    kafka_bootstrap, start_ingest_process, make_batch, unique_name, own_topics
+):
     ingest = start_ingest_process(kafka_bootstrap)
     prefix = unique_name("term").replace("-", "_")
     base = time.time()
@@ -107,8 +127,9 @@ def test_sigterm_under_load_loses_no_acknowledged_sample(
         with httpx.Client(base_url=ingest.url, headers=ingest.headers, timeout=60) as client:
             n = 0
             while not stop.is_set():
-                batch = make_batch(servers=10, metrics=4, prefix=prefix,
-                                   server_prefix=f"w{worker}", ts=base + n)
+                batch = make_batch(
+                    servers=10, metrics=4, prefix=prefix, server_prefix=f"w{worker}", ts=base + n
+                )
                 n += 1
                 try:
                     answer = client.post("/v1/metrics", json=batch)

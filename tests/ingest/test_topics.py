@@ -17,9 +17,15 @@ def test_the_ingest_creates_topics_with_its_settings_spec_and_503s_on_a_refusal(
     admin = FakeAdmin(existing=["apm.metric.old"], refuse={"apm.metric.bad": (38, "no")})
     publisher = KafkaPublisher(settings, producer=object(), admin=admin)
     publisher.ensure_topics(["apm.metric.old", "apm.metric.new"])
-    assert admin.requests == [{"apm.metric.new": {
-        "num_partitions": 2, "replication_factor": 3,
-        "configs": {"retention.ms": "3600000", "min.insync.replicas": "2"}}}]
+    assert admin.requests == [
+        {
+            "apm.metric.new": {
+                "num_partitions": 2,
+                "replication_factor": 3,
+                "configs": {"retention.ms": "3600000", "min.insync.replicas": "2"},
+            }
+        }
+    ]
     with pytest.raises(PublishUnavailable, match=r"creating topic apm\.metric\.bad failed: no"):
         publisher.ensure_topics(["apm.metric.bad"])
     publisher.ensure_topics(["apm.metric.new"])  # known: no request

@@ -16,10 +16,12 @@ from launch.supervisor import ManagedProcess, port_in_use
 
 APM = [sys.executable, "-m", "apm.cli"]
 
+
 def _apm(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     # The timeout only guards against a hang; the contract is "fails within seconds".
-    return subprocess.run([*APM, *args], env={**os.environ, **env}, capture_output=True,
-                          text=True, timeout=240)
+    return subprocess.run(
+        [*APM, *args], env={**os.environ, **env}, capture_output=True, text=True, timeout=240
+    )
 
 
 @pytest.mark.unit
@@ -47,8 +49,9 @@ def test_up_with_a_taken_port_fails_with_cause_and_log(stack, tmp_path: Path):
         blocker.bind(("127.0.0.1", 0))
         blocker.listen()
         port = blocker.getsockname()[1]
-        done = _apm(["stack", "up"], {"APM_STACK_VAR_DIR": str(tmp_path),
-                                      "APM_STACK_KAFKA_PORT": str(port)})
+        done = _apm(
+            ["stack", "up"], {"APM_STACK_VAR_DIR": str(tmp_path), "APM_STACK_KAFKA_PORT": str(port)}
+        )
     assert done.returncode == 1
     assert f"port {port}" in done.stderr and "already in use" in done.stderr
     assert str(tmp_path / "kafka" / "kafka.log") in done.stderr
@@ -57,28 +60,39 @@ def test_up_with_a_taken_port_fails_with_cause_and_log(stack, tmp_path: Path):
 
 @pytest.mark.integration
 def test_up_without_a_jdk_fails_clearly(tmp_path: Path):
-    done = _apm(["stack", "up"], {"APM_STACK_VAR_DIR": str(tmp_path),
-                                  "APM_STACK_JAVA": str(tmp_path / "no-java")})
+    done = _apm(
+        ["stack", "up"],
+        {"APM_STACK_VAR_DIR": str(tmp_path), "APM_STACK_JAVA": str(tmp_path / "no-java")},
+    )
     assert done.returncode == 1 and "no JDK" in done.stderr
 
 
 @pytest.mark.integration
 def test_failed_jar_resolution_names_the_log(tmp_path: Path):
-    done = _apm(["stack", "fetch"], {"APM_STACK_VAR_DIR": str(tmp_path),
-                                     "APM_STACK_JAR_CACHE": str(tmp_path / "jars"),
-                                     "APM_STACK_MVN": "false"})
+    done = _apm(
+        ["stack", "fetch"],
+        {
+            "APM_STACK_VAR_DIR": str(tmp_path),
+            "APM_STACK_JAR_CACHE": str(tmp_path / "jars"),
+            "APM_STACK_MVN": "false",
+        },
+    )
     assert done.returncode == 1
     assert "mvn failed for kafka" in done.stderr and "mvn-kafka.log" in done.stderr
 
 
 @pytest.mark.integration
 def test_private_stack_up_is_idempotent_and_down_leaves_no_process(stack, tmp_path: Path):
-    env = {"APM_STACK_VAR_DIR": str(tmp_path), "APM_STACK_KAFKA_PORT": str(free_port()),
-           "APM_STACK_KAFKA_CONTROLLER_PORT": str(free_port()),
-           "APM_STACK_CASSANDRA_PORT": str(free_port()),
-           "APM_STACK_CASSANDRA_STORAGE_PORT": str(free_port()),
-           "APM_STACK_CASSANDRA_JMX_PORT": str(free_port()),
-           "APM_STACK_CASSANDRA_HEAP": "512m", "APM_STACK_KAFKA_HEAP": "256m"}
+    env = {
+        "APM_STACK_VAR_DIR": str(tmp_path),
+        "APM_STACK_KAFKA_PORT": str(free_port()),
+        "APM_STACK_KAFKA_CONTROLLER_PORT": str(free_port()),
+        "APM_STACK_CASSANDRA_PORT": str(free_port()),
+        "APM_STACK_CASSANDRA_STORAGE_PORT": str(free_port()),
+        "APM_STACK_CASSANDRA_JMX_PORT": str(free_port()),
+        "APM_STACK_CASSANDRA_HEAP": "512m",
+        "APM_STACK_KAFKA_HEAP": "256m",
+    }
     try:
         first = _apm(["stack", "up"], env)
         assert first.returncode == 0, first.stderr
@@ -93,15 +107,18 @@ def test_private_stack_up_is_idempotent_and_down_leaves_no_process(stack, tmp_pa
         down = _apm(["stack", "down"], env)
     assert down.returncode == 0
     for pid in pids.values():
-        assert not Path(f"/proc/{pid}").exists() or b"apm.stack" not in Path(
-            f"/proc/{pid}/cmdline").read_bytes()
+        assert (
+            not Path(f"/proc/{pid}").exists()
+            or b"apm.stack" not in Path(f"/proc/{pid}/cmdline").read_bytes()
+        )
     status = _apm(["stack", "status"], env)
     assert status.returncode == 3 and status.stdout.count("stopped") == 2
 
 
 @pytest.mark.integration
 def test_kafka_format_replaces_a_cluster_id_the_format_tool_would_read_as_an_option(
-        stack, tmp_path: Path):
+    stack, tmp_path: Path
+):
     from launch.stack.config import StackSettings
     from launch.stack.services import SERVICES
 

@@ -22,17 +22,20 @@ def test_returns_when_nothing_of_the_platform_is_running(tmp_path: Path, capsys)
     assert "stopped from elsewhere" in capsys.readouterr().err
 
 
-def test_waits_while_a_component_runs_and_sigterm_stops_the_platform(tmp_path: Path,
-                                                                     monkeypatch):
+def test_waits_while_a_component_runs_and_sigterm_stops_the_platform(tmp_path: Path, monkeypatch):
     stopped: list[str] = []
     monkeypatch.setattr(run, "_running", lambda home: {"ingest": True})
     monkeypatch.setattr(run, "_stop_platform", lambda home: stopped.append("platform"))
     from launch.stack import control
 
     monkeypatch.setattr(control, "down", lambda settings: stopped.append("stack"))
-    timer = subprocess.Popen([sys.executable, "-c",
-                              f"import os, signal, time; time.sleep(1.0); "
-                              f"os.kill({os.getpid()}, signal.SIGTERM)"])
+    timer = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import os, signal, time; time.sleep(1.0); os.kill({os.getpid()}, signal.SIGTERM)",
+        ]
+    )
     began = time.monotonic()
     previous = signal.getsignal(signal.SIGTERM)
     try:

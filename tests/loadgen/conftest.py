@@ -19,10 +19,17 @@ from loadgen.settings import LoadgenSettings
 @pytest.fixture
 def make_settings() -> Callable[..., LoadgenSettings]:
     def make(**overrides: Any) -> LoadgenSettings:
-        base: dict[str, Any] = {"servers": 30, "metrics": 5, "duration_s": 12, "seed": 7,
-                                "start": 1_763_800_000.0, "silent_fraction": 0.2,
-                                "servers_per_request": 8, "concurrency": 4,
-                                "progress_interval_s": 60.0}
+        base: dict[str, Any] = {
+            "servers": 30,
+            "metrics": 5,
+            "duration_s": 12,
+            "seed": 7,
+            "start": 1_763_800_000.0,
+            "silent_fraction": 0.2,
+            "servers_per_request": 8,
+            "concurrency": 4,
+            "progress_interval_s": 60.0,
+        }
         return LoadgenSettings(**{**base, **overrides})
 
     return make
@@ -30,8 +37,13 @@ def make_settings() -> Callable[..., LoadgenSettings]:
 
 @pytest.fixture
 def make_fleet() -> Callable[..., Fleet]:
-    def make(servers: int = 30, metrics: int = 5, seed: int = 7,
-             silent_fraction: float = 0.2, metric_prefix: str = "") -> Fleet:
+    def make(
+        servers: int = 30,
+        metrics: int = 5,
+        seed: int = 7,
+        silent_fraction: float = 0.2,
+        metric_prefix: str = "",
+    ) -> Fleet:
         return Fleet(servers, metrics, seed, silent_fraction, metric_prefix)
 
     return make
@@ -40,8 +52,9 @@ def make_fleet() -> Callable[..., Fleet]:
 class FakeIngest:
     """Answers each request from a script of statuses (then 202), recording accepted bodies."""
 
-    def __init__(self, script: list[int | Exception] | None = None,
-                 headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, script: list[int | Exception] | None = None, headers: dict[str, str] | None = None
+    ) -> None:
         self.script = list(script or [])
         self.headers = headers or {}
         self.accepted: list[dict[str, Any]] = []
@@ -53,8 +66,9 @@ class FakeIngest:
         if isinstance(step, Exception):
             raise step
         if step != 202:
-            return httpx.Response(step, headers=self.headers,
-                                  json={"error": "scripted", "detail": "x", "at": None})
+            return httpx.Response(
+                step, headers=self.headers, json={"error": "scripted", "detail": "x", "at": None}
+            )
         body = request.content
         if request.headers.get("content-encoding") == "gzip":
             body = gzip.decompress(body)
@@ -67,8 +81,12 @@ class FakeIngest:
         return httpx.Client(transport=httpx.MockTransport(self))
 
     def samples(self) -> list[tuple[str, str, float, float]]:
-        return [(s["server"], m, s["ts"], v) for doc in self.accepted
-                for s in doc["snapshots"] for m, v in s["metrics"].items()]
+        return [
+            (s["server"], m, s["ts"], v)
+            for doc in self.accepted
+            for s in doc["snapshots"]
+            for m, v in s["metrics"].items()
+        ]
 
 
 @pytest.fixture
@@ -86,7 +104,8 @@ def real_ingest(kafka_bootstrap: str, tmp_path: Path) -> Iterator[tuple[str, str
     key = add_key(tmp_path / "ingest-keys", "loadgen-tests")
     port = free_port()
     proc = processes.ingest(port, tmp_path / "ingest-keys", kafka_bootstrap).start(
-        tmp_path / "ingest")
+        tmp_path / "ingest"
+    )
     try:
         yield processes.ingest_url(port), key
     finally:

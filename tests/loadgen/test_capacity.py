@@ -7,8 +7,12 @@ pytestmark = pytest.mark.unit
 
 
 def _measured(**overrides):
-    base = {"ingest_samples_per_core_s": 100_000.0, "aggregator_samples_per_core_s": 200_000.0,
-            "bytes_per_sample": 40.0, "broker_cpu_per_mb": 0.05}
+    base = {
+        "ingest_samples_per_core_s": 100_000.0,
+        "aggregator_samples_per_core_s": 200_000.0,
+        "bytes_per_sample": 40.0,
+        "broker_cpu_per_mb": 0.05,
+    }
     return Measured(**{**base, **overrides})
 
 
@@ -60,8 +64,10 @@ def test_the_partitions_note_writes_out_the_default():
 
 
 def test_slower_stages_need_proportionally_more_cores():
-    fast, slow = plan(_measured(), 10_000, 20), plan(
-        _measured(ingest_samples_per_core_s=25_000.0), 10_000, 20)
+    fast, slow = (
+        plan(_measured(), 10_000, 20),
+        plan(_measured(ingest_samples_per_core_s=25_000.0), 10_000, 20),
+    )
     assert slow.ingest_cores == 4 * fast.ingest_cores
 
 

@@ -10,8 +10,9 @@ pytestmark = pytest.mark.unit
 @pytest.fixture
 def truth(make_fleet):
     fleet = make_fleet(servers=20, metrics=2)
-    collector = TruthCollector(parse("FROM * SELECT cpu.util WINDOW 5s COMPUTE min, max, sum, "
-                                     "avg, count, p99"), fleet)
+    collector = TruthCollector(
+        parse("FROM * SELECT cpu.util WINDOW 5s COMPUTE min, max, sum, avg, count, p99"), fleet
+    )
     for ts in range(1_000_002, 1_000_015):
         collector.add(fleet.step(ts))
     return collector.document()
@@ -33,8 +34,13 @@ def test_identical_results_agree(truth):
 
 def test_each_kind_of_difference_is_reported(truth):
     first, second = (w["window_start"] for w in truth["windows"][:2])
-    rows = _results(truth, {first: {"max": truth["windows"][0]["values"]["max"] + 2 ** -10},
-                            second: {"p99": truth["windows"][1]["values"]["p99"] + 0.5}})
+    rows = _results(
+        truth,
+        {
+            first: {"max": truth["windows"][0]["values"]["max"] + 2**-10},
+            second: {"p99": truth["windows"][1]["values"]["p99"] + 0.5},
+        },
+    )
     rows[1] = rows[1]._replace(samples=rows[1].samples - 1)
     del rows[-1]
     problems = compare(truth, rows, percentile_tolerance=0.1)

@@ -51,8 +51,9 @@ def test_cpu_has_a_daily_cycle(make_fleet):
     # level moves with its own sine, so the per-server difference is far from zero on average.
     early = np.mean([fleet.step(T0 + k).values[:, 0] for k in range(60)], axis=0)
     late_fleet = make_fleet(servers=400, metrics=1, silent_fraction=0.0)
-    late = np.mean([late_fleet.step(T0 + quarter + k).values[:, 0] for k in range(300)][-60:],
-                   axis=0)
+    late = np.mean(
+        [late_fleet.step(T0 + quarter + k).values[:, 0] for k in range(300)][-60:], axis=0
+    )
     assert np.abs(late - early).mean() > 3.0
 
 

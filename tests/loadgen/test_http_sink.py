@@ -16,8 +16,15 @@ pytestmark = pytest.mark.unit
 
 def _run(settings, ingest, queries=()):
     def factory(s, fleet, stats, stop):
-        return HttpSink(s, fleet, stats, client=ingest.client(), stop=stop,
-                        backoff_initial_s=0.001, backoff_cap_s=0.002)
+        return HttpSink(
+            s,
+            fleet,
+            stats,
+            client=ingest.client(),
+            stop=stop,
+            backoff_initial_s=0.001,
+            backoff_cap_s=0.002,
+        )
 
     return run_load(settings, queries=queries, sink_factory=factory, progress=False)
 
@@ -52,8 +59,7 @@ def test_refused_connections_are_retried(make_settings, fake_ingest):
 
 
 def test_a_refused_batch_is_counted_with_its_reason(make_settings, fake_ingest):
-    settings = make_settings(duration_s=1, servers=8, servers_per_request=8,
-                             silent_fraction=0.0)
+    settings = make_settings(duration_s=1, servers=8, servers_per_request=8, silent_fraction=0.0)
     result = _run(settings, fake_ingest([422]))
     s = result.summary
     assert s["rejected"] == 40 and s["accepted"] == 0 and s["lost"] == 40
@@ -61,8 +67,9 @@ def test_a_refused_batch_is_counted_with_its_reason(make_settings, fake_ingest):
 
 
 def test_giving_up_after_the_deadline(make_settings, fake_ingest):
-    settings = make_settings(duration_s=1, servers=8, servers_per_request=8,
-                             silent_fraction=0.0, retry_deadline_s=0.01)
+    settings = make_settings(
+        duration_s=1, servers=8, servers_per_request=8, silent_fraction=0.0, retry_deadline_s=0.01
+    )
     result = _run(settings, fake_ingest([503] * 1000, headers={"Retry-After": "1"}))
     assert result.summary["failed"] == 40 and result.summary["lost"] == 40
     assert list(result.summary["errors"]) == ["gave up: 503:scripted"]

@@ -18,8 +18,11 @@ def test_requests_follow_the_ingest_contract(make_fleet):
     batches = list(split_tick(tick, 10))
     assert [b.samples for b in batches] == [40, 40, 20]
     request = build_request(batches[1], fleet.names, fleet.metric_names, "k3y", gzip_level=1)
-    assert request.headers == {"Content-Type": "application/json", "Authorization": "Bearer k3y",
-                               "Content-Encoding": "gzip"}
+    assert request.headers == {
+        "Content-Type": "application/json",
+        "Authorization": "Bearer k3y",
+        "Content-Encoding": "gzip",
+    }
     doc = json.loads(gzip.decompress(request.body))
     assert list(doc) == ["snapshots"] and len(doc["snapshots"]) == request.snapshots == 10
     first = doc["snapshots"][0]
@@ -44,8 +47,10 @@ def test_silent_servers_are_not_in_any_request(make_fleet):
         list(split_tick(tick, 0))
 
 
-@pytest.mark.parametrize(("text", "seconds"), [("90", 90), ("30s", 30), ("5m", 300),
-                                               ("1h", 3600), ("1.5m", 90), ("2d", 172_800)])
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("90", 90), ("30s", 30), ("5m", 300), ("1h", 3600), ("1.5m", 90), ("2d", 172_800)],
+)
 def test_durations(text, seconds):
     assert parse_duration(text) == seconds
 

@@ -24,16 +24,26 @@ def _prefix() -> str:
 
 
 def _want(settings) -> list[tuple[str, str, float, float]]:
-    return sorted((topic_for(s.metric), s.server, s.ts, s.value)
-                  for s in expected_samples(settings))
+    return sorted(
+        (topic_for(s.metric), s.server, s.ts, s.value) for s in expected_samples(settings)
+    )
 
 
 def test_backfill_through_the_real_ingest_lands_whole_in_kafka(
-        make_settings, real_ingest, own_topics, kafka_bootstrap):
+    make_settings, real_ingest, own_topics, kafka_bootstrap
+):
     url, key = real_ingest
-    settings = make_settings(servers=60, metrics=6, duration_s=15, api_key=key, target=url,
-                             start=float(int(time.time()) - 120), metric_prefix=_prefix(),
-                             servers_per_request=25, silent_fraction=0.1)
+    settings = make_settings(
+        servers=60,
+        metrics=6,
+        duration_s=15,
+        api_key=key,
+        target=url,
+        start=float(int(time.time()) - 120),
+        metric_prefix=_prefix(),
+        servers_per_request=25,
+        silent_fraction=0.1,
+    )
     own_topics.extend(topic_for(m) for m, _ in metric_catalog(6, settings.metric_prefix))
     result = run_load(settings, progress=False)
     s = result.summary
@@ -44,9 +54,16 @@ def test_backfill_through_the_real_ingest_lands_whole_in_kafka(
 
 
 def test_direct_kafka_writes_the_same_records(make_settings, own_topics, kafka_bootstrap):
-    settings = make_settings(servers=50, metrics=5, duration_s=10, direct_kafka=True,
-                             kafka_bootstrap=kafka_bootstrap, metric_prefix=_prefix(),
-                             topic_partitions=2, record_max_bytes=1024)
+    settings = make_settings(
+        servers=50,
+        metrics=5,
+        duration_s=10,
+        direct_kafka=True,
+        kafka_bootstrap=kafka_bootstrap,
+        metric_prefix=_prefix(),
+        topic_partitions=2,
+        record_max_bytes=1024,
+    )
     own_topics.extend(topic_for(m) for m, _ in metric_catalog(5, settings.metric_prefix))
     result = run_load(settings, progress=False)
     s = result.summary
@@ -56,20 +73,43 @@ def test_direct_kafka_writes_the_same_records(make_settings, own_topics, kafka_b
     assert sorted(read_samples(kafka_bootstrap, own_topics)) == _want(settings)
 
 
-def test_cli_in_real_time_reports_progress_and_a_summary(real_ingest, own_topics,
-                                                         kafka_bootstrap, tmp_path):
+def test_cli_in_real_time_reports_progress_and_a_summary(
+    real_ingest, own_topics, kafka_bootstrap, tmp_path
+):
     url, key = real_ingest
     prefix = _prefix()
     truth = tmp_path / "truth.json"
-    own_topics.extend(topic_for(f"{prefix}{m}") for m in ("cpu.util", "mem.used_pct",
-                                                          "rpc.count"))
+    own_topics.extend(topic_for(f"{prefix}{m}") for m in ("cpu.util", "mem.used_pct", "rpc.count"))
     done = subprocess.run(
-        [sys.executable, "-m", "apm.cli", "loadgen", "--servers", "30", "--metrics", "3",
-         "--duration", "3s", "--target", url, "--metric-prefix", prefix, "--expect",
-         str(truth), "--query", f"FROM * SELECT {prefix}rpc.count WINDOW 1s COMPUTE count, sum"],
-        env={"APM_LOADGEN_API_KEY": key, "APM_LOADGEN_PROGRESS_INTERVAL_S": "0.5",
-             "PATH": "/usr/bin:/bin"},
-        capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "apm.cli",
+            "loadgen",
+            "--servers",
+            "30",
+            "--metrics",
+            "3",
+            "--duration",
+            "3s",
+            "--target",
+            url,
+            "--metric-prefix",
+            prefix,
+            "--expect",
+            str(truth),
+            "--query",
+            f"FROM * SELECT {prefix}rpc.count WINDOW 1s COMPUTE count, sum",
+        ],
+        env={
+            "APM_LOADGEN_API_KEY": key,
+            "APM_LOADGEN_PROGRESS_INTERVAL_S": "0.5",
+            "PATH": "/usr/bin:/bin",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["pacing"] == "realtime" and summary["ticks"] == 3 and summary["lost"] == 0
@@ -86,15 +126,16 @@ def test_cli_in_real_time_reports_progress_and_a_summary(real_ingest, own_topics
 
 
 def test_background_fleet_stops_on_sigterm_without_losing_what_it_sent(
-        real_ingest, own_topics, kafka_bootstrap, tmp_path):
+    real_ingest, own_topics, kafka_bootstrap, tmp_path
+):
     from launch import processes
 
     url, key = real_ingest
     prefix = _prefix()
     own_topics.extend(topic_for(f"{prefix}{m}") for m in ("cpu.util", "mem.used_pct"))
-    proc = processes.loadgen(url, key, servers=50, metrics=2, duration="1h",
-                             metric_prefix=prefix).start(
-        tmp_path / "lg", env={"APM_LOADGEN_PROGRESS_INTERVAL_S": "0.5"})
+    proc = processes.loadgen(
+        url, key, servers=50, metrics=2, duration="1h", metric_prefix=prefix
+    ).start(tmp_path / "lg", env={"APM_LOADGEN_PROGRESS_INTERVAL_S": "0.5"})
     try:
         deadline = time.monotonic() + 60
         while "accepted=" not in proc.tail(50) or " accepted=0 " in proc.tail(1):
@@ -104,7 +145,7 @@ def test_background_fleet_stops_on_sigterm_without_losing_what_it_sent(
     finally:
         assert proc.stop(30)
     log = proc.log.read_text()
-    summary = json.loads(log[log.index("\n{") + 1:])
+    summary = json.loads(log[log.index("\n{") + 1 :])
     assert summary["stopped_early"] and summary["pacing"] == "realtime"
     assert 0 < summary["accepted"] == summary["generated"] and summary["lost"] == 0
     assert len(read_samples(kafka_bootstrap, own_topics)) == summary["accepted"]

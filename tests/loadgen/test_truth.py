@@ -14,8 +14,16 @@ pytestmark = pytest.mark.unit
 def test_aggregate_small_cases_by_hand():
     q = parse("FROM * SELECT m WINDOW 10s COMPUTE min, max, count, sum, avg, p50, p25, p99.9")
     out = aggregate(np.array([4.0, 1.0, 3.0, 2.0]), q.functions)
-    assert out == {"min": 1.0, "max": 4.0, "count": 4.0, "sum": 10.0, "avg": 2.5,
-                   "p50": 2.5, "p25": 1.75, "p99.9": pytest.approx(3.997)}
+    assert out == {
+        "min": 1.0,
+        "max": 4.0,
+        "count": 4.0,
+        "sum": 10.0,
+        "avg": 2.5,
+        "p50": 2.5,
+        "p25": 1.75,
+        "p99.9": pytest.approx(3.997),
+    }
     assert aggregate(np.array([7.5]), q.functions)["p99.9"] == 7.5
     with pytest.raises(ValueError, match="empty"):
         aggregate(np.array([]), q.functions)
@@ -37,8 +45,7 @@ def test_aggregate_matches_an_independent_computation():
 
 def test_windows_hold_matching_alive_servers_only(make_fleet):
     fleet = make_fleet(servers=20, metrics=3, silent_fraction=0.0)
-    truth = TruthCollector(parse("FROM web-* SELECT rpc.count WINDOW 5s COMPUTE count, max"),
-                           fleet)
+    truth = TruthCollector(parse("FROM web-* SELECT rpc.count WINDOW 5s COMPUTE count, max"), fleet)
     web = [i for i, n in enumerate(fleet.names) if n.startswith("web-")]
     seen: dict[float, list[float]] = {}
     for ts in range(1_000_003, 1_000_013):  # windows 1_000_000 (partial), 005, 010 (partial)

@@ -55,8 +55,7 @@ def make_repo(cassandra_session, storage_keyspace) -> Callable[..., Any]:
     from storage.repository import Repository
 
     def make(clock: Callable[[], float] = time.time, concurrency: int = 64) -> Repository:
-        return Repository(cassandra_session, storage_keyspace, clock=clock,
-                          concurrency=concurrency)
+        return Repository(cassandra_session, storage_keyspace, clock=clock, concurrency=concurrency)
 
     return make
 
@@ -72,12 +71,25 @@ def make_results() -> Callable[..., list]:
     the index so that every window is distinguishable."""
     from apm.query import WindowResult
 
-    def make(query_id: str, start: float, count: int, window_seconds: int = 10,
-             updated_at: float | None = None) -> list[WindowResult]:
+    def make(
+        query_id: str,
+        start: float,
+        count: int,
+        window_seconds: int = 10,
+        updated_at: float | None = None,
+    ) -> list[WindowResult]:
         # Cassandra timestamps hold milliseconds.
         stamp = round(updated_at if updated_at is not None else time.time(), 3)
-        return [WindowResult(query_id, start + i * window_seconds, window_seconds,
-                             {"min": float(i), "max": 2.0 * i, "p99.9": i + 0.5}, i + 1, stamp)
-                for i in range(count)]
+        return [
+            WindowResult(
+                query_id,
+                start + i * window_seconds,
+                window_seconds,
+                {"min": float(i), "max": 2.0 * i, "p99.9": i + 0.5},
+                i + 1,
+                stamp,
+            )
+            for i in range(count)
+        ]
 
     return make

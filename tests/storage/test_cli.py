@@ -58,8 +58,7 @@ def test_add_list_pause_resume_delete(apm):
     assert code == 1 and "no query with id" in err
 
 
-def test_list_shows_each_querys_state_and_why(apm, monkeypatch, fresh_keyspace,
-                                              cassandra_session):
+def test_list_shows_each_querys_state_and_why(apm, monkeypatch, fresh_keyspace, cassandra_session):
     """In a keyspace of its own, so that no other test's aggregator status row counts."""
     import time
 
@@ -73,8 +72,11 @@ def test_list_shows_each_querys_state_and_why(apm, monkeypatch, fresh_keyspace,
     repo = Repository(cassandra_session, keyspace)
     ids = {}
     for name in ("uncovered", "paused", "quiet", "done", "new"):
-        maker = Repository(cassandra_session, keyspace, clock=lambda: now - 900) \
-            if name == "quiet" else repo  # active for 15 minutes
+        maker = (
+            Repository(cassandra_session, keyspace, clock=lambda: now - 900)
+            if name == "quiet"
+            else repo
+        )  # active for 15 minutes
         ids[name] = maker.save_query(f"FROM * SELECT m.{name} WINDOW 10s COMPUTE avg").id
 
     def listed() -> dict[str, tuple[str, str]]:
@@ -94,28 +96,42 @@ def test_list_shows_each_querys_state_and_why(apm, monkeypatch, fresh_keyspace,
 
     repo.set_paused(ids["paused"], True)
     covered = [f"m.{n}" for n in ("paused", "quiet", "done", "new")]
-    repo.put_status("aggregator-cli", {"scope": {"metrics": covered, "shard": None},
-                                       "reads": covered})
+    repo.put_status(
+        "aggregator-cli", {"scope": {"metrics": covered, "shard": None}, "reads": covered}
+    )
     repo.touch_metrics({"m.quiet": now - 600, "m.done": now})
-    repo.upsert_results([WindowResult(ids["done"], (now // 10) * 10 - 10, 10, {"avg": 1.0}, 2,
-                                      time.time())])
+    repo.upsert_results(
+        [WindowResult(ids["done"], (now // 10) * 10 - 10, 10, {"avg": 1.0}, 2, time.time())]
+    )
     got = listed()
     assert {name: got[qid][0] for name, qid in ids.items()} == {
-        "uncovered": "not-covered", "paused": "paused", "quiet": "no-data",
-        "done": "evaluated", "new": "waiting"}
-    assert got[ids["uncovered"]][1] == ("no running aggregator covers m.uncovered: "
-                                        "aggregator-cli (metrics m.done, m.new, m.paused, "
-                                        "m.quiet)")
+        "uncovered": "not-covered",
+        "paused": "paused",
+        "quiet": "no-data",
+        "done": "evaluated",
+        "new": "waiting",
+    }
+    assert got[ids["uncovered"]][1] == (
+        "no running aggregator covers m.uncovered: "
+        "aggregator-cli (metrics m.done, m.new, m.paused, "
+        "m.quiet)"
+    )
     assert "no sample of m.quiet in the last 5m" in got[ids["quiet"]][1]
     assert got[ids["done"]][1].startswith("evaluated by aggregator-cli; last result written at")
-    assert got[ids["new"]][1] == ("waiting for its first 10s window to close; aggregator-cli "
-                                  "reads m.new")
+    assert got[ids["new"]][1] == (
+        "waiting for its first 10s window to close; aggregator-cli reads m.new"
+    )
 
     code, out, _ = apm("query", "list", "--json")
     assert code == 0
     rows = {row["id"]: row for row in map(json.loads, out.splitlines())}
     assert {rows[qid]["state"] for qid in ids.values()} == {
-        "not-covered", "paused", "no-data", "evaluated", "waiting"}
+        "not-covered",
+        "paused",
+        "no-data",
+        "evaluated",
+        "waiting",
+    }
     assert rows[ids["quiet"]]["reason"] == got[ids["quiet"]][1]
     assert ids["paused"] not in apm("query", "list", "--active")[1]
 
@@ -133,8 +149,9 @@ def test_results_as_json_between_epoch_or_iso_times(apm, make_repo, make_results
     rows = make_results(qid, start, 9)
     make_repo().upsert_results(rows)
 
-    code, out, err = apm("query", "results", qid, "--from", str(start + 10), "--to",
-                         str(start + 60), "--json")
+    code, out, err = apm(
+        "query", "results", qid, "--from", str(start + 10), "--to", str(start + 60), "--json"
+    )
     assert code == 0, err
     got = [json.loads(line) for line in out.splitlines()]
     assert [g["window_start"] for g in got] == [r.window_start for r in rows[1:6]]
@@ -152,8 +169,9 @@ def test_results_as_json_between_epoch_or_iso_times(apm, make_repo, make_results
     assert code == 1 and "no query with id" in err
 
 
-def test_migrate_creates_a_keyspace_and_reports_nothing_to_do_next_time(apm, fresh_keyspace,
-                                                                       cassandra_session):
+def test_migrate_creates_a_keyspace_and_reports_nothing_to_do_next_time(
+    apm, fresh_keyspace, cassandra_session
+):
     from storage.schema import missing_tables
 
     keyspace = fresh_keyspace()

@@ -128,11 +128,19 @@ def test_last_result_at_is_the_newest_windows_updated_at(repo, make_results, clo
     assert repo.last_result_at(qid) == pytest.approx(clock.now - 50, abs=0.001)
 
 
-@pytest.mark.parametrize("bad", [
-    {"window_start": math.nan}, {"window_start": -10.0}, {"window_seconds": 0},
-    {"samples": -1}, {"values": {"p99": math.inf}}, {"values": {"": 1.0}}, {"query_id": ""},
-    {"updated_at": 0.0},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"window_start": math.nan},
+        {"window_start": -10.0},
+        {"window_seconds": 0},
+        {"samples": -1},
+        {"values": {"p99": math.inf}},
+        {"values": {"": 1.0}},
+        {"query_id": ""},
+        {"updated_at": 0.0},
+    ],
+)
 def test_a_bad_row_is_rejected_and_nothing_of_its_call_is_written(repo, make_results, bad):
     qid = _qid()
     rows = make_results(qid, 20_300 * DAY, 3)
@@ -146,15 +154,24 @@ def test_rows_expire_with_the_retention(repo, cassandra_session, storage_keyspac
     qid = _qid()
     row = make_results(qid, 20_400 * DAY, 1)[0]
     repo.upsert_results([row])
-    ttl = cassandra_session.execute(
-        f"SELECT TTL(samples) AS ttl FROM {storage_keyspace}.results "
-        "WHERE query_id = %s AND bucket = 20400", (qid,)).one().ttl
+    ttl = (
+        cassandra_session.execute(
+            f"SELECT TTL(samples) AS ttl FROM {storage_keyspace}.results "
+            "WHERE query_id = %s AND bucket = 20400",
+            (qid,),
+        )
+        .one()
+        .ttl
+    )
     assert 29 * DAY < ttl <= 30 * DAY
 
 
 def test_read_results_rejects_bad_arguments(repo):
-    for kwargs in ({"start": math.nan, "end": 1.0}, {"start": 0.0, "end": math.inf},
-                   {"start": 0.0, "end": 1.0, "page_size": 0}):
+    for kwargs in (
+        {"start": math.nan, "end": 1.0},
+        {"start": 0.0, "end": math.inf},
+        {"start": 0.0, "end": 1.0, "page_size": 0},
+    ):
         with pytest.raises(ValueError):
             repo.read_results(_qid(), **kwargs)
 
@@ -166,8 +183,9 @@ def test_many_windows_of_many_queries_in_one_call(repo, make_results):
         rows += make_results(qid, 20_500 * DAY - 500, 100, window_seconds=10)
     assert repo.upsert_results(rows) == len(rows)
     for qid in ids:
-        assert list(repo.read_results(qid, 0, 30_000 * DAY)) == [r for r in rows
-                                                                  if r.query_id == qid]
+        assert list(repo.read_results(qid, 0, 30_000 * DAY)) == [
+            r for r in rows if r.query_id == qid
+        ]
 
 
 # -- servers and status -----------------------------------------------------------------------
@@ -226,8 +244,10 @@ def test_status_round_trips_json_with_its_time(repo, clock):
     assert got == {**payload, "updated_at": pytest.approx(clock.now, abs=0.001)}
     clock.now += 5
     repo.put_status(component, {"late": 1})
-    assert repo.get_status()[component] == {"late": 1,
-                                            "updated_at": pytest.approx(clock.now, abs=0.001)}
+    assert repo.get_status()[component] == {
+        "late": 1,
+        "updated_at": pytest.approx(clock.now, abs=0.001),
+    }
     for bad in ({"x": math.nan}, {"x": object()}, ["not", "a", "mapping"]):
         with pytest.raises(ValueError, match=component):
             repo.put_status(component, bad)

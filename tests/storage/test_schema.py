@@ -10,13 +10,17 @@ pytestmark = pytest.mark.integration
 def _table(session, keyspace: str, table: str):
     return session.execute(
         "SELECT compaction, default_time_to_live FROM system_schema.tables "
-        "WHERE keyspace_name = %s AND table_name = %s", (keyspace, table)).one()
+        "WHERE keyspace_name = %s AND table_name = %s",
+        (keyspace, table),
+    ).one()
 
 
 def _columns(session, keyspace: str, table: str) -> dict[str, tuple[str, str, str]]:
     rows = session.execute(
         "SELECT column_name, type, kind, clustering_order FROM system_schema.columns "
-        "WHERE keyspace_name = %s AND table_name = %s", (keyspace, table))
+        "WHERE keyspace_name = %s AND table_name = %s",
+        (keyspace, table),
+    )
     return {r.column_name: (r.type, r.kind, r.clustering_order) for r in rows}
 
 
@@ -46,7 +50,10 @@ def test_migrate_creates_the_contract_schema_once(cassandra_session, fresh_keysp
     assert queries["paused"][0] == "boolean" and queries["window_seconds"][0] == "int"
     assert set(_columns(cassandra_session, keyspace, "servers")) == {"server", "last_seen"}
     assert set(_columns(cassandra_session, keyspace, "status")) == {
-        "component", "payload", "updated_at"}
+        "component",
+        "payload",
+        "updated_at",
+    }
 
 
 def test_migrate_aligns_the_ttl_with_a_new_retention(cassandra_session, fresh_keyspace):
@@ -64,8 +71,9 @@ def test_migrate_aligns_the_ttl_with_a_new_retention(cassandra_session, fresh_ke
 
 
 @pytest.mark.parametrize("keyspace, retention", [("1bad", 30), ("bad-name", 30), ("ok", 0)])
-def test_migrate_rejects_bad_arguments_before_touching_cassandra(cassandra_session, keyspace,
-                                                                   retention):
+def test_migrate_rejects_bad_arguments_before_touching_cassandra(
+    cassandra_session, keyspace, retention
+):
     from storage.schema import migrate
 
     with pytest.raises(ValueError):
@@ -79,25 +87,27 @@ def test_repository_refuses_an_unmigrated_keyspace(cassandra_session, fresh_keys
         Repository(cassandra_session, fresh_keyspace())
 
 
-def test_connect_creates_the_schema_and_owns_its_cluster(stack, cassandra_session,
-                                                         fresh_keyspace):
+def test_connect_creates_the_schema_and_owns_its_cluster(stack, cassandra_session, fresh_keyspace):
     from storage.repository import Repository
     from storage.schema import missing_tables
     from storage.settings import StorageSettings
 
-    settings = StorageSettings(hosts=stack.host, port=stack.cassandra_port,
-                               keyspace=fresh_keyspace(), retention_days=3)
+    settings = StorageSettings(
+        hosts=stack.host, port=stack.cassandra_port, keyspace=fresh_keyspace(), retention_days=3
+    )
     with Repository.connect(settings) as repo:
         saved = repo.save_query("FROM * SELECT cpu WINDOW 1m COMPUTE avg")
         assert repo.get_query(saved.id) == saved
     assert missing_tables(cassandra_session, settings.keyspace) == []
     assert repo.session.is_shutdown
-    assert _table(cassandra_session, settings.keyspace, "results").default_time_to_live == \
-        3 * 86_400
+    assert (
+        _table(cassandra_session, settings.keyspace, "results").default_time_to_live == 3 * 86_400
+    )
 
 
-def test_migrate_adds_active_since_to_a_queries_table_from_before_it(cassandra_session,
-                                                                     fresh_keyspace):
+def test_migrate_adds_active_since_to_a_queries_table_from_before_it(
+    cassandra_session, fresh_keyspace
+):
     from storage.repository import Repository
     from storage.schema import migrate, missing_tables
 

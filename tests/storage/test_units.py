@@ -25,19 +25,31 @@ def test_a_good_row_passes_including_numpy_scalars():
     from storage.codec import result_error
 
     assert result_error(_row()) is None
-    assert result_error(_row(window_start=np.float64(1e9), samples=np.int64(3),
-                             values={"avg": np.float32(2.5)})) is None
+    assert (
+        result_error(
+            _row(window_start=np.float64(1e9), samples=np.int64(3), values={"avg": np.float32(2.5)})
+        )
+        is None
+    )
     assert result_error(tuple(_row())) is None  # a plain tuple with the same fields
 
 
-@pytest.mark.parametrize("changes, fragment", [
-    ({"window_start": math.nan}, "window_start"), ({"window_start": -1.0}, "window_start"),
-    ({"window_seconds": 1.5}, "window_seconds"), ({"window_seconds": True}, "window_seconds"),
-    ({"samples": -2}, "samples"), ({"samples": 2.0}, "samples"),
-    ({"values": {"p99": math.nan}}, "p99"), ({"values": {"max": True}}, "max"),
-    ({"values": [1.0]}, "mapping"), ({"query_id": None}, "query_id"),
-    ({"updated_at": math.inf}, "updated_at"),
-])
+@pytest.mark.parametrize(
+    "changes, fragment",
+    [
+        ({"window_start": math.nan}, "window_start"),
+        ({"window_start": -1.0}, "window_start"),
+        ({"window_seconds": 1.5}, "window_seconds"),
+        ({"window_seconds": True}, "window_seconds"),
+        ({"samples": -2}, "samples"),
+        ({"samples": 2.0}, "samples"),
+        ({"values": {"p99": math.nan}}, "p99"),
+        ({"values": {"max": True}}, "max"),
+        ({"values": [1.0]}, "mapping"),
+        ({"query_id": None}, "query_id"),
+        ({"updated_at": math.inf}, "updated_at"),
+    ],
+)
 def test_bad_rows_are_named(changes, fragment):
     from storage.codec import result_error
 
@@ -104,8 +116,17 @@ class _FakeSession:
                 session.outstanding -= 1
                 return self.rows
 
-        return Future([(datetime(1970, 1, 1) + (bucket * DAY) * _SECOND, 10, {"n": 1.0}, 1,
-                        datetime(2025, 1, 1))])
+        return Future(
+            [
+                (
+                    datetime(1970, 1, 1) + (bucket * DAY) * _SECOND,
+                    10,
+                    {"n": 1.0},
+                    1,
+                    datetime(2025, 1, 1),
+                )
+            ]
+        )
 
 
 _SECOND = datetime(1970, 1, 1, 0, 0, 1) - datetime(1970, 1, 1)
@@ -116,8 +137,11 @@ def test_reader_walks_the_given_buckets_in_order_with_bounded_read_ahead(ahead):
     from storage.reader import read_range
 
     session, buckets = _FakeSession(), [3, 5, 6, 9, 10, 12]
-    got = list(read_range(session, _FakeStmt(), "q", buckets, 100, 200, page_size=7,
-                          ahead=ahead, profile=None))
+    got = list(
+        read_range(
+            session, _FakeStmt(), "q", buckets, 100, 200, page_size=7, ahead=ahead, profile=None
+        )
+    )
     assert [r.window_start for r in got] == [b * DAY for b in buckets]
     assert [b.params for b in session.bound] == [("q", b, 100, 200) for b in buckets]
     assert {b.fetch_size for b in session.bound} == {7}
@@ -128,8 +152,12 @@ def test_status_payload_must_be_plain_json():
     from storage.codec import dumps_payload
 
     assert dumps_payload("agg", {"b": 1, "a": [1.5]}) == '{"a": [1.5], "b": 1}'
-    for component, payload, fragment in (("", {}, "component"), ("agg", {"x": math.inf}, "JSON"),
-                                         ("agg", {"x": {1, 2}}, "JSON"), ("agg", [1], "mapping")):
+    for component, payload, fragment in (
+        ("", {}, "component"),
+        ("agg", {"x": math.inf}, "JSON"),
+        ("agg", {"x": {1, 2}}, "JSON"),
+        ("agg", [1], "mapping"),
+    ):
         with pytest.raises(ValueError, match=fragment):
             dumps_payload(component, payload)
 
@@ -147,9 +175,13 @@ def test_settings_come_from_the_env_and_explicit_arguments_win(monkeypatch):
     assert settings.host_list == ["10.0.0.1", "10.0.0.2"]
     assert settings.replication == DEFAULT_REPLICATION
     assert StorageSettings(keyspace="explicit").keyspace == "explicit"
-    for bad in ({"keyspace": "no-dashes"}, {"keyspace": "9starts_with_digit"},
-                {"retention_days": 0}, {"hosts": " , "},
-                {"replication": "{'class': 'SimpleStrategy'}; DROP KEYSPACE apm"}):
+    for bad in (
+        {"keyspace": "no-dashes"},
+        {"keyspace": "9starts_with_digit"},
+        {"retention_days": 0},
+        {"hosts": " , "},
+        {"replication": "{'class': 'SimpleStrategy'}; DROP KEYSPACE apm"},
+    ):
         with pytest.raises(ValidationError):
             StorageSettings(**bad)
     multi = "{'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': '2'}"
@@ -172,8 +204,12 @@ def test_parse_time_accepts_epoch_iso_and_now():
 def test_cli_rejects_bad_times_and_missing_arguments(capsys):
     from apm.cli import main
 
-    for argv in (["query", "results", "some-id", "--from", "soon"], ["query", "pause"],
-                 ["query", "add"], ["storage"]):
+    for argv in (
+        ["query", "results", "some-id", "--from", "soon"],
+        ["query", "pause"],
+        ["query", "add"],
+        ["storage"],
+    ):
         with pytest.raises(SystemExit) as info:
             main(argv)
         assert info.value.code == 2

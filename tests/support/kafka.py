@@ -15,8 +15,9 @@ from apm.wire import decode
 __all__ = ["FakeAdmin", "read_records", "read_samples"]
 
 
-def read_records(bootstrap: str, topics: Iterable[str], since: Offsets | None = None
-                 ) -> list[tuple[str, bytes]]:
+def read_records(
+    bootstrap: str, topics: Iterable[str], since: Offsets | None = None
+) -> list[tuple[str, bytes]]:
     """(topic, value) of every record now in ``topics`` (missing topics: none), each checked
     to carry the ``enc=tsv1`` header. ``since`` (apm.kafka.end_offsets taken before the test
     sent anything) skips what other tests left in shared topics; a partition not in it is read
@@ -44,12 +45,17 @@ def read_records(bootstrap: str, topics: Iterable[str], since: Offsets | None = 
         consumer.close()
 
 
-def read_samples(bootstrap: str, topics: Iterable[str], since: Offsets | None = None,
-                 server: str | None = None) -> list[tuple[str, str, float, float]]:
+def read_samples(
+    bootstrap: str, topics: Iterable[str], since: Offsets | None = None, server: str | None = None
+) -> list[tuple[str, str, float, float]]:
     """(topic, server, ts, value) for every sample now in ``topics`` (after ``since``, as
     read_records), only ``server``'s if given."""
-    return [(topic, who, ts, value) for topic, record in read_records(bootstrap, topics, since)
-            for who, ts, value in decode(record) if server is None or who == server]
+    return [
+        (topic, who, ts, value)
+        for topic, record in read_records(bootstrap, topics, since)
+        for who, ts, value in decode(record)
+        if server is None or who == server
+    ]
 
 
 class FakeAdmin:
@@ -62,9 +68,13 @@ class FakeAdmin:
     request (topic -> its dict entry); ``waited`` the topics each wait_for_topics waited for.
     """
 
-    def __init__(self, existing: Iterable[str] = (), racing: Iterable[str] = (),
-                 refuse: Mapping[str, tuple[int, str]] | None = None,
-                 down: bool = False) -> None:
+    def __init__(
+        self,
+        existing: Iterable[str] = (),
+        racing: Iterable[str] = (),
+        refuse: Mapping[str, tuple[int, str]] | None = None,
+        down: bool = False,
+    ) -> None:
         self.topics: dict[str, dict[str, Any]] = {t: {} for t in existing}
         self.racing = set(racing)
         self.refuse = dict(refuse or {})
@@ -81,9 +91,14 @@ class FakeAdmin:
         self._check()
         return list(self.topics)
 
-    def create_topics(self, new_topics: dict[str, dict[str, Any]], timeout_ms: int | None = None,
-                      validate_only: bool = False, raise_errors: bool = True,
-                      wait_for_metadata: bool = False) -> dict[str, Any]:
+    def create_topics(
+        self,
+        new_topics: dict[str, dict[str, Any]],
+        timeout_ms: int | None = None,
+        validate_only: bool = False,
+        raise_errors: bool = True,
+        wait_for_metadata: bool = False,
+    ) -> dict[str, Any]:
         self._check()
         self.requests.append({t: dict(v) for t, v in new_topics.items()})
         for topic in self.racing & set(new_topics):
@@ -91,8 +106,10 @@ class FakeAdmin:
         answers = []
         for topic, entry in new_topics.items():
             if topic in self.topics:
-                code, message = (Errors.TopicAlreadyExistsError.errno,
-                                 f"Topic '{topic}' already exists.")
+                code, message = (
+                    Errors.TopicAlreadyExistsError.errno,
+                    f"Topic '{topic}' already exists.",
+                )
             elif topic in self.refuse:
                 code, message = self.refuse[topic]
             else:
@@ -109,8 +126,9 @@ class FakeAdmin:
         if pending := [t for t in topic_names if t not in self.topics]:
             raise Errors.KafkaTimeoutError(f"Topics not ready after {timeout_ms}ms: {pending}")
 
-    def delete_topics(self, topics: list[str], timeout_ms: int | None = None,
-                      raise_errors: bool = True) -> dict[str, Any]:
+    def delete_topics(
+        self, topics: list[str], timeout_ms: int | None = None, raise_errors: bool = True
+    ) -> dict[str, Any]:
         self._check()
         for topic in topics:
             if topic not in self.topics and raise_errors:
