@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import threading
 
 import pytest
 
@@ -21,27 +20,6 @@ from apm.model import (
 )
 
 pytestmark = pytest.mark.unit
-
-
-class _FakeClock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-
-class _AdvancingEvent(threading.Event):
-    """wait() advances the fake clock instead of sleeping."""
-
-    def __init__(self, clock):
-        super().__init__()
-        self.clock, self.waits = clock, []
-
-    def wait(self, timeout=None):
-        self.waits.append(timeout)
-        self.clock.now += timeout or 0
-        return self.is_set()
 
 
 @pytest.mark.parametrize("name", ["cpu.util", "rpc.latency.max", "a", "disk_used-pct"])

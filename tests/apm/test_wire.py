@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import threading
 
 import pytest
 from hypothesis import given
@@ -12,27 +11,6 @@ from hypothesis import strategies as st
 from apm.wire import decode, encode_chunks
 
 pytestmark = pytest.mark.unit
-
-
-class _FakeClock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-
-class _AdvancingEvent(threading.Event):
-    """wait() advances the fake clock instead of sleeping."""
-
-    def __init__(self, clock):
-        super().__init__()
-        self.clock, self.waits = clock, []
-
-    def wait(self, timeout=None):
-        self.waits.append(timeout)
-        self.clock.now += timeout or 0
-        return self.is_set()
 
 
 @given(
