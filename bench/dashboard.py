@@ -19,6 +19,7 @@ from typing import Any
 from apm.query import WindowResult
 from apm.settings import PROJECT_ROOT
 from bench.base import progress, write_section
+from bench.browser import headless_chromium
 
 __all__ = ["main"]
 
@@ -145,31 +146,6 @@ def _feed(repo: Any, base_url: str, key: str, seconds: int) -> None:
             time.sleep(1)
 
 
-def _browser(profile: str) -> Any:
-    import shutil
-
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        "--window-size=1400,950",
-        "--hide-scrollbars",
-        f"--user-data-dir={profile}",
-    ):
-        options.add_argument(arg)
-    return webdriver.Chrome(service=Service(shutil.which("chromedriver") or ""), options=options)
-
-
 def main() -> int:
     import httpx
     from selenium.webdriver.common.by import By
@@ -219,7 +195,7 @@ def main() -> int:
             )
         progress(f"API JSON, 24 h downsampled: median {statistics.median(api_times) * 1000:.0f} ms")
         profile = tempfile.mkdtemp(prefix="apm-dash-bench-chrome-")
-        driver = _browser(profile)
+        driver = headless_chromium(profile, "1400,950", "--hide-scrollbars")
         wait = WebDriverWait(driver, 60, poll_frequency=0.05)
         driver.get(url + "/login")
         driver.find_element(By.ID, "password").send_keys(TOKEN)

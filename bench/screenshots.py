@@ -15,7 +15,8 @@ import urllib.request
 from pathlib import Path
 
 from apm.settings import PROJECT_ROOT
-from bench.dashboard import SHOTS, _browser
+from bench.browser import headless_chromium
+from bench.dashboard import SHOTS
 
 __all__ = ["main"]
 
@@ -40,7 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     if not queries:
         raise SystemExit("no stored queries to chart")
     shown = queries[0]["id"]
-    driver = _browser(tempfile.mkdtemp(prefix="apm-shots-"))
+    driver = headless_chromium(
+        tempfile.mkdtemp(prefix="apm-shots-"), "1400,950", "--hide-scrollbars"
+    )
     wait = WebDriverWait(driver, 60)
     try:
         driver.get(f"{args.url}/login")

@@ -96,29 +96,13 @@ def served(repo: Any, kafka_bootstrap: str, ingest_endpoint: tuple[str, Any]) ->
 
 @pytest.fixture(scope="session")
 def chrome() -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
+    from bench.browser import headless_chromium
 
-    chromium, driver_bin = shutil.which("chromium"), shutil.which("chromedriver")
-    if not chromium or not driver_bin:
-        pytest.fail("Debian's chromium and chromium-driver are required: run `make browser`")
     profile = tempfile.mkdtemp(prefix="apm-dash-chrome-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        "--window-size=1400,1000",
-        f"--user-data-dir={profile}",
-    ):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(driver_bin), options=options)
+    try:
+        driver = headless_chromium(profile, "1400,1000")
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
     driver.implicitly_wait(0)
     yield driver
     driver.quit()
