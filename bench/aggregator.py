@@ -22,7 +22,7 @@ from typing import Any
 from apm.kafka import TopicSpec, delete_topics, ensure_topics
 from apm.model import TOPIC_PARTITIONS, topic_for
 from bench.base import progress, write_section
-from bench.feed import LINES_PER_RECORD, METRICS, SERVERS, produce, wait_for_topics
+from bench.feed import LINES_PER_RECORD, METRICS, SERVERS, produce
 
 __all__ = ["main"]
 
@@ -170,13 +170,16 @@ def _run_config(
         checkpoint_dir=Path(tempfile.mkdtemp(prefix="aggbench-")),
     )
     topics = [topic_for(m) for m in metrics]
-    ensure_topics(settings.kafka_bootstrap, topics, TopicSpec(partitions=args.partitions))
+    # It returns once every partition has a leader: else Spark's first plan sees
+    # UNKNOWN_TOPIC_OR_PARTITION and the feeder's first sends stall.
+    ensure_topics(
+        settings.kafka_bootstrap, topics, TopicSpec(partitions=args.partitions), wait_ms=60_000
+    )
     repo = Repository.connect(StorageSettings(keyspace=f"aggbench_{run}"))
     rows: list[list[str]] = []
     best, phases = 0, {}
     job = None
     try:
-        wait_for_topics(settings.kafka_bootstrap, topics)
         stored = [repo.save_query(text) for m in metrics for text in _queries(config, m)]
         progress(f"{config}: {len(stored)} queries over {METRICS} topics x {args.partitions}")
         offsets = KafkaOffsets(settings.kafka_bootstrap)

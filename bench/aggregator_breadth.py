@@ -98,10 +98,13 @@ def _step(spark: Any, repo: Any, args: argparse.Namespace, cap: int) -> dict[str
         max_offsets_per_trigger=cap,
         checkpoint_dir=home,
     )
-    ensure_topics(settings.kafka_bootstrap, topics, TopicSpec(partitions=args.partitions))
+    # It returns once every partition has a leader: else Spark's first plan sees
+    # UNKNOWN_TOPIC_OR_PARTITION and the feeder's first sends stall.
+    ensure_topics(
+        settings.kafka_bootstrap, topics, TopicSpec(partitions=args.partitions), wait_ms=60_000
+    )
     job, offsets, feeder = None, KafkaOffsets(settings.kafka_bootstrap), None
     try:
-        feed.wait_for_topics(settings.kafka_bootstrap, topics)
         ids = [
             repo.save_query(f"FROM * SELECT {m} WINDOW {WINDOW_S}s COMPUTE min, max, avg, p99").id
             for m in metrics

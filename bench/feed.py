@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from apm.kafka import delete_topics, new_consumer, new_producer
+from apm.kafka import delete_topics, new_producer
 from apm.model import topic_for
 from bench.base import progress
 
@@ -33,7 +33,6 @@ __all__ = [
     "read_probe",
     "run_isolated",
     "templates",
-    "wait_for_topics",
 ]
 
 SERVERS = 10_000
@@ -269,19 +268,3 @@ def run_isolated(target: Any, args: tuple[Any, ...], timeout_s: float) -> Any:
             family = psutil.Process(child.pid)
             for proc in [*family.children(recursive=True), family]:
                 proc.kill()
-
-
-def wait_for_topics(bootstrap: str, topics: list[str], timeout_s: float = 60) -> None:
-    """Waits until the broker serves metadata for every topic (else Spark's first plan sees
-    UNKNOWN_TOPIC_OR_PARTITION and the feeder's first sends stall)."""
-    consumer = new_consumer(bootstrap)
-    deadline = time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline:
-            if all(consumer.partitions_for_topic(t) for t in topics):
-                return
-            time.sleep(0.5)
-            consumer.topics()  # refreshes the metadata
-        raise RuntimeError(f"topics not ready in {timeout_s:.0f}s: {topics}")
-    finally:
-        consumer.close()
