@@ -94,9 +94,9 @@ def _run(args: argparse.Namespace) -> int:
 def _local_jars() -> list[str]:
     """The Kafka connector from the local jar cache (``apm stack fetch``). Under spark-submit
     the cluster hands the jars in with ``--jars`` and this is not asked."""
-    import os
+    from aggregator.session import under_spark_submit
 
-    if "PYSPARK_GATEWAY_PORT" in os.environ:
+    if under_spark_submit():
         return []
     from launch.stack.jars import spark_jars
 

@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["build_session"]
+__all__ = ["build_session", "under_spark_submit"]
+
+
+def under_spark_submit() -> bool:
+    """Under spark-submit the JVM is up before Python and owns the cluster settings (master,
+    driver address, --jars, parallelism)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
 def build_session(
@@ -36,9 +42,8 @@ def build_session(
     from pyspark.sql import SparkSession
 
     cores = os.cpu_count() or 2
-    # Under spark-submit the JVM is up before Python and owns the cluster settings (master,
-    # driver address, --jars, parallelism); only a local session gets our single-box defaults.
-    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    # Only a local session gets our single-box defaults (see under_spark_submit).
+    submitted = under_spark_submit()
     os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)  # type: ignore[attr-defined]
     builder = SparkSession.builder.appName(app_name)
     if not submitted:

@@ -148,12 +148,13 @@ class Procs:
             metrics_port=metrics_port,
             keyspace=self.keyspace,
         )
-        self._started.append(spec.process(self.home / "aggregator"))
-        spec.start(
-            self.home / "aggregator",
-            wait_s=180,
-            progress=progress,
-            env={"APM_AGGREGATOR_KAFKA_BOOTSTRAP": self.bootstrap},
+        self._started.append(
+            spec.start(
+                self.home / "aggregator",
+                wait_s=180,
+                progress=progress,
+                env={"APM_AGGREGATOR_KAFKA_BOOTSTRAP": self.bootstrap},
+            )
         )
 
     def pids(self) -> dict[str, list[int]]:
