@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 APM := $(VENV)/bin/apm
 STAMP := $(VENV)/.installed
 
-.PHONY: help install jars up down status run test test-unit test-integration test-e2e lint mypy format \
+.PHONY: help install jars up down status run test test-jvm test-unit test-integration test-e2e lint mypy format \
         browser bench bench-ingest bench-agent bench-aggregator bench-aggregator-breadth bench-aggregator-nodedup bench-dashboard bench-storage bench-pipeline \
         clean
 
@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)  ## create .venv and install the project with every extra
 
-jars: install  ## resolve Kafka, Cassandra and the Spark Kafka connector through Maven
+jars: install  ## resolve Kafka, Cassandra and the Spark Kafka connector, and build the aggregator's JVM operator, through Maven
 	$(APM) stack fetch
 
 up: jars  ## start Kafka and Cassandra (idempotent)
@@ -60,8 +60,11 @@ define run_pytest
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests for: $(1)"; exit 1; fi; exit $$rc
 endef
 
-test: install lint jars browser  ## lint, then every tier against the real engines
+test: install lint test-jvm jars browser  ## lint, the JVM unit tests, then every tier against the real engines
 	$(call run_pytest,-m "unit or integration or e2e" tests)
+
+test-jvm:  ## the unit tests of the aggregator's JVM operator (aggregator/jvm), through Maven
+	mvn -q -B -f aggregator/jvm/pom.xml test -DbuildDir=$(CURDIR)/.cache/jvm-test
 
 test-unit: install  ## the inner loop: pure logic, no engines, about a minute
 	$(call run_pytest,-m unit tests)

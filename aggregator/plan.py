@@ -39,10 +39,13 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
+    "DEDUP_BLOCK_SECONDS",
+    "DEDUP_BUCKETS",
     "KLL_K",
     "QUERY_SCHEMA",
     "admit",
     "decode",
+    "first_copies",
     "queries_frame",
     "query_row",
     "server_match",
@@ -90,6 +93,12 @@ _JOIN_COLUMNS = (
 # its state store, and Spark fails the batch (STATE_STORE_COMMIT_VALIDATION_FAILED).
 _SENTINEL: tuple[object, ...] = ("", "", False, [""], None, [], None, 1, False, 0.0)
 _GLOB_CHARS = frozenset("*?[")
+# The dedup operator's key: (metric, server bucket, block). Its state value holds every
+# (server, microsecond) seen under the key, re-encoded whenever a micro-batch adds to it, so
+# buckets x block trade the number of state rows per batch (metrics x buckets x ~1-2 blocks)
+# against their size (~2 bytes a sample). Both are part of the checkpoint's state layout.
+DEDUP_BUCKETS = 32
+DEDUP_BLOCK_SECONDS = 8
 
 
 def server_match(query: Query) -> tuple[bool, list[str], list[str], str | None]:
@@ -193,6 +202,37 @@ def decode(raw: DataFrame) -> DataFrame:
     return out.where((F.col("n_fields") == 3) & F.col("ts").isNotNull() & finite).drop("n_fields")
 
 
+def first_copies(timed: DataFrame) -> DataFrame:
+    """The first copy of each (metric, server, event_time) of ``timed`` (watermarked on
+    ``event_time``), by the project's JVM operator ``io.apm.aggregator.Dedup``
+    (aggregator/jvm): its state is one row per (metric, server bucket, block of
+    ``DEDUP_BLOCK_SECONDS``) holding the (server, microsecond) pairs seen there, read and
+    written once per key and micro-batch instead of once per sample. Exact: servers compare
+    as strings, times at microseconds, as Spark's ``dropDuplicates`` on the same columns did.
+    A key is dropped once the watermark passes its block's end; later copies are late and
+    dropped (and counted) by the operator like any late sample."""
+    from pyspark.sql import DataFrame as Frame
+    from pyspark.sql import functions as F
+
+    block_us = DEDUP_BLOCK_SECONDS * 1_000_000
+    micros = F.unix_micros("event_time")
+    keyed = timed.withColumn("ts_us", micros).withColumn(
+        "dedup_key",
+        F.concat_ws(
+            "|",
+            "metric",
+            F.pmod(F.xxhash64("server"), F.lit(DEDUP_BUCKETS)).cast("string"),
+            F.floor(micros / F.lit(block_us)).cast("string"),
+        ),
+    )
+    spark = timed.sparkSession
+    jvm = spark._jvm
+    if jvm is None:
+        raise RuntimeError("the dedup operator needs a classic (JVM) SparkSession")
+    jdf = jvm.io.apm.aggregator.Dedup.firstCopies(keyed._jdf, block_us)
+    return Frame(jdf, spark).drop("dedup_key", "ts_us")
+
+
 def window_summaries(
     samples: DataFrame, queries: DataFrame, delay_seconds: int, dedup: bool = True
 ) -> DataFrame:
@@ -220,7 +260,7 @@ def window_summaries(
     timed = samples.withColumn("event_time", F.timestamp_seconds("ts")).withWatermark(
         "event_time", delay
     )
-    distinct = timed.dropDuplicates(["metric", "server", "event_time"]) if dedup else timed
+    distinct = first_copies(timed).withWatermark("event_time", delay) if dedup else timed
 
     wanted = F.broadcast(queries.select(*_JOIN_COLUMNS))
     # Or short-circuits left to right: the cheap tests first, the regex only for odd globs.

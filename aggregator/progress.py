@@ -12,9 +12,10 @@ from typing import Any
 
 from aggregator.telemetry import AggregatorTelemetry
 
-__all__ = ["ProgressCounter", "state_figures"]
+__all__ = ["DEDUP_OPERATOR", "ProgressCounter", "state_figures"]
 
-_DEDUP = "dedupe"  # Spark's operatorName for dropDuplicates
+# Spark's operatorName for the dedup operator (plan.first_copies, a flatMapGroupsWithState)
+DEDUP_OPERATOR = "flatMapGroupsWithState"
 
 
 class ProgressCounter:
@@ -50,8 +51,13 @@ class ProgressCounter:
 
 
 def state_figures(report: dict[str, Any]) -> tuple[int, int, int]:
-    """(open windows, dedup keys, state memory bytes) of one progress report."""
+    """(open windows, dedup state rows, state memory bytes) of one progress report. A dedup
+    row holds one (metric, server bucket, block)'s samples (plan.first_copies)."""
     ops = report.get("stateOperators") or []
-    windows = sum(op.get("numRowsTotal") or 0 for op in ops if op.get("operatorName") != _DEDUP)
-    keys = sum(op.get("numRowsTotal") or 0 for op in ops if op.get("operatorName") == _DEDUP)
+    windows = sum(
+        op.get("numRowsTotal") or 0 for op in ops if op.get("operatorName") != DEDUP_OPERATOR
+    )
+    keys = sum(
+        op.get("numRowsTotal") or 0 for op in ops if op.get("operatorName") == DEDUP_OPERATOR
+    )
     return windows, keys, sum(op.get("memoryUsedBytes") or 0 for op in ops)

@@ -68,6 +68,12 @@ def build_session(
             "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
         )
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+        # The dedup operator (plan.first_copies, a flatMapGroupsWithState) feeds the window
+        # aggregation. Spark cannot see that it only passes on input rows, each of which has
+        # passed the same watermark's late filter, so it refuses the plan for fear of late
+        # output. Its rows are never late downstream; tests/aggregator/test_stream.py checks
+        # that late samples are counted once and on-time ones all reach their window.
+        .config("spark.sql.streaming.statefulOperator.checkCorrectness.enabled", "false")
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.kafka.consumer.cache.capacity", "4096")
         .config("spark.kafka.consumer.fetchedData.cache.timeout", "5m")

@@ -14,8 +14,9 @@ from apm.settings import PROJECT_ROOT, env_config, shared
 
 __all__ = ["STATE_LAYOUT", "AggregatorSettings"]
 
-# v1 held per-window sample lists (HDFS state store); v2 holds summaries + dedup keys (RocksDB).
-STATE_LAYOUT = "v2"
+# v1 held per-window sample lists (HDFS state store); v2 summaries + one dedup key per sample
+# (RocksDB); v3 summaries + the dedup operator's (metric, server bucket, block) rows.
+STATE_LAYOUT = "v3"
 
 
 class AggregatorSettings(BaseSettings):

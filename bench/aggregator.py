@@ -19,6 +19,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from aggregator.progress import DEDUP_OPERATOR
 from apm.kafka import TopicSpec, delete_topics, ensure_topics
 from apm.model import TOPIC_PARTITIONS, topic_for
 from bench.base import progress, write_section
@@ -130,7 +131,7 @@ def _step(
     ):
         values = [p["durationMs"].get(key, 0) / 1000 for p in reports]
         phases[key] = statistics.median(values) if values else float("nan")
-    for name, label in (("stateStoreSave", "windows"), ("dedupe", "dedup")):
+    for name, label in (("stateStoreSave", "windows"), (DEDUP_OPERATOR, "dedup")):
         ops = [
             op
             for p in reports
@@ -226,6 +227,44 @@ def _run_config(
     return rows, best, phases
 
 
+def _floor(best_rate: int, args: argparse.Namespace, table: list[list[str]]) -> str:
+    """Runs Spark's floor for the same shape in this run (bench/floor.py), adds its steps to
+    ``table`` and returns the sentence with the ratio."""
+    from bench.feed import run_isolated
+    from bench.floor import FLOOR_RATES, floor_shape, measure_floor, sustained
+
+    progress(f"engine floor: {floor_shape()}")
+    steps = run_isolated(
+        measure_floor,
+        (FLOOR_RATES, args.floor_seconds, args.trigger_seconds),
+        timeout_s=len(FLOOR_RATES) * (args.floor_seconds + 60) + 120,
+    )
+    for step in steps:
+        table.append(
+            [
+                "engine floor",
+                "-",
+                f"{step['rate']:,}",
+                "-",
+                "yes" if step["kept_up"] else "no",
+                str(step["batches"]),
+                f"{step['batch_p50_s']:.2f}",
+                "-",
+                "-",
+                "-",
+            ]
+        )
+    floor = sustained(steps)
+    ratio = best_rate / floor if floor else float("nan")
+    more = "" if steps and not steps[-1]["kept_up"] else " or more (the highest rate tried)"
+    line = (
+        f" Engine floor, same run and settings ({floor_shape()}): {floor:,} rows/s{more}; "
+        f"ratio of the aggregator's highest sustained rate to it: {ratio:.2f}."
+    )
+    progress(line.strip())
+    return line
+
+
 def main(argv: list[str] | None = None) -> int:
     pre = argparse.ArgumentParser(add_help=False)  # breadth: its own options and section
     pre.add_argument("--configs", "--config", default="issue")
@@ -258,6 +297,12 @@ def main(argv: list[str] | None = None) -> int:
         "--no-dedup",
         action="store_true",
         help="run the job with APM_AGGREGATOR_DEDUP=false (its own doc section)",
+    )
+    parser.add_argument(
+        "--floor-seconds",
+        type=int,
+        default=30,
+        help="per rate of Spark's own floor for the same shape (bench/floor.py); 0 skips it",
     )
     parser.add_argument("--no-doc", action="store_true", help="print only")
     args = parser.parse_args(argv)
@@ -308,6 +353,12 @@ def main(argv: list[str] | None = None) -> int:
             )
     finally:
         spark.stop()
+    best_rate = max(
+        (int(row[2].replace(",", "")) for row in table[1:] if row[4] == "yes"), default=0
+    )
+    floor_note = ""
+    if args.floor_seconds > 0:
+        floor_note = _floor(best_rate, args, table)
     notes = (
         f"Job on local[2] in-process, {METRICS} metric topics x {args.partitions} "
         f"partitions, {SERVERS:,} servers, records of up to {LINES_PER_RECORD:,} samples, "
@@ -319,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         "Sustained = lag growth under 5% of the rate over the last two thirds of a step. "
         "Freshness = time from a 10 s window's end until its row holds every sample in "
         "Cassandra (`-`/nan: no window completed within the step). The machine is shared "
-        "and loaded; figures are medians of one run. " + " ".join(summary)
+        "and loaded; figures are medians of one run. " + " ".join(summary) + floor_note
     )
     print("\n".join(" | ".join(map(str, row)) for row in table))
     print(notes)

@@ -19,6 +19,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from aggregator.progress import DEDUP_OPERATOR
 from apm.kafka import TopicSpec, delete_topics, ensure_topics
 from apm.model import TOPIC_PARTITIONS, topic_for
 from bench import feed
@@ -65,7 +66,7 @@ def _profile(reports: list[dict[str, Any]]) -> dict[str, float]:
         else {}
     )
     out["records"] = statistics.median([r["numInputRows"] for r in reports]) if reports else 0
-    for name in ("dedupe", "stateStoreSave"):  # task time in the dedup and window operators
+    for name in (DEDUP_OPERATOR, "stateStoreSave"):  # task time in the dedup and window operators
         ops = [op for r in reports for op in r["stateOperators"] if op["operatorName"] == name]
         for key in ("allUpdatesTimeMs", "commitTimeMs"):
             values = [op.get(key, 0) / 1000 for op in ops]

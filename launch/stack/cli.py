@@ -16,7 +16,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Ports and heaps come from APM_STACK_* env vars.",
     )
     verbs = parser.add_subparsers(dest="verb", required=True)
-    verbs.add_parser("fetch", help="resolve the engines' jars through Maven (idempotent)")
+    verbs.add_parser(
+        "fetch",
+        help="resolve the engines' jars and build the aggregator's JVM operator, through Maven "
+        "(idempotent)",
+    )
     verbs.add_parser("up", help="start Kafka and Cassandra and wait until healthy (idempotent)")
     verbs.add_parser("down", help="stop the engines")
     verbs.add_parser("status", help="pid, ports and health of each engine")
@@ -34,13 +38,14 @@ def _print_status(rows) -> bool:
 def _run(args: argparse.Namespace) -> int:
     from launch.stack import control
     from launch.stack.config import StackSettings
-    from launch.stack.jars import FetchError, fetch
+    from launch.stack.jars import FetchError, aggregator_jar, fetch
     from launch.supervisor import StartError
 
     settings = StackSettings()
     try:
         if args.verb == "fetch":
             fetch(settings)
+            print(f"jars: aggregator operator {aggregator_jar(settings)}", file=sys.stderr)
             return 0
         if args.verb == "up":
             return 0 if _print_status(control.up(settings)) else 1

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from launch.stack.config import StackSettings
 
-__all__ = ["ENGINES", "FetchError", "fetch", "jar_dir", "spark_jars"]
+__all__ = ["ENGINES", "FetchError", "aggregator_jar", "fetch", "jar_dir", "spark_jars"]
 
 ENGINES = ("kafka", "cassandra", "spark")
 _MARKER = ".complete"
@@ -110,9 +110,52 @@ def _artifact(jar: Path) -> str:
     return re.sub(r"-\d[\w.\-]*$", "", jar.stem)
 
 
+def _jvm_sources(settings: StackSettings) -> Path:
+    return settings.root / "aggregator" / "jvm"
+
+
+def _jvm_digest(settings: StackSettings) -> str:
+    """Of the JVM module's pom and main sources: a change to either rebuilds the jar."""
+    root = _jvm_sources(settings)
+    digest = hashlib.sha256()
+    for path in [root / "pom.xml", *sorted((root / "src" / "main").rglob("*.java"))]:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def aggregator_jar(settings: StackSettings | None = None, *, log=sys.stderr) -> Path:
+    """The aggregator's JVM operator (aggregator/jvm), built by Maven into the jar cache the
+    first time and whenever its sources change. Its unit tests run in ``make test-jvm``."""
+    settings = settings or StackSettings()
+    target = jar_dir(settings, "apm")
+    jar = target / "apm-aggregator-jvm.jar"
+    digest = _jvm_digest(settings)
+    marker = target / _MARKER
+    if jar.exists() and marker.exists() and marker.read_text().strip() == digest:
+        return jar
+    if shutil.which(settings.mvn) is None:
+        raise FetchError(f"`{settings.mvn}` not found on PATH: install Maven to build the jar")
+    target.mkdir(parents=True, exist_ok=True)
+    log_path = settings.var / "logs" / "mvn-aggregator-jvm.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    print(f"jars: building the aggregator's JVM operator (log: {log_path}) ...", file=log)
+    pom = _jvm_sources(settings) / "pom.xml"
+    # The build directory stays out of the source tree, so a read-only checkout builds too.
+    build = target / "build"
+    cmd = [settings.mvn, "-B", "-f", str(pom), "package", "-DskipTests", f"-DbuildDir={build}"]
+    with log_path.open("w") as out:
+        code = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT)
+    if code != 0:
+        raise FetchError(f"mvn failed to build the aggregator jar (exit {code}); see {log_path}")
+    shutil.copyfile(build / "apm-aggregator-jvm.jar", jar)
+    marker.write_text(digest)
+    return jar
+
+
 def spark_jars(settings: StackSettings | None = None) -> list[str]:
     """The jars to hand to Spark through ``spark.jars``: the Kafka source and what it needs
-    beyond Spark itself. Jars pyspark already ships (scala-library, hadoop-client, lz4 ...)
+    beyond Spark itself, and the aggregator's own operator (``aggregator_jar``). Jars pyspark
+    already ships (scala-library, hadoop-client, lz4 ...)
     are left out, so no class comes in two versions."""
     import pyspark
 
@@ -120,6 +163,8 @@ def spark_jars(settings: StackSettings | None = None) -> list[str]:
     if not _is_fresh(settings, "spark"):
         fetch(settings, ("spark",))
     bundled = {_artifact(j) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
-    return sorted(
-        str(j) for j in jar_dir(settings, "spark").glob("*.jar") if _artifact(j) not in bundled
-    )
+    connector = jar_dir(settings, "spark").glob("*.jar")
+    return [
+        *sorted(str(j) for j in connector if _artifact(j) not in bundled),
+        str(aggregator_jar(settings)),
+    ]

@@ -88,6 +88,44 @@ def test_late_samples_refine_their_window_duplicates_do_not_too_late_ones_are_co
     assert set(fake_store.servers) >= {"web-0", "web-1", "web-2", "late-1"}
 
 
+def test_resends_in_later_batches_change_nothing_even_after_their_window_was_written(
+    fake_store, job_factory, metric_topics, produce, fleet_rows
+):
+    from aggregator.plan import DEDUP_BLOCK_SECONDS, DEDUP_BUCKETS
+    from aggregator.progress import DEDUP_OPERATOR
+
+    metric = metric_topics()
+    q = fake_store.add(f"FROM * SELECT {metric} WINDOW 10s COMPUTE count, sum, min, max, p90")
+    job = job_factory(metrics=metric, allowed_lateness_seconds=600)
+    rows = fleet_rows(4, 40)
+    produce(metric, rows)
+    _drain(job)
+    want = expected(rows, q.query)
+    assert_matches(fake_store.of(q.id), want)
+    written = dict(fake_store.of(q.id))
+    # The same samples again, in two later batches, in other records and another order: one
+    # resend of every sample (its windows are already written and closed), then a second
+    # resend of a third of them, as an agent's retries would.
+    produce(metric, rows[::-1], chunk_bytes=700)
+    _drain(job)
+    produce(metric, rows[::3])
+    _drain(job)
+    assert_matches(fake_store.of(q.id), want)
+    assert {ws: r.samples for ws, r in fake_store.of(q.id).items()} == {
+        ws: r.samples for ws, r in written.items()
+    }
+    # The dedup state is one row per (metric, server bucket, block), not one per sample.
+    assert job.windows is not None
+    dedup_rows = [
+        op["numRowsTotal"]
+        for p in job.windows.recentProgress
+        for op in p["stateOperators"]
+        if op["operatorName"] == DEDUP_OPERATOR
+    ]
+    blocks = 40 // DEDUP_BLOCK_SECONDS + 2
+    assert 0 < dedup_rows[-1] <= min(4, DEDUP_BUCKETS) * blocks < len(rows)
+
+
 def _drain_until(job: Aggregator, check, timeout_s: float = 90) -> None:
     """Drains until ``check`` stops failing: a window may arrive over two batches."""
     deadline = time.monotonic() + timeout_s

@@ -1,0 +1,36 @@
+"""The jar cache: the aggregator's JVM operator is built against the Spark it runs in."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from launch.stack.config import StackSettings
+from launch.stack.jars import _jvm_digest, pinned_spark_version
+
+pytestmark = pytest.mark.unit
+
+
+def test_the_jvm_operator_compiles_against_the_spark_the_stack_pins():
+    settings = StackSettings()
+    pom = (settings.root / "aggregator" / "jvm" / "pom.xml").read_text()
+    match = re.search(r"<spark\.version>([^<]+)</spark\.version>", pom)
+    assert match is not None
+    assert match.group(1) == pinned_spark_version(settings)
+
+
+def test_a_source_change_rebuilds_the_jar(tmp_path):
+    jvm = tmp_path / "aggregator" / "jvm"
+    source = jvm / "src" / "main" / "java" / "A.java"
+    source.parent.mkdir(parents=True)
+    (jvm / "pom.xml").write_text("<project/>")
+    source.write_text("class A {}")
+    settings = StackSettings(root=tmp_path)
+    before = _jvm_digest(settings)
+    assert _jvm_digest(settings) == before
+    source.write_text("class A { int x; }")
+    edited = _jvm_digest(settings)
+    assert edited != before
+    (jvm / "src" / "main" / "java" / "B.java").write_text("class B {}")
+    assert _jvm_digest(settings) != edited
