@@ -67,6 +67,7 @@ class Aggregator:
         self.last_restart_s: float | None = None
         self.last_lag: dict[str, int] = {}
         self.progress = ProgressCounter(self.metrics)
+        self.phases: dict[str, list[float]] = {}  # recent seconds per batch phase (_phase)
 
     # --- the streams ------------------------------------------------------------------------
 
@@ -87,6 +88,11 @@ class Aggregator:
                 raise RetryableError(str(exc)) from exc
 
         self.metrics.results.inc(call_with_retry(attempt, deadline_s=60.0))
+
+    def _phase(self, name: str, seconds: float) -> None:
+        self.metrics.batch_phase_seconds.labels(name).observe(seconds)
+        self.phases.setdefault(name, []).append(seconds)
+        del self.phases[name][:-200]  # the benchmark reads the recent ones
 
     def _seen(self, servers: dict[str, float], metrics: dict[str, float]) -> None:
         if servers:
@@ -124,6 +130,7 @@ class Aggregator:
             cap,
             self._write,
             self.clock,
+            self._phase,
         )
         if self.settings.track_servers and self.servers is None:
             # The servers stream triggers less often, so its cap per batch grows with its

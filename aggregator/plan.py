@@ -1,20 +1,26 @@
-"""The streaming plan: Kafka records -> samples -> distinct samples -> the samples active
-queries want -> one mergeable summary per (query, window) in Spark's state store.
+"""The streaming plan: Kafka records -> samples -> (dedup, fan-out to queries and the map side
+of the window summaries, in one JVM operator) -> one mergeable summary per (query, window) in
+Spark's state store.
 
 Two stateful operators, both bounded by one event-time watermark:
 
-1. ``dropDuplicates(metric, server, event_time)`` before the fan-out to queries, so a retried
-   sample is dropped once, whatever number of queries want it. Its state is one key per
-   distinct sample within the lateness horizon (docs/aggregator.md sizes it).
-2. A streaming aggregation per (query_id, window_seconds, window_end) into count, sum, min,
-   max and a KLL sketch. All five merge in O(sketch) per trigger, however many samples the
-   window already holds: the per-window sample list this replaced was rewritten and re-sorted
-   on every trigger, which capped the job below 500 samples/s.
+1. ``window_partials``: the project's ``flatMapGroupsWithState`` in Java (aggregator/jvm),
+   keyed by (metric, server bucket, 8 s block). It drops every (metric, server, ts) it has
+   seen, hands each new sample to the active queries whose selection takes its server, and
+   returns partial summaries per (key, query, window), so a retried sample costs one check
+   whatever number of queries want it, and no per-query copy of a sample is ever a row.
+   Its state is one row per key, not per sample (docs/aggregator.md, "Duplicates").
+2. A streaming aggregation per (query_id, window_seconds, window_end) that merges the
+   partials into count, sums, min, max and a KLL sketch. All merge in O(sketch) per trigger,
+   however many samples the window already holds.
+
+``dedup=False`` keeps the SQL plan of v2 (a broadcast join of samples with the queries, a
+server filter, the aggregation over samples) for comparison (``make bench-aggregator-nodedup``).
 
 The plan's shape never depends on which queries are active: they arrive as a small static
-DataFrame joined by metric, so a changed query set restarts the stream from the same
-checkpoint and the state carries over. Decoding uses built-in SQL functions only (no Python
-UDF), following ``apm.wire``.
+table (the join's build side, and the operator's argument), so a changed query set restarts
+the stream from the same checkpoint and the state carries over. Decoding uses built-in SQL
+functions only (no Python UDF), following ``apm.wire``.
 
 A query counts the samples that reached Kafka from the moment it became active (created,
 resumed, or given another metric: ``StoredQuery.active_from``): ``admit`` keeps a Kafka record
@@ -45,11 +51,11 @@ __all__ = [
     "QUERY_SCHEMA",
     "admit",
     "decode",
-    "first_copies",
     "queries_frame",
     "query_row",
     "server_match",
     "topic_regex",
+    "window_partials",
     "window_summaries",
 ]
 
@@ -93,6 +99,8 @@ _JOIN_COLUMNS = (
 # its state store, and Spark fails the batch (STATE_STORE_COMMIT_VALIDATION_FAILED).
 _SENTINEL: tuple[object, ...] = ("", "", False, [""], None, [], None, 1, False, 0.0)
 _GLOB_CHARS = frozenset("*?[")
+# What the JVM operator returns per (key, query, window) besides the window's identity.
+_PARTIAL_COLUMNS = ("n", "fixed_sum", "n_fixed", "float_sum", "min", "max", "sketch")
 # The dedup operator's key: (metric, server bucket, block). Its state value holds every
 # (server, microsecond) seen under the key, re-encoded whenever a micro-batch adds to it, so
 # buckets x block trade the number of state rows per batch (metrics x buckets x ~1-2 blocks)
@@ -202,35 +210,69 @@ def decode(raw: DataFrame) -> DataFrame:
     return out.where((F.col("n_fields") == 3) & F.col("ts").isNotNull() & finite).drop("n_fields")
 
 
-def first_copies(timed: DataFrame) -> DataFrame:
-    """The first copy of each (metric, server, event_time) of ``timed`` (watermarked on
-    ``event_time``), by the project's JVM operator ``io.apm.aggregator.Dedup``
-    (aggregator/jvm): its state is one row per (metric, server bucket, block of
-    ``DEDUP_BLOCK_SECONDS``) holding the (server, microsecond) pairs seen there, read and
-    written once per key and micro-batch instead of once per sample. Exact: servers compare
-    as strings, times at microseconds, as Spark's ``dropDuplicates`` on the same columns did.
-    A key is dropped once the watermark passes its block's end; later copies are late and
-    dropped (and counted) by the operator like any late sample."""
+def _selections(spark: SparkSession, queries: DataFrame) -> object:
+    """The query table as the JVM operator's ``io.apm.aggregator.Selection`` list."""
+    jvm = spark._jvm
+    if jvm is None:
+        raise RuntimeError("the aggregator's operator needs a classic (JVM) SparkSession")
+    out = jvm.java.util.ArrayList()
+    for row in queries.select(*_JOIN_COLUMNS, "wants_sketch").collect():
+        prefixes = [*row["prefixes"], *([row["prefix"]] if row["prefix"] is not None else [])]
+        out.add(
+            jvm.io.apm.aggregator.Selection(
+                row["query_id"],
+                row["metric"],
+                row["window_seconds"],
+                row["wants_sketch"],
+                row["all_servers"],
+                list(row["names"]),
+                prefixes,
+                row["server_regex"],
+            )
+        )
+    return out
+
+
+def window_partials(timed: DataFrame, queries: DataFrame) -> DataFrame:
+    """Dedup and the map side of the window summaries in one pass, by the project's JVM
+    operator ``io.apm.aggregator.Dedup`` (aggregator/jvm, a ``flatMapGroupsWithState``).
+
+    Its key is (metric, xxhash64(server) mod ``DEDUP_BUCKETS``, block of
+    ``DEDUP_BLOCK_SECONDS`` of event time); its state, per key, every (server, microsecond)
+    seen there, read and written once per key and micro-batch, not once per sample. Of each
+    batch it keeps the samples not seen before, hands each to the active queries whose
+    selection takes its server, and returns one partial summary per (key, query, window)
+    touched (``Partials`` in Java: n, fixed-point and float sums, min, max, KLL sketch), so
+    neither the fan-out to queries nor the per-sample aggregation input is ever materialised
+    as rows. Exact: servers compare as strings, times at microseconds, the key Spark's
+    ``dropDuplicates`` used before. A key is dropped once the watermark passes its block's
+    end; later copies are late and dropped (and counted) by the operator like any late
+    sample."""
     from pyspark.sql import DataFrame as Frame
     from pyspark.sql import functions as F
 
     block_us = DEDUP_BLOCK_SECONDS * 1_000_000
-    micros = F.unix_micros("event_time")
-    keyed = timed.withColumn("ts_us", micros).withColumn(
+    keyed = timed.withColumn(
         "dedup_key",
         F.concat_ws(
             "|",
             "metric",
             F.pmod(F.xxhash64("server"), F.lit(DEDUP_BUCKETS)).cast("string"),
-            F.floor(micros / F.lit(block_us)).cast("string"),
+            F.floor(F.unix_micros("event_time") / F.lit(block_us)).cast("string"),
         ),
     )
     spark = timed.sparkSession
     jvm = spark._jvm
     if jvm is None:
-        raise RuntimeError("the dedup operator needs a classic (JVM) SparkSession")
-    jdf = jvm.io.apm.aggregator.Dedup.firstCopies(keyed._jdf, block_us)
-    return Frame(jdf, spark).drop("dedup_key", "ts_us")
+        raise RuntimeError("the aggregator's operator needs a classic (JVM) SparkSession")
+    selections = _selections(spark, queries)
+    jdf = jvm.io.apm.aggregator.Dedup.windowPartials(
+        keyed.select("dedup_key", "server", "event_time", "ts", "value")._jdf,
+        block_us,
+        KLL_K,
+        selections,
+    )
+    return Frame(jdf, spark)
 
 
 def window_summaries(
@@ -260,12 +302,38 @@ def window_summaries(
     timed = samples.withColumn("event_time", F.timestamp_seconds("ts")).withWatermark(
         "event_time", delay
     )
-    distinct = first_copies(timed).withWatermark("event_time", delay) if dedup else timed
+    # window_end carries the event-time mark: that is what lets the aggregation evict the
+    # windows the watermark has passed.
+    mark = {_EVENT_TIME_KEY: int(delay_seconds) * 1000}
+    if dedup:
+        partials = window_partials(timed, queries)
+        end = F.timestamp_seconds("window_end_s").alias("window_end", metadata=mark)
+        # Keep the order of the columns: it is the state store's schema (a checkpoint keeps
+        # it). kll_merge_agg_double keeps k: exact while a window holds at most KLL_K values.
+        merged = {
+            "n": [F.sum("n").alias("n")],
+            "sum": [
+                F.try_sum("fixed_sum").alias("fixed_sum"),
+                F.sum("n_fixed").alias("n_fixed"),
+                F.sum("float_sum").alias("float_sum"),
+            ],
+            "min": [F.min("min").alias("min")],
+            "max": [F.max("max").alias("max")],
+            "sketch": [F.kll_merge_agg_double("sketch", KLL_K).alias("sketch")],
+        }
+        if missing := set(SUMMARY_FIELDS) - set(merged):
+            raise ValueError(f"no Spark column for summary fields {sorted(missing)}")
+        return (
+            partials.select("query_id", "window_seconds", end, *_PARTIAL_COLUMNS)
+            .withWatermark("window_end", delay)
+            .groupBy("query_id", "window_seconds", "window_end")
+            .agg(*[c for cols in merged.values() for c in cols])
+        )
 
     wanted = F.broadcast(queries.select(*_JOIN_COLUMNS))
     # Or short-circuits left to right: the cheap tests first, the regex only for odd globs.
     server = F.col("server")
-    joined = distinct.join(wanted, "metric").where(
+    joined = timed.join(wanted, "metric").where(
         F.col("all_servers")
         | (F.col("prefix").isNotNull() & F.startswith(server, F.col("prefix")))
         | ((F.size("names") > 0) & F.array_contains("names", server))
@@ -274,7 +342,7 @@ def window_summaries(
     )
     width = F.col("window_seconds")
     end = F.timestamp_seconds(F.floor(F.col("ts") / width) * width + width).alias(
-        "window_end", metadata={_EVENT_TIME_KEY: int(delay_seconds) * 1000}
+        "window_end", metadata=mark
     )
     fixed = F.col("value").try_cast(_FIXED_POINT)
     # try_cast rounds to 18 decimals; a value that does not survive the round trip is not

@@ -74,6 +74,10 @@ def build_session(
         # output. Its rows are never late downstream; tests/aggregator/test_stream.py checks
         # that late samples are counted once and on-time ones all reach their window.
         .config("spark.sql.streaming.statefulOperator.checkCorrectness.enabled", "false")
+        # Timestamps reach JVM code (the aggregator's operator) as java.time.Instant, not as
+        # java.sql.Timestamp, whose conversion rebases every value between calendars. Python
+        # sees no difference: PySpark converts timestamps itself.
+        .config("spark.sql.datetime.java8API.enabled", "true")
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.kafka.consumer.cache.capacity", "4096")
         .config("spark.kafka.consumer.fetchedData.cache.timeout", "5m")

@@ -9,6 +9,7 @@ Both read ``decode(admit(raw, table))`` of exactly the given metrics' topics (pl
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -64,8 +65,10 @@ def start_windows(
     cap: int,
     write: Callable[[list[WindowResult]], None],
     clock: Callable[[], float],
+    phase: Callable[[str, float], None] = lambda name, seconds: None,
 ) -> StreamingQuery:
-    """The windows stream; ``write`` gets each batch's results (none for an empty batch)."""
+    """The windows stream; ``write`` gets each batch's results (none for an empty batch),
+    ``phase`` the seconds each batch spent in Spark, in evaluation and in the upsert."""
     longest = max(q.window_seconds for q in queries.values())
     sets = window_summaries(
         _samples(spark, s, metrics, table, cap),
@@ -75,9 +78,16 @@ def start_windows(
     )
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
-        results = to_results(evaluate(batch, table).collect(), queries, clock)
+        began = time.monotonic()
+        rows = evaluate(batch, table).collect()
+        collected = time.monotonic()
+        results = to_results(rows, queries, clock)
+        evaluated = time.monotonic()
         if results:
             write(results)
+        phase("spark", collected - began)
+        phase("evaluate", evaluated - collected)
+        phase("upsert", time.monotonic() - evaluated)
 
     return (
         sets.writeStream.queryName(f"{s.identity}-windows")

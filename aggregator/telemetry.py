@@ -30,6 +30,15 @@ class AggregatorTelemetry:
             buckets=_BATCH_BUCKETS,
             registry=r,
         )
+        # Where a batch's foreachBatch time goes: "spark" is the plan up to the collected
+        # window summaries (read, decode, dedup, aggregation), "evaluate" the functions and
+        # percentiles on the driver, "upsert" the writes to storage.
+        self.batch_phase_seconds = Histogram(
+            "apm_aggregator_batch_phase_seconds",
+            "time per windows batch in each phase of its foreachBatch",
+            ["phase"],
+            registry=r,
+        )
         self.input_rows = Counter(
             "apm_aggregator_input_rows",
             "samples read from Kafka (before the query filter)",

@@ -95,6 +95,7 @@ def _step(
     )
     last = job.windows.lastProgress if job.windows else None
     first_batch = last["batchId"] if last else -1
+    phases_before = {k: len(v) for k, v in job.phases.items()}
     feeder.start()
     poller.start()
     lags: list[tuple[float, int]] = []
@@ -141,6 +142,9 @@ def _step(
         for key in ("commitTimeMs", "allUpdatesTimeMs", "numRowsTotal", "memoryUsedBytes"):
             values = [float(op.get(key, 0)) for op in ops]
             phases[f"{label} {key}"] = statistics.median(values) if values else float("nan")
+    for name, values in job.phases.items():  # foreachBatch: spark, evaluate, upsert
+        recent = values[phases_before.get(name, 0) :]
+        phases[f"foreachBatch {name}"] = statistics.median(recent) if recent else float("nan")
     return {
         "rate": rate,
         "growth": growth,

@@ -22,7 +22,7 @@ from bench.base import progress
 
 __all__ = ["FLOOR_RATES", "floor_shape", "measure_floor", "sustained"]
 
-FLOOR_RATES = (200_000, 400_000, 800_000, 1_600_000, 2_400_000)
+FLOOR_RATES = (400_000, 800_000, 1_600_000, 3_200_000, 4_800_000, 6_400_000, 9_600_000)
 KEYS = 100
 
 

@@ -1,0 +1,187 @@
+package io.apm.aggregator;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.math.BigDecimal;
+import java.sql.Timestamp;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.apache.datasketches.kll.KllDoublesSketch;
+import org.apache.spark.api.java.Optional;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.streaming.GroupStateTimeout;
+import org.apache.spark.sql.streaming.TestGroupState;
+import org.junit.jupiter.api.Test;
+
+class SummariesTest {
+  private static final long BLOCK_US = 8_000_000L;
+  private static final long T0 = 1_700_000_000_000_000L; // a block boundary (a multiple of 8 s)
+  private static final String KEY = "cpu|1|212500000";
+  // Input columns as the plan hands them over: dedup_key, metric (unused), server, event_time, ts, value.
+  private static final int[] FIELDS = {2, 3, 4, 5};
+
+  private static Selection query(String id, int window, boolean sketch, List<String> names,
+      List<String> prefixes, String regex, boolean all) {
+    return new Selection(id, "cpu", window, sketch, all, names, prefixes, regex);
+  }
+
+  private static final List<Selection> QUERIES =
+      List.of(
+          query("all", 10, true, List.of(), List.of(), null, true),
+          query("web", 60, false, List.of(), List.of("web-"), null, false),
+          query("db1", 10, true, List.of("db-1"), List.of(), null, false),
+          query("odd", 10, false, List.of(), List.of(), "^(?:db-[13])$", false),
+          new Selection("mem", "mem", 10, false, true, List.of(), List.of(), null));
+
+  private final Summaries function = new Summaries(BLOCK_US, 200, QUERIES, FIELDS, true);
+
+  private static Row sample(String server, long micros, double value) {
+    Instant time = Instant.EPOCH.plus(micros, ChronoUnit.MICROS);
+    return RowFactory.create(KEY, "cpu", server, time, micros / 1e6, value);
+  }
+
+  private static TestGroupState<byte[]> state(Optional<byte[]> value, long watermarkMs, boolean timedOut) {
+    return TestGroupState.create(
+        value, GroupStateTimeout.EventTimeTimeout(), 0L, Optional.of((Object) watermarkMs), timedOut);
+  }
+
+  /** query id -> window end -> partial row. */
+  private static Map<String, Map<Long, Row>> byQuery(Iterator<Row> rows) {
+    Map<String, Map<Long, Row>> out = new HashMap<>();
+    rows.forEachRemaining(r -> out.computeIfAbsent(r.getString(0), q -> new HashMap<>()).put(r.getLong(2), r));
+    return out;
+  }
+
+  @Test
+  void eachNewSampleReachesExactlyTheQueriesThatSelectItsServer() throws Exception {
+    List<Row> rows =
+        List.of(sample("web-1", T0, 1), sample("db-1", T0 + 1, 2), sample("db-3", T0 + 2, 4), sample("db-2", T0 + 3, 8));
+    Map<String, Map<Long, Row>> got = byQuery(function.call(KEY, rows.iterator(), state(Optional.empty(), 0L, false)));
+    long end10 = (T0 / 1_000_000L) / 10 * 10 + 10;
+    long end60 = (T0 / 1_000_000L) / 60 * 60 + 60;
+    assertEquals(4L, got.get("all").get(end10).getLong(3));
+    assertEquals(15.0, got.get("all").get(end10).getDouble(6));
+    assertEquals(1L, got.get("web").get(end60).getLong(3));
+    assertEquals(1L, got.get("db1").get(end10).getLong(3));
+    assertEquals(6.0, got.get("odd").get(end10).getDouble(6), "db-1 and db-3, not db-2");
+    assertFalse(got.containsKey("mem"), "another metric's query");
+    assertNull(got.get("web").get(end60).get(9), "no sketch for a query without percentiles");
+  }
+
+  @Test
+  void resendsInTheSameAndInLaterBatchesCountOnce() throws Exception {
+    TestGroupState<byte[]> first = state(Optional.empty(), 0L, false);
+    Map<String, Map<Long, Row>> a =
+        byQuery(function.call(KEY, List.of(sample("web-1", T0, 1), sample("web-1", T0, 9)).iterator(), first));
+    long end = (T0 / 1_000_000L) / 10 * 10 + 10;
+    assertEquals(1L, a.get("all").get(end).getLong(3));
+    assertEquals(1.0, a.get("all").get(end).getDouble(7), "the first copy wins");
+    assertEquals((T0 + BLOCK_US) / 1000, first.getTimeoutTimestampMs().get());
+
+    TestGroupState<byte[]> later = state(Optional.of(first.get()), 0L, false);
+    Map<String, Map<Long, Row>> b =
+        byQuery(function.call(KEY, List.of(sample("web-1", T0, 1), sample("web-1", T0 + 1_000_000, 3)).iterator(), later));
+    assertEquals(1L, b.get("all").get(end).getLong(3), "only the new second");
+    assertEquals(3.0, b.get("all").get(end).getDouble(6));
+
+    TestGroupState<byte[]> again = state(Optional.of(later.get()), 0L, false);
+    byte[] before = again.get();
+    assertTrue(byQuery(function.call(KEY, List.of(sample("web-1", T0, 1)).iterator(), again)).isEmpty());
+    assertArrayEquals(before, again.get(), "an all-duplicate batch leaves the state as it was");
+  }
+
+  @Test
+  void partialsMergeToTheSameSummaryHoweverTheSamplesAreSplit() throws Exception {
+    Random random = new Random(3);
+    List<Row> rows = new ArrayList<>();
+    for (int i = 0; i < 500; i++) {
+      rows.add(sample("web-" + random.nextInt(40), T0 + random.nextInt(8_000_000), random.nextGaussian() * 100));
+    }
+    Map<String, Map<Long, Row>> whole = byQuery(function.call(KEY, rows.iterator(), state(Optional.empty(), 0L, false)));
+    // The same samples over three batches: sums add up, min and max fold, sketches merge.
+    TestGroupState<byte[]> st = state(Optional.empty(), 0L, false);
+    long n = 0;
+    BigDecimal fixed = BigDecimal.ZERO;
+    double min = Double.POSITIVE_INFINITY;
+    KllDoublesSketch merged = KllDoublesSketch.newHeapInstance(200);
+    for (List<Row> part : List.of(rows.subList(0, 100), rows.subList(100, 350), rows.subList(350, 500))) {
+      TestGroupState<byte[]> next = state(st.exists() ? Optional.of(st.get()) : Optional.empty(), 0L, false);
+      for (Row r : byQuery(function.call(KEY, part.iterator(), next)).getOrDefault("all", Map.of()).values()) {
+        n += r.getLong(3);
+        fixed = fixed.add(r.getDecimal(4));
+        min = Math.min(min, r.getDouble(7));
+        merged.merge(KllDoublesSketch.heapify(org.apache.datasketches.memory.Memory.wrap((byte[]) r.get(9))));
+      }
+      st = next;
+    }
+    long total = 0;
+    BigDecimal wholeFixed = BigDecimal.ZERO;
+    double wholeMin = Double.POSITIVE_INFINITY;
+    for (Row r : whole.get("all").values()) {
+      total += r.getLong(3);
+      wholeFixed = wholeFixed.add(r.getDecimal(4));
+      wholeMin = Math.min(wholeMin, r.getDouble(7));
+    }
+    assertEquals(total, n);
+    assertEquals(0, wholeFixed.compareTo(fixed), "the fixed-point sum is exact in any order");
+    assertEquals(wholeMin, min);
+    assertEquals(n, merged.getN());
+  }
+
+  @Test
+  void fixedPointFollowsSparksDecimalCast() {
+    assertEquals(new BigDecimal("0.100000000000000000"), Partials.fixed(0.1));
+    assertEquals(new BigDecimal("-1.500000000000000000"), Partials.fixed(-1.5));
+    assertNull(Partials.fixed(1.2345678901234567e-5), "more than 18 decimals: not exact");
+    assertNull(Partials.fixed(1e20), "beyond 38 digits");
+    assertEquals(0, Partials.fixed(99999999999999.98).compareTo(new BigDecimal("99999999999999.98")));
+  }
+
+  @Test
+  void anOverflowingPartialSendsItsWindowToTheFloatSum() {
+    Selection all = QUERIES.get(0);
+    Partials partials = new Partials(0);
+    double big = 9e19;
+    partials.add(0, all, 1.0, big, Partials.fixed(big));
+    partials.add(0, all, 1.0, big, Partials.fixed(big));
+    Row row = partials.rows().get(0);
+    assertNull(row.get(4));
+    assertEquals(0L, row.getLong(5));
+    assertEquals(2L, row.getLong(3));
+    assertEquals(1.8e20, row.getDouble(6));
+  }
+
+  @Test
+  void timeoutsAndKeysSpanningTwoBlocks() throws Exception {
+    TestGroupState<byte[]> done = state(Optional.of(new SeenSamples().encode()), 10_000L, true);
+    assertFalse(function.call(KEY, List.<Row>of().iterator(), done).hasNext());
+    assertFalse(done.exists());
+
+    long watermarkMs = (T0 + BLOCK_US) / 1000 + 5;
+    TestGroupState<byte[]> behind = state(Optional.empty(), watermarkMs, false);
+    function.call(KEY, List.of(sample("a", T0, 1)).iterator(), behind);
+    assertEquals(watermarkMs + 1, behind.getTimeoutTimestampMs().get(), "never behind the watermark");
+
+    TestGroupState<byte[]> fresh = state(Optional.empty(), 0L, false);
+    assertThrows(
+        IllegalStateException.class,
+        () -> function.call(KEY, List.of(sample("a", T0, 1), sample("a", T0 + BLOCK_US, 1)).iterator(), fresh));
+    assertEquals(-BLOCK_US, function.blockStart(-1));
+    Timestamp stamp = Timestamp.from(Instant.EPOCH.plus(T0 + 7, ChronoUnit.MICROS));
+    assertEquals(T0 + 7, Summaries.micros(stamp), "a java.sql.Timestamp, without java8API");
+    assertEquals(-1L, Summaries.micros(Instant.EPOCH.minus(1, ChronoUnit.MICROS)));
+    assertThrows(IllegalArgumentException.class, () -> new Summaries(0, 200, QUERIES, FIELDS, true));
+  }
+}
