@@ -4,7 +4,7 @@ Spark's state store.
 
 Two stateful operators, both bounded by one event-time watermark:
 
-1. ``window_partials``: the project's ``flatMapGroupsWithState`` in Java (aggregator/jvm),
+1. ``partials.window_partials``: the project's ``flatMapGroupsWithState`` in Java (aggregator/jvm),
    keyed by (metric, server bucket, 8 s block). It drops every (metric, server, ts) it has
    seen, hands each new sample to the active queries whose selection takes its server, and
    returns partial summaries per (key, query, window), so a retried sample costs one check
@@ -42,11 +42,9 @@ from apm.model import TOPIC_PREFIX
 from apm.query import Query, StoredQuery
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = [
-    "DEDUP_BLOCK_SECONDS",
-    "DEDUP_BUCKETS",
     "KLL_K",
     "QUERY_SCHEMA",
     "admit",
@@ -55,7 +53,6 @@ __all__ = [
     "query_row",
     "server_match",
     "topic_regex",
-    "window_partials",
     "window_summaries",
 ]
 
@@ -99,14 +96,6 @@ _JOIN_COLUMNS = (
 # its state store, and Spark fails the batch (STATE_STORE_COMMIT_VALIDATION_FAILED).
 _SENTINEL: tuple[object, ...] = ("", "", False, [""], None, [], None, 1, False, 0.0)
 _GLOB_CHARS = frozenset("*?[")
-# What the JVM operator returns per (key, query, window) besides the window's identity.
-_PARTIAL_COLUMNS = ("n", "fixed_sum", "n_fixed", "float_sum", "min", "max", "sketch")
-# The dedup operator's key: (metric, server bucket, block). Its state value holds every
-# (server, microsecond) seen under the key, re-encoded whenever a micro-batch adds to it, so
-# buckets x block trade the number of state rows per batch (metrics x buckets x ~1-2 blocks)
-# against their size (~2 bytes a sample). Both are part of the checkpoint's state layout.
-DEDUP_BUCKETS = 32
-DEDUP_BLOCK_SECONDS = 8
 
 
 def server_match(query: Query) -> tuple[bool, list[str], list[str], str | None]:
@@ -210,71 +199,6 @@ def decode(raw: DataFrame) -> DataFrame:
     return out.where((F.col("n_fields") == 3) & F.col("ts").isNotNull() & finite).drop("n_fields")
 
 
-def _selections(spark: SparkSession, queries: DataFrame) -> object:
-    """The query table as the JVM operator's ``io.apm.aggregator.Selection`` list."""
-    jvm = spark._jvm
-    if jvm is None:
-        raise RuntimeError("the aggregator's operator needs a classic (JVM) SparkSession")
-    out = jvm.java.util.ArrayList()
-    for row in queries.select(*_JOIN_COLUMNS, "wants_sketch").collect():
-        prefixes = [*row["prefixes"], *([row["prefix"]] if row["prefix"] is not None else [])]
-        out.add(
-            jvm.io.apm.aggregator.Selection(
-                row["query_id"],
-                row["metric"],
-                row["window_seconds"],
-                row["wants_sketch"],
-                row["all_servers"],
-                list(row["names"]),
-                prefixes,
-                row["server_regex"],
-            )
-        )
-    return out
-
-
-def window_partials(timed: DataFrame, queries: DataFrame) -> DataFrame:
-    """Dedup and the map side of the window summaries in one pass, by the project's JVM
-    operator ``io.apm.aggregator.Dedup`` (aggregator/jvm, a ``flatMapGroupsWithState``).
-
-    Its key is (metric, xxhash64(server) mod ``DEDUP_BUCKETS``, block of
-    ``DEDUP_BLOCK_SECONDS`` of event time); its state, per key, every (server, microsecond)
-    seen there, read and written once per key and micro-batch, not once per sample. Of each
-    batch it keeps the samples not seen before, hands each to the active queries whose
-    selection takes its server, and returns one partial summary per (key, query, window)
-    touched (``Partials`` in Java: n, fixed-point and float sums, min, max, KLL sketch), so
-    neither the fan-out to queries nor the per-sample aggregation input is ever materialised
-    as rows. Exact: servers compare as strings, times at microseconds, the key Spark's
-    ``dropDuplicates`` used before. A key is dropped once the watermark passes its block's
-    end; later copies are late and dropped (and counted) by the operator like any late
-    sample."""
-    from pyspark.sql import DataFrame as Frame
-    from pyspark.sql import functions as F
-
-    block_us = DEDUP_BLOCK_SECONDS * 1_000_000
-    keyed = timed.withColumn(
-        "dedup_key",
-        F.concat_ws(
-            "|",
-            "metric",
-            F.pmod(F.xxhash64("server"), F.lit(DEDUP_BUCKETS)).cast("string"),
-            F.floor(F.unix_micros("event_time") / F.lit(block_us)).cast("string"),
-        ),
-    )
-    spark = timed.sparkSession
-    jvm = spark._jvm
-    if jvm is None:
-        raise RuntimeError("the aggregator's operator needs a classic (JVM) SparkSession")
-    selections = _selections(spark, queries)
-    jdf = jvm.io.apm.aggregator.Dedup.windowPartials(
-        keyed.select("dedup_key", "server", "event_time", "ts", "value")._jdf,
-        block_us,
-        KLL_K,
-        selections,
-    )
-    return Frame(jdf, spark)
-
-
 def window_summaries(
     samples: DataFrame, queries: DataFrame, delay_seconds: int, dedup: bool = True
 ) -> DataFrame:
@@ -306,10 +230,11 @@ def window_summaries(
     # windows the watermark has passed.
     mark = {_EVENT_TIME_KEY: int(delay_seconds) * 1000}
     if dedup:
+        from aggregator.partials import PARTIAL_COLUMNS, window_partials
+
         partials = window_partials(timed, queries)
         end = F.timestamp_seconds("window_end_s").alias("window_end", metadata=mark)
-        # Keep the order of the columns: it is the state store's schema (a checkpoint keeps
-        # it). kll_merge_agg_double keeps k: exact while a window holds at most KLL_K values.
+        # kll_merge_agg_double keeps k: exact while a window holds at most KLL_K values.
         merged = {
             "n": [F.sum("n").alias("n")],
             "sum": [
@@ -321,14 +246,8 @@ def window_summaries(
             "max": [F.max("max").alias("max")],
             "sketch": [F.kll_merge_agg_double("sketch", KLL_K).alias("sketch")],
         }
-        if missing := set(SUMMARY_FIELDS) - set(merged):
-            raise ValueError(f"no Spark column for summary fields {sorted(missing)}")
-        return (
-            partials.select("query_id", "window_seconds", end, *_PARTIAL_COLUMNS)
-            .withWatermark("window_end", delay)
-            .groupBy("query_id", "window_seconds", "window_end")
-            .agg(*[c for cols in merged.values() for c in cols])
-        )
+        keyed = partials.select("query_id", "window_seconds", end, *PARTIAL_COLUMNS)
+        return _per_window(keyed.withWatermark("window_end", delay), merged)
 
     wanted = F.broadcast(queries.select(*_JOIN_COLUMNS))
     # Or short-circuits left to right: the cheap tests first, the regex only for odd globs.
@@ -349,8 +268,6 @@ def window_summaries(
     # exact in fixed point, so it sends its window to the float sum (n_fixed < n).
     exact = F.when(fixed.cast("double") == F.col("value"), fixed)
     keyed = joined.select("query_id", "window_seconds", end, "value", exact.alias("fixed"))
-    # The Spark columns of each of apm.functions.SUMMARY_FIELDS ("sum" is resolved by
-    # evaluate.py). Keep their order: it is the state store's schema, which a checkpoint keeps.
     columns = {
         "n": [F.count("value").alias("n")],
         "sum": [
@@ -362,6 +279,13 @@ def window_summaries(
         "max": [F.max("value").alias("max")],
         "sketch": [F.kll_sketch_agg_double("value", KLL_K).alias("sketch")],
     }
+    return _per_window(keyed, columns)
+
+
+def _per_window(keyed: DataFrame, columns: dict[str, list[Column]]) -> DataFrame:
+    """The aggregation per (query_id, window_seconds, window_end) into ``columns``: the Spark
+    columns of each of apm.functions.SUMMARY_FIELDS ("sum" is resolved by evaluate.py). Keep
+    their order: it is the state store's schema, which a checkpoint keeps."""
     if missing := set(SUMMARY_FIELDS) - set(columns):
         raise ValueError(f"no Spark column for summary fields {sorted(missing)}")
     return keyed.groupBy("query_id", "window_seconds", "window_end").agg(

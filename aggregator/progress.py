@@ -14,7 +14,7 @@ from aggregator.telemetry import AggregatorTelemetry
 
 __all__ = ["DEDUP_OPERATOR", "ProgressCounter", "state_figures"]
 
-# Spark's operatorName for the dedup operator (plan.first_copies, a flatMapGroupsWithState)
+# Spark's operatorName for the dedup operator (partials.window_partials, a flatMapGroupsWithState)
 DEDUP_OPERATOR = "flatMapGroupsWithState"
 
 
@@ -52,7 +52,7 @@ class ProgressCounter:
 
 def state_figures(report: dict[str, Any]) -> tuple[int, int, int]:
     """(open windows, dedup state rows, state memory bytes) of one progress report. A dedup
-    row holds one (metric, server bucket, block)'s samples (plan.first_copies)."""
+    row holds one (metric, server bucket, block)'s samples (partials.window_partials)."""
     ops = report.get("stateOperators") or []
     windows = sum(
         op.get("numRowsTotal") or 0 for op in ops if op.get("operatorName") != DEDUP_OPERATOR

@@ -68,7 +68,7 @@ def build_session(
             "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
         )
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
-        # The dedup operator (plan.first_copies, a flatMapGroupsWithState) feeds the window
+        # The JVM operator (partials.window_partials, a flatMapGroupsWithState) feeds the window
         # aggregation. Spark cannot see that it only passes on input rows, each of which has
         # passed the same watermark's late filter, so it refuses the plan for fear of late
         # output. Its rows are never late downstream; tests/aggregator/test_stream.py checks

@@ -91,7 +91,7 @@ def test_late_samples_refine_their_window_duplicates_do_not_too_late_ones_are_co
 def test_resends_in_later_batches_change_nothing_even_after_their_window_was_written(
     fake_store, job_factory, metric_topics, produce, fleet_rows
 ):
-    from aggregator.plan import DEDUP_BLOCK_SECONDS, DEDUP_BUCKETS
+    from aggregator.partials import DEDUP_BLOCK_SECONDS, DEDUP_BUCKETS
     from aggregator.progress import DEDUP_OPERATOR
 
     metric = metric_topics()
