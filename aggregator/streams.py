@@ -22,12 +22,13 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
-__all__ = ["start_servers", "start_windows"]
+__all__ = ["kafka_samples", "start_servers", "start_windows"]
 
 
-def _samples(
+def kafka_samples(
     spark: SparkSession, s: AggregatorSettings, metrics: list[str], table: DataFrame, cap: int
 ) -> DataFrame:
+    """The decoded samples of ``metrics``' topics that the queries in ``table`` admit."""
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", s.kafka_bootstrap)
@@ -71,7 +72,7 @@ def start_windows(
     ``phase`` the seconds each batch spent in Spark, in evaluation and in the upsert."""
     longest = max(q.window_seconds for q in queries.values())
     sets = window_summaries(
-        _samples(spark, s, metrics, table, cap),
+        kafka_samples(spark, s, metrics, table, cap),
         table,
         s.allowed_lateness_seconds + longest,
         dedup=s.dedup,
@@ -122,7 +123,7 @@ def start_servers(
         if servers or by_metric:
             seen(servers, by_metric)
 
-    samples = _samples(spark, s, metrics, table, cap).select("metric", "server", "ts")
+    samples = kafka_samples(spark, s, metrics, table, cap).select("metric", "server", "ts")
     return (
         samples.writeStream.queryName(f"{s.identity}-servers")
         .foreachBatch(write_batch)

@@ -168,7 +168,7 @@ def _probe(spark: Any, name: str, rate: int, seconds: int, stacks: int = 0) -> f
     topics = [topic_for(m) for m in metrics]
     ensure_topics(settings.kafka_bootstrap, topics, TopicSpec(partitions=1), wait_ms=60_000)
     try:
-        samples = streams._samples(spark, settings, metrics, table, 0)
+        samples = streams.kafka_samples(spark, settings, metrics, table, 0)
         out = samples if name == "decode" else window_summaries(samples, table, delay)
         feeder = mp.get_context("spawn").Process(
             target=produce, args=(settings.kafka_bootstrap, metrics, rate, seconds)

@@ -7,6 +7,7 @@ second fetch a no-op until the pom changes.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -147,7 +148,11 @@ def aggregator_jar(settings: StackSettings | None = None, *, log=sys.stderr) -> 
         code = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT)
     if code != 0:
         raise FetchError(f"mvn failed to build the aggregator jar (exit {code}); see {log_path}")
-    shutil.copyfile(build / "apm-aggregator-jvm.jar", jar)
+    # A new file, then a rename: a running job keeps the jar it opened (overwriting it in
+    # place would change a zip under a live JVM).
+    fresh = target / "apm-aggregator-jvm.jar.new"
+    shutil.copyfile(build / "apm-aggregator-jvm.jar", fresh)
+    os.replace(fresh, jar)
     marker.write_text(digest)
     return jar
 

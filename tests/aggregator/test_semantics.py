@@ -220,3 +220,35 @@ def test_topic_regex_matches_exactly_the_metrics_topics():
         assert not pattern.fullmatch(other)
     with pytest.raises(ValueError):
         topic_regex([])
+
+
+def test_the_operators_fixed_point_is_sparks_decimal_cast(spark):
+    """The JVM operator converts values to fixed point itself (Partials.fixed); it must agree
+    with Spark's try_cast(v AS decimal(38,18)) and its round-trip check, which v2 used."""
+    from pyspark.sql import functions as F
+
+    rng = np.random.default_rng(5)
+    values = [
+        *rng.lognormal(3, 2, 300).tolist(),
+        *(-rng.random(100) * 1e6).tolist(),
+        *rng.normal(0, 1e-6, 100).tolist(),
+        0.1,
+        1 / 3,
+        1.2345678901234567e-5,
+        99999999999999.98,
+        9.999999999999999e19,
+        1e20,
+        -0.0,
+        5e-324,
+    ]
+    frame = spark.createDataFrame([(v,) for v in values], "v double")
+    fixed = F.col("v").try_cast("decimal(38,18)")
+    rows = frame.select("v", F.when(fixed.cast("double") == F.col("v"), fixed).alias("d"))
+    jvm = spark._jvm
+    disagree = [
+        (row.v, row.d, got)
+        for row in rows.collect()
+        if (got := jvm.io.apm.aggregator.Partials.fixed(row.v)) != row.d
+    ]
+    assert not disagree
+    assert sum(row.d is None for row in rows.collect()) >= 3  # the refusals are exercised too

@@ -45,7 +45,7 @@ public final class Partials {
   }
 
   /** The sample's value as an exact decimal(38,18), or null if it has none. */
-  static BigDecimal fixed(double value) {
+  public static BigDecimal fixed(double value) {
     BigDecimal decimal = new BigDecimal(Double.toString(value)).setScale(SCALE, RoundingMode.HALF_UP);
     if (decimal.abs().compareTo(LIMIT) >= 0) {
       return null;
