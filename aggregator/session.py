@@ -88,4 +88,13 @@ def build_session(
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
+    jvm = session._jvm
+    if jvm is not None:
+        # With the correctness check off (above), Spark still logs the whole plan as a WARN
+        # at every stream (re)start: thousands of characters for a known, explained case.
+        log4j = jvm.org.apache.logging.log4j
+        log4j.core.config.Configurator.setLevel(
+            "org.apache.spark.sql.catalyst.analysis.UnsupportedOperationChecker",
+            log4j.Level.ERROR,
+        )
     return session
