@@ -7,7 +7,7 @@ APM := $(VENV)/bin/apm
 STAMP := $(VENV)/.installed
 
 .PHONY: help install jars up down status run test test-jvm test-unit test-integration test-e2e lint mypy format \
-        browser bench bench-ingest bench-agent bench-aggregator bench-aggregator-breadth bench-aggregator-nodedup bench-dashboard bench-storage bench-pipeline \
+        browser bench bench-ingest bench-agent bench-aggregator bench-aggregator-breadth bench-aggregator-nodedup bench-dashboard bench-storage bench-loadgen bench-pipeline \
         clean
 
 help:  ## list the targets
@@ -75,7 +75,7 @@ test-integration: jars
 test-e2e: jars browser
 	$(call run_pytest,-m e2e tests)
 
-bench: bench-agent bench-ingest bench-storage bench-aggregator bench-dashboard bench-pipeline  ## every benchmark, then docs/BENCHMARKS.md
+bench: bench-agent bench-ingest bench-storage bench-aggregator bench-dashboard bench-loadgen bench-pipeline  ## every benchmark, then docs/BENCHMARKS.md
 
 bench-agent: install
 	$(PY) -m bench.agent
@@ -98,6 +98,9 @@ bench-dashboard: up
 
 bench-storage: up
 	$(PY) -m bench.storage
+
+bench-loadgen: up  ## the load generator's own CPU at 200k samples/s, generating and replaying
+	$(PY) -m bench.loadgen
 
 bench-pipeline: up
 	$(PY) -m bench.pipeline

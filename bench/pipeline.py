@@ -76,15 +76,15 @@ def _stage(procs: Procs, index: int, rate: int, args: argparse.Namespace, prefix
         f"bench-pipeline: stage {index}: {servers:,} servers x {args.metrics} metrics "
         f"= {servers * args.metrics:,} samples/s for {args.stage_seconds:.0f}s"
     )
-    before = cpu_seconds(procs.pids())
+    before = cpu_seconds(procs.pids(), own=("loadgen",))
     result = run_load(settings, queries=queries)
-    after = cpu_seconds(procs.pids())
+    after = cpu_seconds(procs.pids(), own=("loadgen",))
     elapsed = result.summary["elapsed_s"]
     cores = {k: (after[k] - before.get(k, 0.0)) / elapsed for k in after}
     check = check_results(procs, result.truths, args.settle_seconds)
     # A stage behind real time finishes its backlog while settling: its whole CPU cost runs
     # until the results are in, which is what the per-core rates divide by.
-    settled = cpu_seconds(procs.pids())
+    settled = cpu_seconds(procs.pids(), own=("loadgen",))
     cpu = {k: settled[k] - before.get(k, 0.0) for k in settled}
     return Stage(
         rate=servers * args.metrics,

@@ -29,8 +29,10 @@ __all__ = ["Procs", "Stage", "check_results", "cpu_seconds", "wire_bytes_per_sam
 FRESHNESS_TARGET_S = 5.0
 
 
-def cpu_seconds(pids: dict[str, list[int]]) -> dict[str, float]:
-    """User + system CPU seconds of each named group of processes and their children."""
+def cpu_seconds(pids: dict[str, list[int]], own: tuple[str, ...] = ()) -> dict[str, float]:
+    """User + system CPU seconds of each named group of processes and their children; the
+    groups named in ``own`` count their own processes only (the benchmark's process, which
+    runs the load generator, is also the parent of the stages it starts)."""
     import psutil
 
     out: dict[str, float] = {}
@@ -39,7 +41,8 @@ def cpu_seconds(pids: dict[str, list[int]]) -> dict[str, float]:
         for pid in group:
             with contextlib.suppress(psutil.Error):
                 proc = psutil.Process(pid)
-                for p in [proc, *proc.children(recursive=True)]:
+                family = [] if name in own else proc.children(recursive=True)
+                for p in [proc, *family]:
                     with contextlib.suppress(psutil.Error):
                         t = p.cpu_times()
                         total += t.user + t.system

@@ -31,6 +31,7 @@ _FIELDS = {
     "kafka_bootstrap": "kafka_bootstrap",
     "partitions": "topic_partitions",
     "gzip_level": "gzip_level",
+    "replay_seconds": "replay_seconds",
     "retry_deadline": "retry_deadline_s",
     "metric_prefix": "metric_prefix",
 }
@@ -68,6 +69,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--metric-prefix", help="prepended to every metric name (own topics)")
     p.add_argument("--gzip-level", type=int, help="0 = plain JSON, 1-9 gzip (default 1)")
+    p.add_argument(
+        "--replay-seconds",
+        type=int,
+        help="generate N seconds once and replay them with fresh timestamps, reusing their "
+        "encoded requests: a cheap load (memory: N seconds of request bodies; the truth "
+        "follows the values sent). Default 0: generate every second",
+    )
     p.add_argument(
         "--retry-deadline",
         type=float,

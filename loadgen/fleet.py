@@ -76,6 +76,9 @@ class Tick:
     ts: float
     values: np.ndarray  # float64, shape (servers, metrics)
     alive: np.ndarray  # bool, shape (servers,)
+    # In replay mode (LoadgenSettings.replay_seconds), which second of the cycle this is: the
+    # same values as every other tick with that index, so a sink may reuse their encoding.
+    replay_index: int | None = None
 
     @property
     def samples(self) -> int:

@@ -17,7 +17,7 @@ import httpx
 from apm.retry import Backoff, RetryableError, call_with_retry
 from loadgen.fleet import Fleet, Tick
 from loadgen.inflight import BoundedExecutor
-from loadgen.payload import Batch, build_request, split_tick
+from loadgen.payload import Batch, Request, build_request, split_tick, stamp, template
 from loadgen.settings import LoadgenSettings
 from loadgen.stats import Stats
 
@@ -71,11 +71,15 @@ class HttpSink:
         self._work = BoundedExecutor(settings.concurrency, settings.concurrency, "loadgen-http")
         self._backoff = (backoff_initial_s, backoff_cap_s)
         self._logged: set[str] = set()
+        # Replay mode: each (second of the cycle, batch) encoded once, at a placeholder time.
+        self._templates: dict[tuple[int, int], Request] = {}
 
     async def submit(self, tick: Tick) -> None:
         """Queues the tick's requests, waiting while ``concurrency`` requests are in flight."""
-        for batch in split_tick(tick, self.settings.servers_per_request):
-            await self._work.submit(self._send, batch)
+        batches = split_tick(tick, self.settings.servers_per_request)
+        for number, batch in enumerate(batches):
+            key = None if tick.replay_index is None else (tick.replay_index, number)
+            await self._work.submit(self._send, batch, key)
 
     async def drain(self) -> None:
         await self._work.drain()
@@ -85,14 +89,17 @@ class HttpSink:
         if self._own_client:
             self.client.close()
 
-    def _send(self, batch: Batch) -> None:
-        request = build_request(
-            batch,
-            self.fleet.names,
-            self.fleet.metric_names,
-            self.settings.api_key,
-            self.settings.gzip_level,
-        )
+    def _request(self, batch: Batch, key: tuple[int, int] | None) -> Request:
+        names, metrics, api_key = self.fleet.names, self.fleet.metric_names, self.settings.api_key
+        if key is None:
+            return build_request(batch, names, metrics, api_key, self.settings.gzip_level)
+        plain = self._templates.get(key)
+        if plain is None:  # two threads may both build it: the same bytes, no harm
+            plain = self._templates[key] = template(batch, names, metrics, api_key)
+        return stamp(plain, batch.ts, self.settings.gzip_level)
+
+    def _send(self, batch: Batch, key: tuple[int, int] | None = None) -> None:
+        request = self._request(batch, key)
         self.stats.add(sent=request.samples, requests=1)
         attempts = 0
 

@@ -12,7 +12,13 @@ import orjson
 
 from loadgen.fleet import Tick
 
-__all__ = ["Batch", "Request", "build_request", "split_tick"]
+# The timestamp a template carries until ``stamp`` puts the real one in: a float orjson writes
+# as these exact bytes, and which no generated value or name can contain (values are written
+# with far fewer integer digits, names hold no digits run this long followed by ".25").
+_SENTINEL_TS = 99999999999.25
+_SENTINEL = orjson.dumps(_SENTINEL_TS)
+
+__all__ = ["Batch", "Request", "build_request", "split_tick", "stamp", "template"]
 
 
 @dataclass(frozen=True)
@@ -70,3 +76,26 @@ def build_request(
         body = gzip.compress(body, compresslevel=gzip_level, mtime=0)
         headers["Content-Encoding"] = "gzip"
     return Request(body, headers, batch.samples, len(snapshots))
+
+
+def template(
+    batch: Batch, names: Sequence[str], metric_names: Sequence[str], api_key: str
+) -> Request:
+    """``batch``'s request as plain JSON with a placeholder timestamp, for ``stamp`` to reuse:
+    the replay mode encodes each second of its cycle once."""
+    plain = build_request(
+        Batch(_SENTINEL_TS, batch.servers, batch.values), names, metric_names, api_key, 0
+    )
+    if plain.body.count(_SENTINEL) != plain.snapshots:
+        raise ValueError("the timestamp placeholder is not unique in the body")
+    return plain
+
+
+def stamp(plain: Request, ts: float, gzip_level: int = 1) -> Request:
+    """``template``'s request at ``ts``: the same bytes as ``build_request`` would make."""
+    body = plain.body.replace(_SENTINEL, orjson.dumps(float(ts)))
+    headers = dict(plain.headers)
+    if gzip_level > 0:
+        body = gzip.compress(body, compresslevel=gzip_level, mtime=0)
+        headers["Content-Encoding"] = "gzip"
+    return Request(body, headers, plain.samples, plain.snapshots)

@@ -81,6 +81,11 @@ class LoadgenSettings(BaseSettings):
     servers_per_request: int = Field(default=100, ge=1)
     concurrency: int = Field(default=16, ge=1, le=1024)
     gzip_level: int = Field(default=1, ge=0, le=9)  # 0 sends plain JSON
+    # 0: every second's values are generated. N > 0: N seconds are generated once and then
+    # replayed in a cycle with fresh timestamps, and the HTTP sink reuses their encoded request
+    # bodies (only the timestamp is substituted): a cheap load for benchmarks. The truth for
+    # --expect follows the values actually sent.
+    replay_seconds: int = Field(default=0, ge=0, le=3600)
     request_timeout_s: float = Field(default=30.0, gt=0)
     # Per request, across 503s and refused connections.
     retry_deadline_s: float = Field(default=120.0, gt=0)

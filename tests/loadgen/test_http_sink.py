@@ -102,3 +102,37 @@ def test_retry_after_parsing():
     assert retry_after_seconds("-1") == 0.0
     assert retry_after_seconds(None) is None
     assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT") is None
+
+
+@pytest.mark.parametrize("gzip_level", [0, 1])
+def test_replay_sends_the_cycle_with_fresh_timestamps_and_its_truth_holds(
+    make_settings, fake_ingest, gzip_level
+):
+    start = 1_763_800_005.0
+    settings = make_settings(duration_s=23, start=start, replay_seconds=4, gzip_level=gzip_level)
+    query = parse("FROM api-* SELECT rpc.count WINDOW 10s COMPUTE count, sum, max")
+    ingest = fake_ingest()
+    result = _run(settings, ingest, [query])
+    assert result.lost == 0
+    by_second: dict[float, dict[tuple[str, str], float]] = {}
+    for server, metric, ts, value in ingest.samples():
+        by_second.setdefault(ts, {})[(server, metric)] = value
+    assert sorted(by_second) == [start + k for k in range(23)]  # every second, fresh stamps
+    # Second k carries the values of second k mod 4, which the fleet generated at start + k.
+    plain = make_settings(duration_s=4, start=start)
+    generated = {}
+    for s in expected_samples(plain):
+        generated.setdefault(s.ts, {})[(s.server, s.metric)] = s.value
+    for k in range(23):
+        assert by_second[start + k] == generated[start + k % 4]
+    # The truth is that of the values actually sent.
+    sent: dict[float, list[float]] = {}
+    for server, metric, ts, value in ingest.samples():
+        if metric == "rpc.count" and server.startswith("api-"):
+            sent.setdefault(ts - ts % 10, []).append(value)
+    windows = {w["window_start"]: w["values"] for w in result.truths[0].results()}
+    assert windows == {
+        ws: {"count": len(v), "sum": sum(v), "max": max(v)} for ws, v in sent.items()
+    }
+    encodings = {r.headers.get("content-encoding") for r in ingest.requests}
+    assert encodings == ({"gzip"} if gzip_level else {None})

@@ -92,3 +92,17 @@ def test_env_then_explicit_arguments(monkeypatch):
     with pytest.raises(ValidationError, match="servers"):
         LoadgenSettings(servers=0)
     assert LoadgenSettings(duration_s=2.5).ticks == 3
+
+
+@pytest.mark.parametrize("gzip_level", [0, 1, 6])
+def test_a_stamped_template_is_byte_for_byte_the_built_request(gzip_level):
+    from loadgen.fleet import Fleet
+    from loadgen.payload import build_request, split_tick, stamp, template
+
+    fleet = Fleet(12, 4, seed=3)
+    names, metrics = fleet.names, fleet.metric_names
+    for second in (1_763_800_000.0, 1_763_800_001.5):
+        for batch in split_tick(fleet.step(second), 5):
+            built = build_request(batch, names, metrics, "k.s", gzip_level)
+            plain = template(batch, names, metrics, "k.s")
+            assert stamp(plain, batch.ts, gzip_level) == built
