@@ -21,13 +21,15 @@ from typing import TYPE_CHECKING, Any
 from aggregator.joining import JoinCap
 from aggregator.plan import queries_frame
 from aggregator.progress import ProgressCounter, state_figures
+from aggregator.retrying import RetryingStore
 from aggregator.settings import AggregatorSettings
 from aggregator.store import AggregatorStore
 from aggregator.streams import start_servers, start_windows
 from aggregator.telemetry import AggregatorTelemetry
 from apm.model import topic_for
 from apm.query import StoredQuery, WindowResult
-from apm.retry import RetryableError, call_with_retry
+from apm.retry import Backoff
+from storage.errors import is_transient
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -51,9 +53,18 @@ class Aggregator:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.spark = spark
-        self.store = store
         self.settings = settings or AggregatorSettings()
         self.metrics = metrics or AggregatorTelemetry()
+        # Every storage call retries transient failures (aggregator/retrying.py).
+        self.store = (
+            store
+            if isinstance(store, RetryingStore)
+            else RetryingStore(
+                store,
+                self.settings.storage_retry_seconds,
+                retried=lambda call: self.metrics.storage_retries.labels(call).inc(),
+            )
+        )
         self.offsets = offsets
         self.clock = clock
         self.windows: StreamingQuery | None = None
@@ -68,6 +79,11 @@ class Aggregator:
         self.last_lag: dict[str, int] = {}
         self.progress = ProgressCounter(self.metrics)
         self.phases: dict[str, list[float]] = {}  # recent seconds per batch phase (_phase)
+        self.stream_failures = 0
+        self.last_stream_error: str | None = None
+        self._restart_backoff = Backoff(initial=1.0, cap=self.settings.stream_restart_cap_seconds)
+        self._broken = False  # a failed stream is waiting to be started again
+        self._started_at = 0.0  # monotonic time the streams were last (re)started
 
     # --- the streams ------------------------------------------------------------------------
 
@@ -80,14 +96,30 @@ class Aggregator:
         )
 
     def _write(self, results: list[WindowResult]) -> None:
-        def attempt() -> int:
-            try:
-                return self.store.upsert_results(results)
-            except Exception as exc:  # driver errors differ by cause; the upsert is idempotent
-                log.warning("upserting %d results failed, retrying: %s", len(results), exc)
-                raise RetryableError(str(exc)) from exc
+        """Upserts a batch's results (transient failures are retried by the store). A batch
+        refused for a deterministic reason is written row by row and the refused rows are set
+        aside, logged and counted: raising would fail the same batch again on every replay
+        and stop the job for good. Still transient at the deadline: raise, so the batch is not
+        committed and is replayed when the stream starts again (``run``)."""
+        try:
+            written = self.store.upsert_results(results)
+        except Exception as exc:
+            if is_transient(exc):
+                raise
+            log.error("storage refused %d results (%r): writing them one by one", len(results), exc)
+            written = 0
+            for row in results:
+                try:
+                    written += self.store.upsert_results([row])
+                except Exception as one:
+                    if is_transient(one):
+                        raise
+                    self.metrics.refused.inc()
+                    log.error("storage refused a result, set aside: %r (%r)", row, one)
+        self.metrics.results.inc(written)
 
-        self.metrics.results.inc(call_with_retry(attempt, deadline_s=60.0))
+    def _overflowed(self, key: str) -> None:
+        self.metrics.overflowed.labels(key).inc()
 
     def _phase(self, name: str, seconds: float) -> None:
         self.metrics.batch_phase_seconds.labels(name).observe(seconds)
@@ -131,6 +163,7 @@ class Aggregator:
             self._write,
             self.clock,
             self._phase,
+            self._overflowed,
         )
         if self.settings.track_servers and self.servers is None:
             # The servers stream triggers less often, so its cap per batch grows with its
@@ -186,12 +219,45 @@ class Aggregator:
         )
         return True
 
-    def check(self) -> None:
-        """Raises the failure of a stream that stopped on its own."""
+    def failed(self) -> str | None:
+        """'<stream> stopped: <error>' for a stream that stopped on its own, else None."""
         for query in (self.windows, self.servers):
             if query is not None and not query.isActive:
-                exc = query.exception()
-                raise RuntimeError(f"stream {query.name} stopped: {exc}")
+                return f"stream {query.name} stopped: {query.exception()}"
+        return None
+
+    def check(self) -> None:
+        """Raises the failure of a stream that stopped on its own."""
+        if (failure := self.failed()) is not None:
+            raise RuntimeError(failure)
+
+    def recover(self, stop: threading.Event) -> None:
+        """Starts the streams again from their checkpoints after one stopped (storage away past
+        the retry deadline, say), after a backoff that doubles from 1 s up to
+        ``stream_restart_cap_seconds`` while failures follow each other; the job keeps
+        running. A batch that failed was not committed, so it is replayed."""
+        failure = self.failed()
+        if failure is None and not self._broken:
+            if self.windows is not None and time.monotonic() - self._started_at > 300:
+                self._restart_backoff.reset()  # up for 5 minutes: the next failure is new
+            return
+        if failure is not None:
+            name = failure.split()[1]
+            self.stream_failures += 1
+            self.last_stream_error = failure[:2000]
+            self.metrics.stream_failures.labels(name.rsplit("-", 1)[-1]).inc()
+        delay = self._restart_backoff.next_delay()
+        log.error("%s; starting the streams again in %.1fs", failure or "restart failed", delay)
+        self._broken = True
+        if stop.wait(delay):
+            return
+        try:
+            self._collect_progress()
+            self._apply(self.active, force=True)
+            self._broken = False
+            self._started_at = time.monotonic()
+        except Exception as exc:  # Kafka or Spark briefly away too: try again next round
+            log.error("cannot start the streams again: %r", exc)
 
     def stop(self) -> None:
         for query in (self.windows, self.servers):
@@ -202,11 +268,16 @@ class Aggregator:
 
     def run(self, stop: threading.Event) -> None:
         """Runs until ``stop`` is set; query changes are polled every trigger interval."""
+        if isinstance(self.store, RetryingStore):
+            self.store.stop = stop  # shutdown interrupts a storage retry's wait
         self.start()
+        self._started_at = time.monotonic()
         next_status = 0.0
         try:
             while not stop.wait(self.settings.trigger_seconds):
-                self.check()
+                self.recover(stop)
+                if self._broken:
+                    continue
                 self.settle()
                 try:
                     self.refresh_queries()
@@ -272,6 +343,8 @@ class Aggregator:
             "lag_total": sum(self.last_lag.values()),
             "watermark": watermark,
             "last_restart_s": self.last_restart_s,
+            "stream_failures": self.stream_failures,
+            "last_stream_error": self.last_stream_error,
             "updated_at": self.clock(),
         }
         self.metrics.state_rows.set(float(windows))

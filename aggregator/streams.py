@@ -67,9 +67,11 @@ def start_windows(
     write: Callable[[list[WindowResult]], None],
     clock: Callable[[], float],
     phase: Callable[[str, float], None] = lambda name, seconds: None,
+    overflowed: Callable[[str], None] = lambda key: None,
 ) -> StreamingQuery:
     """The windows stream; ``write`` gets each batch's results (none for an empty batch),
-    ``phase`` the seconds each batch spent in Spark, in evaluation and in the upsert."""
+    ``phase`` the seconds each batch spent in Spark, in evaluation and in the upsert,
+    ``overflowed`` the key of each function value left out as overflowed (evaluate.py)."""
     longest = max(q.window_seconds for q in queries.values())
     sets = window_summaries(
         kafka_samples(spark, s, metrics, table, cap),
@@ -82,7 +84,7 @@ def start_windows(
         began = time.monotonic()
         rows = evaluate(batch, table).collect()
         collected = time.monotonic()
-        results = to_results(rows, queries, clock)
+        results = to_results(rows, queries, clock, overflowed)
         evaluated = time.monotonic()
         if results:
             write(results)

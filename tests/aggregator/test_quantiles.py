@@ -92,7 +92,9 @@ def test_lerp_is_numpys_interpolation_bit_for_bit_where_the_span_is_finite():
     from aggregator.quantiles import lerp
 
     rng = np.random.default_rng(3)
-    for a, b, t in zip(rng.normal(0, 1e6, 500), rng.normal(0, 1e6, 500), rng.random(500)):
+    for a, b, t in zip(
+        rng.normal(0, 1e6, 500), rng.normal(0, 1e6, 500), rng.random(500), strict=True
+    ):
         a, b = sorted((float(a), float(b)))
         want = float(np.percentile([a, b], 100 * float(t)))
         assert lerp(a, b, (2 - 1) * (100 * float(t) / 100.0)) == want
