@@ -23,6 +23,7 @@ from aggregator.plan import queries_frame
 from aggregator.progress import ProgressCounter, state_figures
 from aggregator.retrying import RetryingStore
 from aggregator.settings import AggregatorSettings
+from aggregator.skew import SetAside
 from aggregator.store import AggregatorStore
 from aggregator.streams import start_servers, start_windows
 from aggregator.telemetry import AggregatorTelemetry
@@ -80,6 +81,9 @@ class Aggregator:
         self.progress = ProgressCounter(self.metrics)
         self.phases: dict[str, list[float]] = {}  # recent seconds per batch phase (_phase)
         self.stream_failures = 0
+        self.set_aside = SetAside(
+            lambda metric, reason, n: self.metrics.set_aside.labels(metric, reason).inc(n)
+        )
         self.last_stream_error: str | None = None
         self._restart_backoff = Backoff(initial=1.0, cap=self.settings.stream_restart_cap_seconds)
         self._broken = False  # a failed stream is waiting to be started again
@@ -171,7 +175,10 @@ class Aggregator:
             # stream, and fell behind for ever in the breadth benchmark.
             s = self.settings
             every = max(1, round(s.servers_trigger_seconds / s.trigger_seconds))
-            self.servers = start_servers(self.spark, s, self.reads, table, cap * every, self._seen)
+            delay = s.allowed_lateness_seconds + max(q.query.window_seconds for q in active)
+            self.servers = start_servers(
+                self.spark, s, self.reads, table, cap * every, self._seen, delay, self.set_aside.add
+            )
 
     def settle(self) -> None:
         """Back to the configured cap once a batch has read the joining topics' backlog."""
@@ -339,6 +346,10 @@ class Aggregator:
             "state_dedup_keys": dedup_keys,
             "state_memory_bytes": state_bytes,
             "late_rows_dropped": self.late_rows_total,
+            # Per metric, samples ahead of their arrival (set aside) or older than the lateness
+            # when they arrived (aggregator/skew.py), since the job started.
+            "set_aside": self.set_aside.by_metric,
+            "set_aside_total": self.set_aside.totals(),
             "lag": self.last_lag,
             "lag_total": sum(self.last_lag.values()),
             "watermark": watermark,
