@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 from aggregator.joining import JoinCap
 from aggregator.plan import queries_frame
 from aggregator.progress import ProgressCounter, state_figures
-from aggregator.retrying import RetryingStore
+from aggregator.recovery import StreamRestarts
+from aggregator.retrying import RetryingStore, write_results
 from aggregator.settings import AggregatorSettings
 from aggregator.skew import SetAside
 from aggregator.store import AggregatorStore
@@ -29,8 +30,6 @@ from aggregator.streams import start_servers, start_windows
 from aggregator.telemetry import AggregatorTelemetry
 from apm.model import topic_for
 from apm.query import StoredQuery, WindowResult
-from apm.retry import Backoff
-from storage.errors import is_transient
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -80,14 +79,13 @@ class Aggregator:
         self.last_lag: dict[str, int] = {}
         self.progress = ProgressCounter(self.metrics)
         self.phases: dict[str, list[float]] = {}  # recent seconds per batch phase (_phase)
-        self.stream_failures = 0
         self.set_aside = SetAside(
             lambda metric, reason, n: self.metrics.set_aside.labels(metric, reason).inc(n)
         )
-        self.last_stream_error: str | None = None
-        self._restart_backoff = Backoff(initial=1.0, cap=self.settings.stream_restart_cap_seconds)
-        self._broken = False  # a failed stream is waiting to be started again
-        self._started_at = 0.0  # monotonic time the streams were last (re)started
+        self.restarts = StreamRestarts(
+            self.settings.stream_restart_cap_seconds,
+            lambda stream: self.metrics.stream_failures.labels(stream).inc(),
+        )
 
     # --- the streams ------------------------------------------------------------------------
 
@@ -100,27 +98,8 @@ class Aggregator:
         )
 
     def _write(self, results: list[WindowResult]) -> None:
-        """Upserts a batch's results (transient failures are retried by the store). A batch
-        refused for a deterministic reason is written row by row and the refused rows are set
-        aside, logged and counted: raising would fail the same batch again on every replay
-        and stop the job for good. Still transient at the deadline: raise, so the batch is not
-        committed and is replayed when the stream starts again (``run``)."""
-        try:
-            written = self.store.upsert_results(results)
-        except Exception as exc:
-            if is_transient(exc):
-                raise
-            log.error("storage refused %d results (%r): writing them one by one", len(results), exc)
-            written = 0
-            for row in results:
-                try:
-                    written += self.store.upsert_results([row])
-                except Exception as one:
-                    if is_transient(one):
-                        raise
-                    self.metrics.refused.inc()
-                    log.error("storage refused a result, set aside: %r (%r)", row, one)
-        self.metrics.results.inc(written)
+        refused = self.metrics.refused.inc
+        self.metrics.results.inc(write_results(self.store, results, lambda row: refused()))
 
     def _overflowed(self, key: str) -> None:
         self.metrics.overflowed.labels(key).inc()
@@ -239,32 +218,14 @@ class Aggregator:
             raise RuntimeError(failure)
 
     def recover(self, stop: threading.Event) -> None:
-        """Starts the streams again from their checkpoints after one stopped (storage away past
-        the retry deadline, say), after a backoff that doubles from 1 s up to
-        ``stream_restart_cap_seconds`` while failures follow each other; the job keeps
-        running. A batch that failed was not committed, so it is replayed."""
-        failure = self.failed()
-        if failure is None and not self._broken:
-            if self.windows is not None and time.monotonic() - self._started_at > 300:
-                self._restart_backoff.reset()  # up for 5 minutes: the next failure is new
-            return
-        if failure is not None:
-            name = failure.split()[1]
-            self.stream_failures += 1
-            self.last_stream_error = failure[:2000]
-            self.metrics.stream_failures.labels(name.rsplit("-", 1)[-1]).inc()
-        delay = self._restart_backoff.next_delay()
-        log.error("%s; starting the streams again in %.1fs", failure or "restart failed", delay)
-        self._broken = True
-        if stop.wait(delay):
-            return
-        try:
+        """Starts the streams again from their checkpoints, after a backoff, if one stopped
+        (aggregator/recovery.py); the job keeps running."""
+
+        def restart() -> None:
             self._collect_progress()
             self._apply(self.active, force=True)
-            self._broken = False
-            self._started_at = time.monotonic()
-        except Exception as exc:  # Kafka or Spark briefly away too: try again next round
-            log.error("cannot start the streams again: %r", exc)
+
+        self.restarts.handle(self.failed(), stop, restart)
 
     def stop(self) -> None:
         for query in (self.windows, self.servers):
@@ -278,12 +239,12 @@ class Aggregator:
         if isinstance(self.store, RetryingStore):
             self.store.stop = stop  # shutdown interrupts a storage retry's wait
         self.start()
-        self._started_at = time.monotonic()
+        self.restarts.started()
         next_status = 0.0
         try:
             while not stop.wait(self.settings.trigger_seconds):
                 self.recover(stop)
-                if self._broken:
+                if self.restarts.broken:
                     continue
                 self.settle()
                 try:
@@ -354,8 +315,8 @@ class Aggregator:
             "lag_total": sum(self.last_lag.values()),
             "watermark": watermark,
             "last_restart_s": self.last_restart_s,
-            "stream_failures": self.stream_failures,
-            "last_stream_error": self.last_stream_error,
+            "stream_failures": self.restarts.failures,
+            "last_stream_error": self.restarts.last_error,
             "updated_at": self.clock(),
         }
         self.metrics.state_rows.set(float(windows))

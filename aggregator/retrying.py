@@ -22,7 +22,7 @@ from apm.query import StoredQuery, WindowResult
 from apm.retry import Backoff, call_with_retry
 from storage.errors import is_transient
 
-__all__ = ["RetryingStore"]
+__all__ = ["RetryingStore", "write_results"]
 
 log = logging.getLogger(__name__)
 
@@ -84,3 +84,31 @@ class RetryingStore:
 
     def get_status(self) -> dict[str, dict]:
         return self._call("get_status", self.inner.get_status)
+
+
+def write_results(
+    store: AggregatorStore,
+    results: list[WindowResult],
+    refused: Callable[[WindowResult], None] = lambda row: None,
+) -> int:
+    """Upserts a batch's results; returns the number written. A batch refused for a
+    deterministic reason is written row by row and each refused row is set aside: logged and
+    told to ``refused``. Raising would fail the same batch again on every replay and stop the
+    job for good. A transient failure (at the store's deadline) propagates, so the batch is
+    not committed and is replayed when the stream starts again."""
+    try:
+        return store.upsert_results(results)
+    except Exception as exc:
+        if is_transient(exc):
+            raise
+        log.error("storage refused %d results (%r): writing them one by one", len(results), exc)
+    written = 0
+    for row in results:
+        try:
+            written += store.upsert_results([row])
+        except Exception as one:
+            if is_transient(one):
+                raise
+            refused(row)
+            log.error("storage refused a result, set aside: %r (%r)", row, one)
+    return written

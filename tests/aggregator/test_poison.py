@@ -88,7 +88,7 @@ def test_two_samples_of_1_7e308_in_a_window_do_not_stop_the_job(
     assert poisoned.values["max"] == HUGE and poisoned.values[OVERFLOW_KEY] == 2.0
     assert poisoned.values["count"] == normal["count"] + 2 == poisoned.samples
     assert job.metrics.overflowed.labels("avg")._value.get() >= 1
-    assert job.stream_failures == 0
+    assert job.restarts.failures == 0
 
 
 def test_a_host_whose_clock_runs_ahead_does_not_move_the_watermark(

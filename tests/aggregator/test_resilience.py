@@ -168,14 +168,14 @@ def test_a_stopped_stream_is_started_again_with_backoff_and_the_job_keeps_runnin
         job.windows = _Stream("aggregator-windows")
 
     job._apply = apply  # type: ignore[method-assign]
-    job._restart_backoff = Backoff(initial=1.0, cap=60.0, jitter=0.0)
+    job.restarts.backoff = Backoff(initial=1.0, cap=60.0, jitter=0.0)
     stop = _Stop(_Clock())
     for expected_wait in (1.0, 2.0, 4.0):
         job.windows = _Stream("aggregator-windows", active=False)
         job.recover(stop)
         assert stop.waits[-1] == expected_wait
-    assert started == [True, True, True] and job.stream_failures == 3
-    assert job.failed() is None and "OperationTimedOut" in (job.last_stream_error or "")
+    assert started == [True, True, True] and job.restarts.failures == 3
+    assert job.failed() is None and "OperationTimedOut" in (job.restarts.last_error or "")
     assert job.metrics.stream_failures.labels("windows")._value.get() == 3
     status = job.publish_status()
     assert status["stream_failures"] == 3
