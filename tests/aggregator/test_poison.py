@@ -130,3 +130,51 @@ def test_a_host_whose_clock_runs_ahead_does_not_move_the_watermark(
     # (the job's own watermark is still behind them).
     assert status["set_aside"][metric]["backlog"] == len(everything)
     assert "skewed-1" not in fake_store.servers
+
+
+def test_storage_away_past_the_retry_deadline_restarts_the_stream_and_loses_nothing(
+    spark, fake_store, kafka_bootstrap, metric_topics, produce, fleet_rows, tmp_path
+):
+    # Fails before: the stopped stream made the job (and the process) exit.
+    import threading
+
+    from cassandra import OperationTimedOut
+
+    class Away:
+        """The fake store, timing out like the driver while ``away`` is set."""
+
+        def __init__(self, inner):
+            self.inner, self.away, self.tries = inner, True, 0
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def upsert_results(self, rows):
+            self.tries += 1
+            if self.away:
+                raise OperationTimedOut("Cassandra away")
+            return self.inner.upsert_results(rows)
+
+    metric = metric_topics()
+    q = fake_store.add(f"FROM * SELECT {metric} WINDOW 10s COMPUTE count, sum, max")
+    store = Away(fake_store)
+    settings = _settings(
+        kafka_bootstrap, metric, tmp_path, track_servers=False, stream_restart_cap_seconds=1
+    )
+    job = Aggregator(spark, store, settings.model_copy(update={"storage_retry_seconds": 1.0}))
+    job.start()
+    try:
+        rows = fleet_rows(3, 20)
+        produce(metric, rows)
+        assert job.windows is not None
+        with contextlib.suppress(Exception):  # the failure, as a StreamingQueryException
+            job.windows.awaitTermination(120)
+        assert job.failed() is not None and store.tries > 1  # retried, then gave up
+        store.away = False
+        job.recover(threading.Event())
+        assert job.failed() is None and job.restarts.failures == 1
+        job.windows.processAllAvailable()
+    finally:
+        job.stop()
+    assert_matches(fake_store.of(q.id), expected(rows, q.query))  # the failed batch replayed
+    assert job.metrics.stream_failures.labels("windows")._value.get() == 1
