@@ -74,11 +74,20 @@ def _run(args: argparse.Namespace) -> int:
     from aggregator.session import build_session
     from aggregator.store import connect_store
     from aggregator.telemetry import AggregatorTelemetry
+    from apm.retry import Backoff, call_with_retry
+    from storage.errors import is_transient
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    store = connect_store(args.keyspace)
+    # Cassandra still starting (or briefly away) is retried like every storage call of the job.
+    store = call_with_retry(
+        lambda: connect_store(args.keyspace),
+        deadline_s=settings.storage_retry_seconds,
+        backoff=Backoff(initial=0.5, cap=5.0),
+        stop=stop,
+        transient=is_transient,
+    )
     telemetry = AggregatorTelemetry()
     if settings.metrics_port:
         telemetry.serve(settings.metrics_port, settings.metrics_host)

@@ -4,10 +4,20 @@ Spark resolves the summary (the exact sum where the plan could keep one); each f
 is then ``apm.functions.compute`` on the driver, the percentiles from the window's KLL sketch
 (``quantiles.SketchPercentiles``): Spark's ``kll_sketch_get_quantile_double`` only takes a
 constant rank, and numpy's interpolation needs ranks that depend on each window's n.
+
+Overflow (docs/aggregator.md, "Overflow"): every sample is finite, but a window's float sum
+is not always: two samples of 1.7e308 make it inf (and inf + -inf makes it NaN), and so the
+avg. The exact fixed-point sum is used wherever it holds the window (|sum| < 10^20 with
+values of at most 18 decimals); beyond, a function whose value is not finite is left out of
+the row (a null, which the dashboard draws as a gap), and the row carries
+``OVERFLOW_KEY: <number of functions left out>`` among its values, counted in
+``apm_aggregator_overflowed_values_total{function}``. Storage refuses non-finite numbers, so
+one such window would otherwise fail its batch on every replay and stop the job for good.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
@@ -19,7 +29,11 @@ from apm.query import Query, WindowResult
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Row
 
-__all__ = ["evaluate", "summary", "to_results"]
+__all__ = ["OVERFLOW_KEY", "evaluate", "summary", "to_results"]
+
+# The marker in a result row's values: how many of its functions overflowed a double and are
+# left out. No function's key can be this word (apm.functions.spec_of_key knows none).
+OVERFLOW_KEY = "overflow"
 
 
 def evaluate(batch: DataFrame, queries: DataFrame) -> DataFrame:
@@ -51,9 +65,14 @@ def summary(row: Row) -> Summary:
 
 
 def to_results(
-    rows: list[Row], queries: Mapping[str, Query], clock: Callable[[], float] = time.time
+    rows: list[Row],
+    queries: Mapping[str, Query],
+    clock: Callable[[], float] = time.time,
+    overflowed: Callable[[str], None] = lambda key: None,
 ) -> list[WindowResult]:
-    """Collected ``evaluate`` rows -> WindowResults holding exactly each query's functions."""
+    """Collected ``evaluate`` rows -> WindowResults holding each query's functions, except
+    those whose value overflowed (module docstring): each of those is left out, reported to
+    ``overflowed`` by its key, and counted under ``OVERFLOW_KEY``."""
     now = clock()
     out = []
     for row in rows:
@@ -61,7 +80,15 @@ def to_results(
         if query is None or query.window_seconds != row["window_seconds"]:
             continue  # deleted or redefined since the batch was planned
         window = summary(row)
-        values = {f.key: compute(f, window) for f in query.functions}
+        values: dict[str, float] = {}
+        for f in query.functions:
+            value = compute(f, window)
+            if math.isfinite(value):
+                values[f.key] = value
+            else:
+                overflowed(f.key)
+        if missing := len(query.functions) - len(values):
+            values[OVERFLOW_KEY] = float(missing)
         out.append(
             WindowResult(
                 row["query_id"],

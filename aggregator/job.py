@@ -21,13 +21,15 @@ from typing import TYPE_CHECKING, Any
 from aggregator.joining import JoinCap
 from aggregator.plan import queries_frame
 from aggregator.progress import ProgressCounter, state_figures
+from aggregator.recovery import StreamRestarts
+from aggregator.retrying import RetryingStore, write_results
 from aggregator.settings import AggregatorSettings
+from aggregator.skew import SetAside
 from aggregator.store import AggregatorStore
 from aggregator.streams import start_servers, start_windows
 from aggregator.telemetry import AggregatorTelemetry
 from apm.model import topic_for
 from apm.query import StoredQuery, WindowResult
-from apm.retry import RetryableError, call_with_retry
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -51,9 +53,18 @@ class Aggregator:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.spark = spark
-        self.store = store
         self.settings = settings or AggregatorSettings()
         self.metrics = metrics or AggregatorTelemetry()
+        # Every storage call retries transient failures (aggregator/retrying.py).
+        self.store = (
+            store
+            if isinstance(store, RetryingStore)
+            else RetryingStore(
+                store,
+                self.settings.storage_retry_seconds,
+                retried=lambda call: self.metrics.storage_retries.labels(call).inc(),
+            )
+        )
         self.offsets = offsets
         self.clock = clock
         self.windows: StreamingQuery | None = None
@@ -68,6 +79,13 @@ class Aggregator:
         self.last_lag: dict[str, int] = {}
         self.progress = ProgressCounter(self.metrics)
         self.phases: dict[str, list[float]] = {}  # recent seconds per batch phase (_phase)
+        self.set_aside = SetAside(
+            lambda metric, reason, n: self.metrics.set_aside.labels(metric, reason).inc(n)
+        )
+        self.restarts = StreamRestarts(
+            self.settings.stream_restart_cap_seconds,
+            lambda stream: self.metrics.stream_failures.labels(stream).inc(),
+        )
 
     # --- the streams ------------------------------------------------------------------------
 
@@ -80,14 +98,11 @@ class Aggregator:
         )
 
     def _write(self, results: list[WindowResult]) -> None:
-        def attempt() -> int:
-            try:
-                return self.store.upsert_results(results)
-            except Exception as exc:  # driver errors differ by cause; the upsert is idempotent
-                log.warning("upserting %d results failed, retrying: %s", len(results), exc)
-                raise RetryableError(str(exc)) from exc
+        refused = self.metrics.refused.inc
+        self.metrics.results.inc(write_results(self.store, results, lambda row: refused()))
 
-        self.metrics.results.inc(call_with_retry(attempt, deadline_s=60.0))
+    def _overflowed(self, key: str) -> None:
+        self.metrics.overflowed.labels(key).inc()
 
     def _phase(self, name: str, seconds: float) -> None:
         self.metrics.batch_phase_seconds.labels(name).observe(seconds)
@@ -131,6 +146,7 @@ class Aggregator:
             self._write,
             self.clock,
             self._phase,
+            self._overflowed,
         )
         if self.settings.track_servers and self.servers is None:
             # The servers stream triggers less often, so its cap per batch grows with its
@@ -138,7 +154,10 @@ class Aggregator:
             # stream, and fell behind for ever in the breadth benchmark.
             s = self.settings
             every = max(1, round(s.servers_trigger_seconds / s.trigger_seconds))
-            self.servers = start_servers(self.spark, s, self.reads, table, cap * every, self._seen)
+            delay = s.allowed_lateness_seconds + max(q.query.window_seconds for q in active)
+            self.servers = start_servers(
+                self.spark, s, self.reads, table, cap * every, self._seen, delay, self.set_aside.add
+            )
 
     def settle(self) -> None:
         """Back to the configured cap once a batch has read the joining topics' backlog."""
@@ -186,12 +205,27 @@ class Aggregator:
         )
         return True
 
-    def check(self) -> None:
-        """Raises the failure of a stream that stopped on its own."""
+    def failed(self) -> str | None:
+        """'<stream> stopped: <error>' for a stream that stopped on its own, else None."""
         for query in (self.windows, self.servers):
             if query is not None and not query.isActive:
-                exc = query.exception()
-                raise RuntimeError(f"stream {query.name} stopped: {exc}")
+                return f"stream {query.name} stopped: {query.exception()}"
+        return None
+
+    def check(self) -> None:
+        """Raises the failure of a stream that stopped on its own."""
+        if (failure := self.failed()) is not None:
+            raise RuntimeError(failure)
+
+    def recover(self, stop: threading.Event) -> None:
+        """Starts the streams again from their checkpoints, after a backoff, if one stopped
+        (aggregator/recovery.py); the job keeps running."""
+
+        def restart() -> None:
+            self._collect_progress()
+            self._apply(self.active, force=True)
+
+        self.restarts.handle(self.failed(), stop, restart)
 
     def stop(self) -> None:
         for query in (self.windows, self.servers):
@@ -202,11 +236,16 @@ class Aggregator:
 
     def run(self, stop: threading.Event) -> None:
         """Runs until ``stop`` is set; query changes are polled every trigger interval."""
+        if isinstance(self.store, RetryingStore):
+            self.store.stop = stop  # shutdown interrupts a storage retry's wait
         self.start()
+        self.restarts.started()
         next_status = 0.0
         try:
             while not stop.wait(self.settings.trigger_seconds):
-                self.check()
+                self.recover(stop)
+                if self.restarts.broken:
+                    continue
                 self.settle()
                 try:
                     self.refresh_queries()
@@ -268,10 +307,16 @@ class Aggregator:
             "state_dedup_keys": dedup_keys,
             "state_memory_bytes": state_bytes,
             "late_rows_dropped": self.late_rows_total,
+            # Per metric, samples ahead of their arrival (set aside) or older than the lateness
+            # when they arrived (aggregator/skew.py), since the job started.
+            "set_aside": self.set_aside.by_metric,
+            "set_aside_total": self.set_aside.totals(),
             "lag": self.last_lag,
             "lag_total": sum(self.last_lag.values()),
             "watermark": watermark,
             "last_restart_s": self.last_restart_s,
+            "stream_failures": self.restarts.failures,
+            "last_stream_error": self.restarts.last_error,
             "updated_at": self.clock(),
         }
         self.metrics.state_rows.set(float(windows))

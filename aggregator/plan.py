@@ -174,18 +174,24 @@ def admit(raw: DataFrame, queries: DataFrame) -> DataFrame:
         raw.withColumn("metric", metric)
         .join(F.broadcast(since), "metric")
         .where(F.col("timestamp") >= F.timestamp_seconds("since"))
-        .select("topic", "value")
+        .select("topic", "value", "timestamp")
     )
 
 
 def decode(raw: DataFrame) -> DataFrame:
-    """Kafka rows (topic, value) -> (metric, server, ts, value). Lines that do not parse as
-    ``server<TAB>ts<TAB>value`` with finite numbers are dropped (the ingest never writes
-    them; they can only come from a foreign producer)."""
+    """Kafka rows (topic, value[, timestamp]) -> (metric, server, ts, value, arrival). Lines
+    that do not parse as ``server<TAB>ts<TAB>value`` with finite numbers are dropped (the
+    ingest never writes them; they can only come from a foreign producer). ``arrival`` is the
+    record's Kafka timestamp in epoch seconds (null without one): aggregator/skew.py."""
     from pyspark.sql import functions as F
 
+    arrival = (
+        F.col("timestamp").cast("double") if "timestamp" in raw.columns else F.lit(None)
+    ).cast("double")
     lines = raw.select(
-        F.col("topic"), F.explode(F.split(F.col("value").cast("string"), "\n")).alias("line")
+        F.col("topic"),
+        F.explode(F.split(F.col("value").cast("string"), "\n")).alias("line"),
+        arrival.alias("arrival"),
     )
     parts = F.split(F.col("line"), "\t")
     out = lines.select(
@@ -194,6 +200,7 @@ def decode(raw: DataFrame) -> DataFrame:
         F.get(parts, 1).try_cast("double").alias("ts"),
         F.get(parts, 2).try_cast("double").alias("value"),
         F.size(parts).alias("n_fields"),
+        F.col("arrival"),
     )
     finite = F.abs(F.col("value")) < F.lit(float("inf"))
     return out.where((F.col("n_fields") == 3) & F.col("ts").isNotNull() & finite).drop("n_fields")

@@ -8,16 +8,33 @@ are read at the middle of their rank intervals and interpolated as numpy does; e
 by the sketch's rank error, measured at 0.015% and bounded by DataSketches near
 2.3 / k^0.97 = 0.03% for k = 10,000 (docs/aggregator.md), inside the promised 0.5%.
 Every value is clamped to the window's exact [min, max].
+
+Finite in, finite out: when two neighbours are so far apart that their difference overflows a
+double (``-1.7e308`` and ``1.7e308``), numpy's ``a + (b - a) t`` gives inf, or NaN at
+``t = 0``. Then the same point is computed as ``a (1 - t) + b t``, whose terms cannot
+overflow; where the difference is finite the result is numpy's, bit for bit.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["SketchPercentiles", "percentiles"]
+__all__ = ["SketchPercentiles", "lerp", "percentiles"]
+
+
+def lerp(a: float, b: float, t: float) -> float:
+    """numpy's linear interpolation between neighbours ``a <= b`` at ``t`` in [0, 1], and a
+    finite value whenever ``a`` and ``b`` are finite (module docstring)."""
+    span = b - a
+    if math.isfinite(span):
+        return b - span * (1.0 - t) if t >= 0.5 else a + span * t
+    if t == 0.0:
+        return a
+    return a * (1.0 - t) + b * t
 
 
 class SketchPercentiles:
@@ -27,7 +44,7 @@ class SketchPercentiles:
     reads its sketch, and one that reads several reads it once."""
 
     def __init__(self, sketch: bytes | None, low: float, high: float) -> None:
-        self._raw, self._low, self._high = sketch, low, high
+        self._raw, self._low, self._high = sketch, float(low), float(high)
         self._kll: Any = None
         self._values: np.ndarray | None = None  # every value, in exact mode
 
@@ -47,7 +64,15 @@ class SketchPercentiles:
         if self._kll is None:
             self._load()
         if self._values is not None:
-            value = float(np.percentile(self._values, p))
+            values = self._values
+            if math.isfinite(self._high - self._low):  # every neighbours' span is finite
+                value = float(np.percentile(values, p))
+            else:
+                ordered = np.sort(values)
+                r = (ordered.size - 1) * (p / 100.0)  # numpy's virtual index for "linear"
+                i = int(np.floor(r))
+                b = ordered[min(i + 1, ordered.size - 1)]
+                value = lerp(float(ordered[i]), float(b), r - i)
         else:
             kll = self._kll
             n = kll.n
@@ -55,8 +80,7 @@ class SketchPercentiles:
             i = int(np.floor(r))
             a = kll.get_quantile((i + 0.5) / n, inclusive=True)
             b = kll.get_quantile((min(i + 1, n - 1) + 0.5) / n, inclusive=True)
-            t = r - i
-            value = b - (b - a) * (1.0 - t) if t >= 0.5 else a + (b - a) * t
+            value = lerp(a, b, r - i)
         return float(min(max(value, self._low), self._high))
 
 

@@ -53,6 +53,16 @@ class AggregatorSettings(BaseSettings):
     track_servers: bool = True  # a second, stateless stream records each server's last sample
     servers_trigger_seconds: float = 10.0
     status_every_seconds: float = 5.0
+    # How long a storage call retries transient failures (timeouts, unavailable, no host)
+    # before the stream fails; deterministic refusals are never retried (storage.errors).
+    storage_retry_seconds: float = Field(default=60.0, gt=0)
+    # A stream that stopped (storage away past the retry deadline, say) is started again from
+    # its checkpoint after a backoff from 1 s doubling up to this cap; the job does not exit.
+    stream_restart_cap_seconds: float = Field(default=60.0, gt=0)
+    # Event time may be ahead of the sample's arrival in Kafka (the record's timestamp) by at
+    # most this much; samples further ahead are set aside and counted per metric, so that one
+    # host's skewed clock moves the watermark by at most this (docs/aggregator.md, "Skew").
+    future_tolerance_seconds: int = Field(default=30, ge=0)
     driver_memory: str = "2g"
 
     @field_validator("metrics")

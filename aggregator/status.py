@@ -19,7 +19,15 @@ from apm.query_state import JOB_PREFIX, STALE_AFTER_S, JobScope
 
 __all__ = ["collect", "render"]
 
-_SHOWN = ("active_queries", "batch_duration_s", "late_rows_dropped", "watermark")
+_SHOWN = (
+    "active_queries",
+    "batch_duration_s",
+    "late_rows_dropped",
+    "set_aside_total",
+    "stream_failures",
+    "last_stream_error",
+    "watermark",
+)
 
 
 def _published(keyspace: str | None) -> dict[str, dict[str, Any]]:
@@ -77,6 +85,11 @@ def _job(
         "lag_total": sum(lag.values()),
         "lag_from": source,
         "checkpoint": None if checkpoint is None else str(checkpoint),
+        "set_aside": {
+            str(m): dict(v)
+            for m, v in (payload.get("set_aside") or {}).items()
+            if isinstance(v, Mapping)
+        },
         **{k: payload[k] for k in _SHOWN if k in payload},
     }
 
@@ -120,6 +133,14 @@ def render(jobs: list[dict[str, Any]]) -> str:
         )
         for metric in job["reads"]:
             lines.append(f"    {metric:<40} {job['lag'].get(topic_for(metric), '-')}")
+        if job["set_aside"]:
+            lines.append(
+                "  samples set aside (too late: arrived past the lateness; ahead: clock skew):"
+            )
+            for metric, n in sorted(job["set_aside"].items()):
+                lines.append(
+                    f"    {metric:<40} too late {n.get('backlog', 0)}  ahead {n.get('future', 0)}"
+                )
         for key in _SHOWN:
             if key in job:
                 lines.append(f"  {key}: {job[key]}")

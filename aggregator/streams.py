@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from aggregator.evaluate import evaluate, to_results
 from aggregator.plan import admit, decode, topic_regex, window_summaries
 from aggregator.settings import AggregatorSettings
+from aggregator.skew import counts, on_time
 from apm.query import Query, WindowResult
 
 if TYPE_CHECKING:
@@ -67,12 +68,15 @@ def start_windows(
     write: Callable[[list[WindowResult]], None],
     clock: Callable[[], float],
     phase: Callable[[str, float], None] = lambda name, seconds: None,
+    overflowed: Callable[[str], None] = lambda key: None,
 ) -> StreamingQuery:
     """The windows stream; ``write`` gets each batch's results (none for an empty batch),
-    ``phase`` the seconds each batch spent in Spark, in evaluation and in the upsert."""
+    ``phase`` the seconds each batch spent in Spark, in evaluation and in the upsert,
+    ``overflowed`` the key of each function value left out as overflowed (evaluate.py)."""
     longest = max(q.window_seconds for q in queries.values())
+    # Samples ahead of their arrival past the tolerance never reach the watermark (skew.py).
     sets = window_summaries(
-        kafka_samples(spark, s, metrics, table, cap),
+        on_time(kafka_samples(spark, s, metrics, table, cap), s.future_tolerance_seconds),
         table,
         s.allowed_lateness_seconds + longest,
         dedup=s.dedup,
@@ -82,7 +86,7 @@ def start_windows(
         began = time.monotonic()
         rows = evaluate(batch, table).collect()
         collected = time.monotonic()
-        results = to_results(rows, queries, clock)
+        results = to_results(rows, queries, clock, overflowed)
         evaluated = time.monotonic()
         if results:
             write(results)
@@ -107,23 +111,37 @@ def start_servers(
     table: DataFrame,
     cap: int,
     seen: Callable[[dict[str, float], dict[str, float]], None],
+    delay_seconds: int = 0,
+    set_aside: Callable[[list], None] = lambda rows: None,
 ) -> StreamingQuery:
-    """The servers stream; ``seen`` gets {server: newest ts} and {metric: newest ts}."""
+    """The servers stream; ``seen`` gets {server: newest ts} and {metric: newest ts} (of the
+    samples not ahead of their arrival), ``set_aside`` the rows (metric, future, backlog)
+    counting each metric's samples ahead of their arrival or behind it by more than
+    ``delay_seconds`` (aggregator/skew.py)."""
     from pyspark.sql import functions as F
 
+    tolerance = s.future_tolerance_seconds
+
     def write_batch(batch: DataFrame, batch_id: int) -> None:
-        # One pass for both: rows with a null metric are per server, and the reverse.
+        # One pass for all: rows with a null metric are per server, and the reverse.
+        on_time_ts = F.when(F.col("ts") <= F.col("arrival") + F.lit(tolerance), F.col("ts"))
+        newest = F.coalesce(on_time_ts, F.when(F.col("arrival").isNull(), F.col("ts")))
         rows = (
             batch.groupingSets([["server"], ["metric"]], "server", "metric")
-            .agg(F.max("ts").alias("ts"))
+            .agg(F.max(newest).alias("ts"), *counts(tolerance, delay_seconds))
             .collect()
         )
-        servers = {r["server"]: float(r["ts"]) for r in rows if r["metric"] is None}
-        by_metric = {r["metric"]: float(r["ts"]) for r in rows if r["server"] is None}
+        per_server = [r for r in rows if r["metric"] is None and r["ts"] is not None]
+        per_metric = [r for r in rows if r["server"] is None]
+        servers = {r["server"]: float(r["ts"]) for r in per_server}
+        by_metric = {r["metric"]: float(r["ts"]) for r in per_metric if r["ts"] is not None}
+        set_aside(per_metric)
         if servers or by_metric:
             seen(servers, by_metric)
 
-    samples = kafka_samples(spark, s, metrics, table, cap).select("metric", "server", "ts")
+    samples = kafka_samples(spark, s, metrics, table, cap).select(
+        "metric", "server", "ts", "arrival"
+    )
     return (
         samples.writeStream.queryName(f"{s.identity}-servers")
         .foreachBatch(write_batch)

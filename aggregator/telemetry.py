@@ -49,6 +49,36 @@ class AggregatorTelemetry:
             "rows Spark dropped as later than the watermark (numRowsDroppedByWatermark)",
             registry=r,
         )
+        self.overflowed = Counter(
+            "apm_aggregator_overflowed_values",
+            "function values left out of a result row because they overflowed a double",
+            ["function"],
+            registry=r,
+        )
+        self.refused = Counter(
+            "apm_aggregator_results_refused",
+            "result rows storage refused for a deterministic reason, set aside (logged)",
+            registry=r,
+        )
+        self.storage_retries = Counter(
+            "apm_aggregator_storage_retries",
+            "storage calls retried after a transient failure",
+            ["call"],
+            registry=r,
+        )
+        self.stream_failures = Counter(
+            "apm_aggregator_stream_failures",
+            "streams that stopped on an error and were started again from their checkpoint",
+            ["stream"],
+            registry=r,
+        )
+        self.set_aside = Counter(
+            "apm_aggregator_samples_set_aside",
+            "samples not aggregated: reason=future (ahead of their arrival by more than the "
+            "tolerance) or backlog (older than their arrival by more than the watermark delay)",
+            ["metric", "reason"],
+            registry=r,
+        )
         self.results = Counter("apm_aggregator_results_written", "window rows upserted", registry=r)
         self.active = Gauge("apm_aggregator_active_queries", "queries being evaluated", registry=r)
         self.reads = Gauge(

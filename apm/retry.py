@@ -56,16 +56,22 @@ def call_with_retry(
     backoff: Backoff | None = None,
     stop: threading.Event | None = None,
     clock: Callable[[], float] = time.monotonic,
+    transient: Callable[[BaseException], bool] | None = None,
 ) -> T:
-    """Calls ``call`` until it returns, raising the last :class:`RetryableError` when the next
-    wait would pass the deadline or ``stop`` is set. Other exceptions propagate at once."""
+    """Calls ``call`` until it returns, raising the last failure when the next wait would pass
+    the deadline or ``stop`` is set. A :class:`RetryableError` is retried, and so is any
+    exception ``transient`` says is (a storage timeout, say: the caller's classifier, so that a
+    deterministic refusal is never retried as if it were transient). Others propagate at once."""
     backoff = backoff or Backoff()
     stop = stop or threading.Event()
     give_up_at = clock() + deadline_s
     while True:
         try:
             return call()
-        except RetryableError as exc:
-            delay = backoff.next_delay(exc.retry_after)
+        except Exception as exc:
+            if not isinstance(exc, RetryableError) and not (transient and transient(exc)):
+                raise
+            hint = exc.retry_after if isinstance(exc, RetryableError) else None
+            delay = backoff.next_delay(hint)
             if clock() + delay > give_up_at or stop.wait(delay):
                 raise

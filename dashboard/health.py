@@ -2,7 +2,9 @@
 
 The aggregator's status payload is read defensively: known keys get their own rows, mappings
 whose name mentions ``lag`` become the per-topic consumer lag table, the rest is listed as is,
-so a new field the aggregator adds shows up without a dashboard change.
+so a new field the aggregator adds shows up without a dashboard change. ``set_aside`` (per
+metric, the samples a job did not aggregate because they were ahead of their arrival or
+older than the lateness when they arrived: aggregator/skew.py) becomes its own table.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ class ComponentStatus:
     other: dict[str, object] = field(default_factory=dict)
     scope: str | None = None  # an aggregator job's scope, described ("every metric" ...)
     reads: list[str] = field(default_factory=list)  # the metrics an aggregator job reads
+    # metric -> {"future": n, "backlog": n}: samples set aside or arrived too late
+    set_aside: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def live(self) -> bool:
@@ -52,6 +56,8 @@ class HealthView:
     servers: list[ServerRow]
     ingest: list[Mapping[str, object]]
     silent_after_s: float
+    # merged over components: metric -> {"future": n, "backlog": n}
+    set_aside: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def reporting(self) -> list[ServerRow]:
@@ -107,7 +113,13 @@ def _component(name: str, payload: Mapping[str, object], now: float) -> Componen
     for key, value in payload.items():
         if key in ("updated_at", *BATCH_KEYS, *FRESHNESS_KEYS, *_SHOWN_APART):
             continue
-        if "lag" in key and isinstance(value, Mapping):
+        if key == "set_aside" and isinstance(value, Mapping):
+            for metric, reasons in value.items():
+                if isinstance(reasons, Mapping):
+                    status.set_aside[str(metric)] = {
+                        str(r): int(n) for r, n in reasons.items() if _number(n) is not None
+                    }
+        elif "lag" in key and isinstance(value, Mapping):
             for topic, lag in value.items():
                 if (n := _number(lag)) is not None:
                     status.lag[str(topic)] = n
@@ -133,4 +145,17 @@ def build_health(
     ]
     # Silent first, longest silent first: what needs attention leads.
     rows.sort(key=lambda r: (not r.silent, -r.age_s if r.silent else 0.0, r.server))
-    return HealthView(components, dict(sorted(lag.items())), rows, list(ingest), silent_after_s)
+    set_aside: dict[str, dict[str, int]] = {}
+    for c in components:
+        for metric, reasons in c.set_aside.items():
+            mine = set_aside.setdefault(metric, {})
+            for reason, n in reasons.items():
+                mine[reason] = mine.get(reason, 0) + n
+    return HealthView(
+        components,
+        dict(sorted(lag.items())),
+        rows,
+        list(ingest),
+        silent_after_s,
+        dict(sorted(set_aside.items())),
+    )

@@ -176,6 +176,39 @@ def _lag(view: HealthView) -> html.Div | html.Table:
     )
 
 
+def _set_aside(view: HealthView) -> html.Div:
+    hint = html.Div(
+        "Samples not aggregated, per metric, since each job started: 'too late' arrived "
+        "later than the allowed lateness after their time (an agent's spool drained after an "
+        "outage; their windows are final), 'ahead' carried a time further ahead of their "
+        "arrival than the tolerance (a skewed clock). See docs/aggregator.md.",
+        className="hint",
+    )
+    if not view.set_aside:
+        return html.Div([html.Div("None.", id="h-set-aside-none"), hint])
+    return html.Div(
+        [
+            html.Table(
+                id="h-set-aside",
+                children=[
+                    html.Tr([html.Th("metric"), html.Th("too late"), html.Th("ahead")]),
+                    *[
+                        html.Tr(
+                            [
+                                html.Td(metric),
+                                html.Td(f"{n.get('backlog', 0):,}"),
+                                html.Td(f"{n.get('future', 0):,}"),
+                            ]
+                        )
+                        for metric, n in view.set_aside.items()
+                    ],
+                ],
+            ),
+            hint,
+        ]
+    )
+
+
 def _servers(rows: list[ServerRow], table_id: str, empty: str) -> html.Div | html.Table:
     if not rows:
         return html.Div(empty, className="hint")
@@ -208,6 +241,8 @@ def render(view: HealthView) -> html.Div:
                             _components(view),
                             html.H4("Consumer lag"),
                             _lag(view),
+                            html.H4("Samples too late or ahead"),
+                            _set_aside(view),
                         ],
                     ),
                 ],

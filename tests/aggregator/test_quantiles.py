@@ -49,3 +49,52 @@ def test_the_clamp_to_min_max_holds_even_if_the_sketch_disagrees(n):
 
 def test_no_levels_reads_no_sketch():
     assert percentiles(b"not a sketch", [], 0.0, 1.0) == []
+
+
+HUGE = 1.7e308  # finite, accepted by the ingest; two of them overflow a double's sum or span
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [-HUGE, HUGE],
+        [-HUGE, HUGE, HUGE],
+        [-HUGE, -HUGE, HUGE],
+        [-HUGE, 0.0, 1.0, HUGE],
+        [-1.7976931348623157e308, 1.7976931348623157e308],
+    ],
+)
+def test_finite_values_whose_span_overflows_give_finite_monotone_percentiles(values):
+    # Fails before: numpy's a + (b - a) t is NaN at t = 0 and +-inf otherwise, and NaN got
+    # through the clamp to [min, max].
+    levels = [0.01, 25.0, 33.3, 50.0, 66.7, 75.0, 99.0, 99.99]
+    arr = np.array(values)
+    got = percentiles(_sketch(arr), levels, arr.min(), arr.max())
+    assert all(np.isfinite(got)), got
+    assert got == sorted(got)
+    assert all(arr.min() <= v <= arr.max() for v in got)
+
+
+def test_the_middle_of_two_opposite_extremes_is_zero():
+    assert percentiles(_sketch(np.array([-HUGE, HUGE])), [50.0], -HUGE, HUGE) == [0.0]
+    got = percentiles(_sketch(np.array([-HUGE, -HUGE, HUGE])), [50.0], -HUGE, HUGE)
+    assert got == [-HUGE]  # t = 0 at the middle value: exactly it, not NaN
+
+
+def test_beyond_k_a_span_that_overflows_still_gives_finite_percentiles():
+    values = np.concatenate([np.full(KLL_K, -HUGE), np.full(KLL_K, HUGE)])
+    got = percentiles(_sketch(values), LEVELS, -HUGE, HUGE)
+    assert all(np.isfinite(got)), got
+    assert got == sorted(got)
+
+
+def test_lerp_is_numpys_interpolation_bit_for_bit_where_the_span_is_finite():
+    from aggregator.quantiles import lerp
+
+    rng = np.random.default_rng(3)
+    for a, b, t in zip(
+        rng.normal(0, 1e6, 500), rng.normal(0, 1e6, 500), rng.random(500), strict=True
+    ):
+        a, b = sorted((float(a), float(b)))
+        want = float(np.percentile([a, b], 100 * float(t)))
+        assert lerp(a, b, (2 - 1) * (100 * float(t) / 100.0)) == want

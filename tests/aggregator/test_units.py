@@ -258,3 +258,35 @@ def test_the_cap_is_raised_by_the_joining_topics_older_records_until_a_batch_rea
     assert cap.cap(admitted, set(), None) == 5000
     assert cap.cap(admitted, set(), _Older(fail=True)) == 5000 and not cap.raised
     assert JoinCap(0, 60).cap(admitted, set(), older) == 0
+
+
+@pytest.mark.parametrize("total", [float("inf"), float("-inf"), float("nan")])
+def test_an_overflowing_sum_leaves_sum_and_avg_out_with_a_counted_marker(total):
+    # Fails before: sum and avg were inf (or NaN), which storage refuses, failing the batch
+    # on every replay (issue 14 item 1).
+    from datasketches import kll_doubles_sketch
+
+    from aggregator.evaluate import OVERFLOW_KEY
+    from storage.codec import result_error
+
+    sketch = kll_doubles_sketch(10_000)
+    for v in (1.7e308, 1.7e308):
+        sketch.update(v)
+    q = parse("FROM * SELECT cpu WINDOW 10s COMPUTE avg, sum, max, p50, count")
+    row = {
+        "query_id": "q",
+        "window_seconds": 10,
+        "window_start": 1_700_000_000,
+        "n": 2,
+        "min": 1.7e308,
+        "max": 1.7e308,
+        "sum": total,
+        "sketch": sketch.serialize(),
+    }
+    seen: list[str] = []
+    [result] = to_results([row], {"q": q}, clock=lambda: 42.0, overflowed=seen.append)
+    assert result.values == {"max": 1.7e308, "p50": 1.7e308, "count": 2.0, OVERFLOW_KEY: 2.0}
+    assert seen == ["avg", "sum"]
+    assert result_error(result) is None
+    finite = to_results([{**row, "sum": 3.0}], {"q": q}, clock=lambda: 42.0)[0]
+    assert OVERFLOW_KEY not in finite.values and finite.values["avg"] == 1.5

@@ -93,3 +93,33 @@ def test_call_with_retry_stops_when_shutdown_is_set():
     with pytest.raises(RetryableError):
         call_with_retry(failing, deadline_s=60, stop=stop)
     assert len(calls) == 1
+
+
+def test_a_classifier_decides_which_other_exceptions_are_retried():
+    clock = _FakeClock()
+    stop = _AdvancingEvent(clock)
+    attempts = iter([TimeoutError("slow"), "ok"])
+
+    def call():
+        item = next(attempts)
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    def transient(exc):
+        return isinstance(exc, TimeoutError)
+
+    got = call_with_retry(
+        call, deadline_s=10, backoff=Backoff(jitter=0), stop=stop, clock=clock, transient=transient
+    )
+    assert got == "ok" and stop.waits == [0.01]
+
+    calls = []
+
+    def refused():
+        calls.append(1)
+        raise ValueError("refused: the same answer every time")
+
+    with pytest.raises(ValueError):
+        call_with_retry(refused, deadline_s=10, stop=stop, clock=clock, transient=transient)
+    assert calls == [1]  # a deterministic failure is never retried

@@ -214,3 +214,39 @@ def test_cli_rejects_bad_times_and_missing_arguments(capsys):
             main(argv)
         assert info.value.code == 2
     assert "'soon' is neither epoch seconds nor ISO-8601" in capsys.readouterr().err
+
+
+def test_transient_driver_errors_are_told_from_deterministic_refusals():
+    # Fails before (no classifier): every failure was retried as if it were transient.
+    from cassandra import (
+        ConsistencyLevel,
+        InvalidRequest,
+        OperationTimedOut,
+        ReadTimeout,
+        Unauthorized,
+        Unavailable,
+        WriteTimeout,
+    )
+    from cassandra.cluster import NoHostAvailable
+    from cassandra.connection import ConnectionShutdown
+
+    from storage.errors import is_transient
+
+    transient = [
+        OperationTimedOut("client timeout"),
+        ReadTimeout("replicas"),
+        WriteTimeout("replicas", write_type=0),
+        Unavailable("replicas", consistency=ConsistencyLevel.LOCAL_QUORUM, required_replicas=1),
+        NoHostAvailable("no host", {}),
+        ConnectionShutdown("closed"),
+        ConnectionRefusedError(),
+    ]
+    deterministic = [
+        InvalidRequest("Error from server: code=2200 [Invalid query]"),
+        Unauthorized("no"),
+        ValueError("result row 0: values['avg'] must be a finite number, got inf"),
+        TypeError("bad parameter"),
+        KeyError("q"),
+    ]
+    assert [is_transient(e) for e in transient] == [True] * len(transient)
+    assert [is_transient(e) for e in deterministic] == [False] * len(deterministic)
