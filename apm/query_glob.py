@@ -37,6 +37,27 @@ class GlobError(ValueError):
         self.offset = offset
 
 
+def _class(body: str, at: int) -> str:
+    """``[body]`` as a regex class: ``x-y`` is a range when a character follows the ``-``,
+    any other ``-`` is itself (as Python and Java read it), and every member is escaped, so
+    that no engine reads ``--``, ``[`` or ``&&`` as a set operation."""
+    negate = body.startswith("!")
+    chars, out, k = body[1:] if negate else body, [], 0
+    while k < len(chars):
+        if k + 2 < len(chars) and chars[k + 1] == "-":
+            low, high = chars[k], chars[k + 2]
+            if low > high:
+                raise GlobError(f"invalid class [{body}]: the range {low}-{high} is empty", at)
+            out.append(f"{re.escape(low)}-{re.escape(high)}")
+            k += 3
+        else:
+            out.append(re.escape(chars[k]))
+            k += 1
+    if not out:
+        raise GlobError(f"invalid class [{body}]: it has no member", at)
+    return "[" + ("^" if negate else "") + "".join(out) + "]"
+
+
 def _segments(glob: str) -> list[list[str]]:
     """The regex pieces of each ``*``-separated segment (one piece per character matched)."""
     segments: list[list[str]] = [[]]
@@ -52,18 +73,7 @@ def _segments(glob: str) -> list[list[str]]:
             end = glob.find("]", i + 1)
             if end < 0:
                 raise GlobError("'[' is never closed by ']'", i)
-            body = glob[i + 1 : end]
-            negate = body.startswith("!")
-            # Inside a class only '-' (a range, as in shell globs) and '[' need care; the
-            # alphabet admits no backslash, caret or ']' there. Python and Java read these
-            # classes alike (ranges, a leading or trailing '-' as itself).
-            members = body[1 if negate else 0 :].replace("[", "\\[")
-            piece = "[" + ("^" if negate else "") + members + "]"
-            try:
-                re.compile(piece)
-            except re.error as exc:  # an empty class, or a range such as [z-a]
-                raise GlobError(f"invalid class {glob[i : end + 1]!r}: {exc.msg}", i) from None
-            segments[-1].append(piece)
+            segments[-1].append(_class(glob[i + 1 : end], i))
             i = end
         else:
             segments[-1].append(re.escape(ch))

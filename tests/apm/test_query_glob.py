@@ -89,7 +89,9 @@ def query(*globs: str) -> Query:
 
 
 # Globs over a small alphabet, so that they match often; names over the same letters.
-atoms = st.sampled_from(["a", "b", "-", "*", "**", "?", "[ab]", "[!a]", "[a-b]", "[-a]", "[!-]"])
+atoms = st.sampled_from(
+    ["a", "b", "-", "*", "**", "?", "[ab]", "[!a]", "[a-b]", "[-a]", "[!-]", "[--a]", "[a-b-c]"]
+)
 globs = st.lists(atoms, max_size=10).map("".join).filter(bool)
 names = st.text(alphabet="ab-c", max_size=12)
 
