@@ -8,6 +8,13 @@
 ``count``, ``sum`` and ``percentile(p)`` for 0 < p < 100, with ``p50``, ``p95``, ``p99`` (any
 ``pN``) as shorthands. Keywords are case-insensitive. :func:`parse` and :meth:`Query.text`
 round-trip: ``parse(q.text) == q``.
+
+Every text is parsed in time and memory bounded by its length, or refused with a
+:class:`QueryError` naming the position: a query is at most :data:`MAX_QUERY_CHARS`
+characters, with at most :data:`MAX_SERVERS` server entries and :data:`MAX_FUNCTIONS`
+functions; a glob is at most ``MAX_GLOB_CHARS`` characters with ``MAX_GLOB_STARS`` runs of
+``*``, and matching it costs time linear in the name's length (:mod:`apm.query_glob`). These
+are fixed, not settings: every component must accept the same stored texts.
 """
 
 from __future__ import annotations
@@ -20,9 +27,13 @@ from typing import NamedTuple
 
 from apm import functions
 from apm.model import metric_name_error
+from apm.query_glob import GlobError, glob_to_regex
 
 __all__ = [
     "FUNCTION_NAMES",
+    "MAX_FUNCTIONS",
+    "MAX_QUERY_CHARS",
+    "MAX_SERVERS",
     "Function",
     "Query",
     "QueryError",
@@ -33,9 +44,13 @@ __all__ = [
 
 FUNCTION_NAMES = tuple(functions.CATALOGUE)  # for the dashboard's builder
 MAX_WINDOW_SECONDS = 86_400
+# Generous: the builder's server picker may add hundreds of names. The bounds are there so
+# that one text's cost is bounded, not to shape queries.
+MAX_QUERY_CHARS = 65_536
+MAX_SERVERS = 1000  # server entries after FROM, duplicates included
+MAX_FUNCTIONS = 64  # functions after COMPUTE, duplicates included
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
 _TOKEN = re.compile(r"\s*(?:(?P<punct>[,()])|(?P<word>[^\s,()]+))")
-_GLOB = re.compile(r"[A-Za-z0-9_.\-*?\[\]!]+")
 
 
 class QueryError(ValueError):
@@ -86,7 +101,7 @@ class Query:
         """One anchored regex (valid in Python and Java) matching the selected servers."""
         if self.all_servers:
             return "^.*$"
-        return "^(?:" + "|".join(_glob_to_regex(g) for g in self.servers) + ")$"
+        return "^(?:" + "|".join(glob_to_regex(g) for g in self.servers) + ")$"
 
     def matches(self, server: str) -> bool:
         return re.fullmatch(self.server_regex()[1:-1], server) is not None
@@ -125,29 +140,6 @@ class WindowResult(NamedTuple):
     values: dict[str, float]
     samples: int  # distinct samples that went into the window
     updated_at: float  # epoch seconds when this version was computed
-
-
-def _glob_to_regex(glob: str) -> str:
-    out, i = [], 0
-    while i < len(glob):
-        ch = glob[i]
-        if ch == "*":
-            out.append(".*")
-        elif ch == "?":
-            out.append(".")
-        elif ch == "[":
-            end = glob.find("]", i + 1)
-            body = glob[i + 1 : end]
-            negate = body.startswith("!")
-            # Inside a class only '-' (a range, as in shell globs) and '[' need care; the
-            # glob alphabet admits no backslash, caret or ']' there. Valid in Java too.
-            members = body[1 if negate else 0 :].replace("[", "\\[")
-            out.append("[" + ("^" if negate else "") + members + "]")
-            i = end
-        else:
-            out.append(re.escape(ch))
-        i += 1
-    return "".join(out)
 
 
 def format_duration(seconds: int) -> str:
@@ -198,7 +190,10 @@ def _duration(tok: str, pos: int) -> int:
     expected = "a duration such as 10s, 1m, 5m or 1h"
     if not m:
         raise QueryError(f"expected {expected}, got {tok!r}", pos, expected)
-    seconds = int(m.group(1)) * _UNITS[m.group(2).lower()]
+    # int() of a long digit string costs quadratic time and raises ValueError past 4300
+    # digits; anything past 9 significant digits is out of range anyway.
+    digits = m.group(1).lstrip("0") or "0"
+    seconds = int(digits) * _UNITS[m.group(2).lower()] if len(digits) <= 9 else 0
     if not 1 <= seconds <= MAX_WINDOW_SECONDS:
         raise QueryError(f"window must be between 1s and 1d, got {tok!r}", pos, expected)
     return seconds
@@ -242,21 +237,31 @@ def parse(text: str) -> Query:
     """Parses query text into a :class:`Query`, or raises :class:`QueryError`."""
     if not isinstance(text, str) or not text.strip():
         raise QueryError("the query is empty; expected FROM", 0, "FROM")
+    if len(text) > MAX_QUERY_CHARS:
+        raise QueryError(
+            f"a query is at most {MAX_QUERY_CHARS} characters, this one has {len(text)}",
+            MAX_QUERY_CHARS,
+            "the end of the query",
+        )
     tokens = _Tokens(text)
     tokens.keyword("FROM")
     servers: list[str] = []
-    while True:
+    seen: set[str] = set()
+    for entry in range(MAX_SERVERS + 1):
         expected = "'*', a server name or a glob such as web-*"
         tok, pos = tokens.take(expected)
+        if entry == MAX_SERVERS:
+            raise QueryError(f"at most {MAX_SERVERS} servers or globs", pos, "SELECT")
         if tok.upper() == "SELECT" and not servers:
             raise QueryError(f"expected {expected} before SELECT", pos, expected)
-        if not _GLOB.fullmatch(tok) or tok.count("[") != tok.count("]"):
-            raise QueryError(f"expected {expected}, got {tok!r}", pos, expected)
         try:
-            re.compile(_glob_to_regex(tok))
-        except re.error as exc:  # an empty class, or a range such as [z-a]
-            raise QueryError(f"invalid server glob {tok!r}: {exc.msg}", pos, expected) from None
-        if tok not in servers:
+            glob_to_regex(tok)
+        except GlobError as exc:
+            raise QueryError(
+                f"invalid server glob {tok!r}: {exc.message}", pos + exc.offset, expected
+            ) from None
+        if tok not in seen:
+            seen.add(tok)
             servers.append(tok)
         if not tokens.comma():
             break
@@ -268,7 +273,10 @@ def parse(text: str) -> Query:
     window = _duration(*tokens.take("a duration such as 10s, 1m, 5m or 1h"))
     tokens.keyword("COMPUTE")
     functions: list[Function] = []
-    while True:
+    for entry in range(MAX_FUNCTIONS + 1):
+        if entry == MAX_FUNCTIONS:
+            pos = tokens.peek()[1]
+            raise QueryError(f"at most {MAX_FUNCTIONS} functions", pos, "the end of the query")
         fn = _function(tokens)
         if fn not in functions:
             functions.append(fn)

@@ -56,9 +56,9 @@ def test_star_wins_over_names_and_duplicates_collapse():
         ("FROM * SELECT m WINDOW 1s COMPUTE percentile 5", 45, "expected '('"),
         ("FROM * SELECT m WINDOW 1s COMPUTE p101", 35, "0 < p < 100"),
         ("FROM * SELECT m WINDOW 1s COMPUTE min max", 38, "unexpected 'max'"),
-        ("FROM w$b SELECT m WINDOW 1s COMPUTE min", 5, "a glob"),
-        ("FROM a, web-[z-a] SELECT m WINDOW 1s COMPUTE min", 8, "invalid server glob"),
-        ("FROM web-[] SELECT m WINDOW 1s COMPUTE min", 5, "invalid server glob"),
+        ("FROM w$b SELECT m WINDOW 1s COMPUTE min", 6, "'$' is not allowed in a server glob"),
+        ("FROM a, web-[z-a] SELECT m WINDOW 1s COMPUTE min", 12, "invalid server glob"),
+        ("FROM web-[] SELECT m WINDOW 1s COMPUTE min", 9, "invalid server glob"),
     ],
 )
 def test_errors_name_position_and_expectation(text, position, fragment):
