@@ -28,8 +28,11 @@ log = logging.getLogger(__name__)
 
 DESCRIPTION = """Validates batches of snapshots from agents and publishes each metric's samples
 to its own Kafka topic (`apm.metric.<metric>`, records encoded as in `apm.wire`). A 202 comes
-only after every record of the batch is acknowledged by Kafka (acks=all); a rejected batch
-publishes nothing. Errors are `{"error", "detail", "at"}`."""
+only after every record of the accepted snapshots is acknowledged by Kafka (acks=all); bad
+snapshots are left out and listed by index (a batch with no good snapshot is a 422, and
+publishes nothing). Every POST is answered within `answer_timeout_s` (4 s); past
+`max_inflight` requests at work the answer is 503 + Retry-After at once. Errors are
+`{"error", "detail", "at"}`."""
 
 
 def create_app(
@@ -40,7 +43,7 @@ def create_app(
     """The app. ``publisher`` defaults to Kafka; it is closed (flushed) at shutdown."""
     settings = settings or IngestSettings()
     publisher = publisher if publisher is not None else KafkaPublisher(settings)
-    keys = keys if keys is not None else KeyFile(settings.keys_file)
+    keys = keys if keys is not None else KeyFile(settings.keys_file, settings.keys_recheck_s)
     if keys.path is None:
         log.warning("no API key file (APM_INGEST_KEYS_FILE): every request will get 401")
     state = State(
@@ -52,6 +55,7 @@ def create_app(
             settings.max_samples, settings.max_future_s, settings.topic_retention_s
         ),
     )
+    state.telemetry.inflight.set_function(state.gate.count)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
