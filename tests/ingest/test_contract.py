@@ -285,8 +285,17 @@ def test_every_error_has_the_one_shape(make_client, make_batch, key_file):
         "404": client.get("/v2/nothing"),
         "405": client.get("/v1/metrics"),
         "413": post(make_client(max_body_bytes=10), make_batch()),
+        "413 values": post(make_client(max_json_values=3), make_batch()),
         "415": post(client, make_batch(), **{"Content-Type": "text/plain"}),
         "422": post(client, {"snapshots": []}),
+        # A lone surrogate (read by the fallback parser) in a field name that the error
+        # names: orjson cannot write it, which made this a 500.
+        "422 surrogate": post(client, raw=b'{"snapshots": [], "\\udc00": 1}'),
+        "422 surrogate name": post(
+            client,
+            raw=b'{"snapshots": [{"server": "a", "ts": %d, "metrics": {"\\ud800": 1}}]}'
+            % time.time(),
+        ),
         "503": post(down, make_batch()),
         "503 readyz": down.get("/readyz"),
         "500": post(broken, make_batch()),
