@@ -13,7 +13,6 @@ import orjson
 import pytest
 
 from ingest.app import create_app
-from ingest.body import count_values
 from ingest.errors import ApiError
 from ingest.settings import IngestSettings
 from tests.ingest.fakes import FakePublisher
@@ -63,6 +62,8 @@ def test_the_value_limit_is_a_setting_and_counted(make_client, fake_publisher):
 def test_the_default_limits_take_any_valid_batch_of_max_samples(make_batch):
     """At most 5 values per sample (one-sample snapshots are the worst case), so the default
     value limit never refuses a batch the sample limit allows; 16 MiB inflated holds it."""
+    from ingest.body import count_values
+
     settings = IngestSettings()
     raw = orjson.dumps(make_batch(servers=settings.max_samples, metrics=1))
     assert count_values(raw, settings.max_json_values) <= 5 * settings.max_samples + 2
@@ -70,6 +71,8 @@ def test_the_default_limits_take_any_valid_batch_of_max_samples(make_batch):
 
 
 def test_count_values_is_an_upper_bound():
+    from ingest.body import count_values
+
     for doc in ([], {}, [1, [2, {"a": [3, 4]}]], {"a": "x,y{["}, [[[[]]]], "s", 1.5):
         raw = orjson.dumps(doc)
         assert count_values(raw, 10**6) >= _values(orjson.loads(raw))
