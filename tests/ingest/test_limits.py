@@ -111,12 +111,13 @@ def test_parsing_runs_off_the_event_loop(tmp_path, monkeypatch, make_batch):
     import ingest.body
     import ingest.routes.samples
 
-    release, parsing = threading.Event(), threading.Event()
+    release, parsing, parsed = threading.Event(), threading.Event(), threading.Event()
     real = ingest.body.parse_json
 
     def slow_parse(raw: bytes) -> object:
         parsing.set()
-        release.wait(10)
+        release.wait(3)  # on the event loop (before), this freezes everything for 3 s
+        parsed.set()
         return real(raw)
 
     monkeypatch.setattr(ingest.body, "parse_json", slow_parse)
@@ -134,6 +135,7 @@ def test_parsing_runs_off_the_event_loop(tmp_path, monkeypatch, make_batch):
             for path in ("/healthz", "/metrics"):
                 answer = await asyncio.wait_for(client.get(path), 2)
                 assert answer.status_code == 200
+                assert not parsed.is_set(), "answered only after the parse"
         finally:
             release.set()
         assert (await post).status_code == 202
