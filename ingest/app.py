@@ -52,7 +52,10 @@ def create_app(
         keys=keys,
         telemetry=IngestTelemetry(publisher.queue_depth, publisher.lingering),
         validator=Validator(
-            settings.max_samples, settings.max_future_s, settings.topic_retention_s
+            settings.max_samples,
+            settings.max_future_s,
+            settings.topic_retention_s,
+            max_rejected=settings.max_rejected_snapshots,
         ),
     )
     state.telemetry.inflight.set_function(state.gate.count)

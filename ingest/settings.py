@@ -35,7 +35,10 @@ class IngestSettings(BaseSettings):
     max_json_values: int = Field(default=1_048_576, ge=1)
     max_samples: int = Field(default=200_000, ge=1)
     max_future_s: float = 300.0
+    # Per-snapshot verdict: bad snapshots are left out and listed (the first
+    # max_listed_rejections of them) in the 202; past max_rejected_snapshots the batch is 422.
     max_listed_rejections: int = Field(default=100, ge=0)
+    max_rejected_snapshots: int = Field(default=1000, ge=0)
 
     # Work in flight (docs/ingest.md, Load shedding and the answer deadline). A request past
     # max_inflight gets 503 at once; parsing runs on parse_threads threads off the event

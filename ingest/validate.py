@@ -76,8 +76,9 @@ class Validator:
 
     The verdict is per snapshot: a bad snapshot (name, ts, value, shape) is left out and
     reported by index, the others are accepted, so one host's skewed clock does not cost the
-    batch. What concerns the batch as a whole (its shape, emptiness, ``max_samples``) and a
-    batch whose every snapshot is bad are refused whole (422).
+    batch. What concerns the batch as a whole (its shape, emptiness, ``max_samples``), a batch
+    whose every snapshot is bad and one with more than ``max_rejected`` bad snapshots are
+    refused whole (422).
     """
 
     def __init__(
@@ -87,8 +88,10 @@ class Validator:
         max_age_s: float,
         clock: Callable[[], float] = time.time,
         cache_size: int = 200_000,
+        max_rejected: int = 1000,
     ) -> None:
         self.max_samples = max_samples
+        self.max_rejected = max_rejected
         self.max_future_s = max_future_s
         self.max_age_s = max_age_s
         self.clock = clock
@@ -139,6 +142,16 @@ class Validator:
                 self._snapshot(i, snap, now, by_metric)
             except ApiError as exc:
                 batch.rejected.append(Rejection(i, exc.reason, exc.detail, exc.at or "", size))
+                if len(batch.rejected) > self.max_rejected:
+                    # Bad snapshots are the slow path (~4 us each): a body of half a million
+                    # `{}` would cost seconds and 200 MB of verdicts. That many is a client
+                    # bug, not skew: refuse the batch, naming the first.
+                    first = batch.rejected[0]
+                    raise _reject(
+                        "too_many_bad_snapshots",
+                        f"more than {self.max_rejected} bad snapshots; the first: {first.detail}",
+                        first.at,
+                    ) from None
                 continue
             batch.snapshots += 1
             batch.samples += size

@@ -161,3 +161,19 @@ def test_a_stalled_upload_gets_408_at_the_answer_deadline(tmp_path):
         assert time.monotonic() - started < 2
 
     asyncio.run(scenario())
+
+
+def test_a_batch_of_too_many_bad_snapshots_is_refused_whole_and_early(make_client):
+    """Bad snapshots are the slow path of the per-snapshot verdict; half a million ``{}``
+    (under the value limit) would cost seconds and 200 MB of verdicts, so past
+    max_rejected_snapshots the batch is a 422 naming the first."""
+    client = make_client(max_rejected_snapshots=50)
+    raw = b'{"snapshots":[' + b",".join([b"{}"] * 5000) + b"]}"
+    answer = client.post("/v1/metrics", content=raw, headers={"Content-Type": "application/json"})
+    assert answer.status_code == 422, answer.text
+    body = answer.json()
+    assert body["at"] == "snapshots[0].server"
+    assert "more than 50 bad snapshots" in body["detail"]
+    text = client.get("/metrics").text
+    counted = '{outcome="rejected",reason="too_many_bad_snapshots"} 1.0'
+    assert "apm_ingest_requests_total" + counted in text
