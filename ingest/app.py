@@ -44,6 +44,14 @@ def create_app(
     settings = settings or IngestSettings()
     publisher = publisher if publisher is not None else KafkaPublisher(settings)
     keys = keys if keys is not None else KeyFile(settings.keys_file, settings.keys_recheck_s)
+    if settings.linger_ms / 1000 >= min(settings.publish_timeout_s, settings.answer_timeout_s):
+        log.warning(
+            "linger_ms (%g) is not below publish_timeout_s (%g) and answer_timeout_s (%g): "
+            "requests will get 503 while their window lingers",
+            settings.linger_ms,
+            settings.publish_timeout_s,
+            settings.answer_timeout_s,
+        )
     if keys.path is None:
         log.warning("no API key file (APM_INGEST_KEYS_FILE): every request will get 401")
     state = State(
