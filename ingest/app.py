@@ -28,8 +28,11 @@ log = logging.getLogger(__name__)
 
 DESCRIPTION = """Validates batches of snapshots from agents and publishes each metric's samples
 to its own Kafka topic (`apm.metric.<metric>`, records encoded as in `apm.wire`). A 202 comes
-only after every record of the batch is acknowledged by Kafka (acks=all); a rejected batch
-publishes nothing. Errors are `{"error", "detail", "at"}`."""
+only after every record of the accepted snapshots is acknowledged by Kafka (acks=all); bad
+snapshots are left out and listed by index (a batch with no good snapshot is a 422, and
+publishes nothing). Every POST is answered within `answer_timeout_s` (4 s); past
+`max_inflight` requests at work the answer is 503 + Retry-After at once. Errors are
+`{"error", "detail", "at"}`."""
 
 
 def create_app(
@@ -40,7 +43,15 @@ def create_app(
     """The app. ``publisher`` defaults to Kafka; it is closed (flushed) at shutdown."""
     settings = settings or IngestSettings()
     publisher = publisher if publisher is not None else KafkaPublisher(settings)
-    keys = keys if keys is not None else KeyFile(settings.keys_file)
+    keys = keys if keys is not None else KeyFile(settings.keys_file, settings.keys_recheck_s)
+    if settings.linger_ms / 1000 >= min(settings.publish_timeout_s, settings.answer_timeout_s):
+        log.warning(
+            "linger_ms (%g) is not below publish_timeout_s (%g) and answer_timeout_s (%g): "
+            "requests will get 503 while their window lingers",
+            settings.linger_ms,
+            settings.publish_timeout_s,
+            settings.answer_timeout_s,
+        )
     if keys.path is None:
         log.warning("no API key file (APM_INGEST_KEYS_FILE): every request will get 401")
     state = State(
@@ -49,9 +60,13 @@ def create_app(
         keys=keys,
         telemetry=IngestTelemetry(publisher.queue_depth, publisher.lingering),
         validator=Validator(
-            settings.max_samples, settings.max_future_s, settings.topic_retention_s
+            settings.max_samples,
+            settings.max_future_s,
+            settings.topic_retention_s,
+            max_rejected=settings.max_rejected_snapshots,
         ),
     )
+    state.telemetry.inflight.set_function(state.gate.count)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

@@ -10,16 +10,21 @@ The secret is 256 random bits, so a fast salted hash is enough (no password-styl
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
+import logging
+import math
 import os
 import secrets
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
 __all__ = ["KeyFile", "KeyFileError", "add_key", "append_line", "hash_line", "new_key"]
+
+log = logging.getLogger(__name__)
 
 _DUMMY = (b"\0" * 16, "0" * 64)
 
@@ -89,13 +94,28 @@ def _parse(text: str, path: Path) -> dict[str, _Entry]:
 
 
 class KeyFile:
-    """The accepted keys, re-read when the file's mtime or size changes (no restart needed)."""
+    """The accepted keys, re-read when the file's mtime or size changes (no restart needed).
 
-    def __init__(self, path: Path | None) -> None:
+    The file is the list of valid keys, so a file that disappears revokes them all (every
+    request gets 401) and says so in the log at ERROR; keys come back with the file. A bad
+    edit (a malformed line) keeps the last good set, also logged at ERROR. The file is
+    stat'ed at most every ``recheck_s`` seconds, so a check costs no I/O on the hot path.
+    """
+
+    def __init__(
+        self,
+        path: Path | None,
+        recheck_s: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.path = path
+        self.recheck_s = recheck_s
+        self.clock = clock
         self._stamp: tuple[int, int] | None = None
         self._entries: dict[str, _Entry] = {}
         self._lock = threading.Lock()
+        self._checked = -math.inf
+        self._problem: str | None = None  # what was last logged, so it is logged once
         if path is not None:
             self._reload()
 
@@ -108,16 +128,39 @@ class KeyFile:
         stamp = (stat.st_mtime_ns, stat.st_size)
         if stamp == self._stamp:
             return
+        entries = _parse(self.path.read_text(), self.path)
         with self._lock:
-            self._entries = _parse(self.path.read_text(), self.path)
+            self._entries = entries
             self._stamp = stamp
+
+    def _refresh(self) -> None:
+        now = self.clock()
+        if now - self._checked < self.recheck_s:
+            return
+        self._checked = now
+        try:
+            self._reload()
+        except KeyFileError as exc:
+            if self.path is not None and not self.path.exists():
+                with self._lock:  # revoke: a deleted key file must not keep its keys
+                    revoked, self._entries, self._stamp = len(self._entries), {}, None
+                if revoked or self._problem != str(exc):
+                    log.error("%s: all %d API keys revoked until it is back", exc, revoked)
+            elif self._problem != str(exc):
+                log.error("%s; keeping the last good set of %d keys", exc, len(self._entries))
+            self._problem = str(exc)
+            return
+        if self._problem is not None:
+            log.warning("API key file %s read again: %d keys", self.path, len(self._entries))
+            self._problem = None
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def check(self, key: str | None) -> bool:
         if self.path is None or not key:
             return False
-        # A bad edit keeps the last good set rather than locking everyone out.
-        with contextlib.suppress(KeyFileError):
-            self._reload()
+        self._refresh()
         key_id, _, secret = key.partition(".")
         entry = self._entries.get(key_id)
         salt, digest = entry if entry is not None else _DUMMY

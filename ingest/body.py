@@ -1,4 +1,10 @@
-"""Reading a request body within the size limits: media type, gzip, then JSON (400/413/415)."""
+"""Reading a request body within the limits: media type, gzip, then JSON (400/413/415).
+
+The limits bound what one request can cost, in bytes and in objects: the wire size, the
+inflated size, and the number of JSON values, counted by a byte scan *before* parsing
+(parsing is where the memory goes: 50 MiB of ``{},`` become 17M dicts, ~1.5 GB).
+:func:`decode_body` does the CPU-heavy part (inflate, count, parse) and is meant to run off
+the event loop."""
 
 from __future__ import annotations
 
@@ -10,7 +16,7 @@ import orjson
 
 from ingest.errors import ApiError
 
-__all__ = ["check_media", "gunzip", "parse_json", "read_limited"]
+__all__ = ["check_media", "count_values", "decode_body", "gunzip", "parse_json", "read_limited"]
 
 
 def check_media(content_type: str | None, content_encoding: str | None) -> bool:
@@ -88,6 +94,41 @@ def gunzip(body: bytes, limit: int) -> bytes:
             reason="malformed",
         )
     return out
+
+
+def count_values(raw: bytes, limit: int) -> int:
+    """An upper bound on the JSON values in ``raw``, refused with 413 above ``limit``.
+
+    Every value but the first of an array or object follows a ``,``, and every array or
+    object opens with ``[`` or ``{``, so values <= commas + openers + 1. Bytes inside strings
+    are counted too, which only over-counts (names allow no ``,`` ``[`` ``{``). Three C-speed
+    scans: ~10 ms for 16 MiB, against seconds and gigabytes to parse the same body.
+    """
+    count = 1 + raw.count(b",")
+    if count <= limit:
+        count += raw.count(b"{")
+    if count <= limit:
+        count += raw.count(b"[")
+    if count > limit:
+        raise ApiError(
+            413,
+            "too_large",
+            f"the body holds more than {limit} JSON values (objects, arrays, members); "
+            "send fewer snapshots per request",
+            at="body",
+            reason="too_many_values",
+        )
+    return count
+
+
+def decode_body(raw: bytes, gzipped: bool, max_inflated: int, max_values: int) -> object:
+    """Inflates (if gzipped), bounds and parses one body: 400/413 as ApiError."""
+    if gzipped:
+        raw = gunzip(raw, max_inflated)
+    elif len(raw) > max_inflated:
+        raise _too_large("the body", max_inflated, "body")
+    count_values(raw, max_values)
+    return parse_json(raw)
 
 
 def parse_json(raw: bytes) -> object:

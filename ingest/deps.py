@@ -1,10 +1,18 @@
-"""Request dependencies: the app's settings, publisher, telemetry and the API-key check."""
+"""Request dependencies: the app's settings, publisher, telemetry and the API-key check, and
+the bounds on work in flight (:class:`Gate`, the thread limiters).
+
+Every dependency is ``async def``: a plain ``def`` one runs in the same thread pool as the
+blocking publishes, so /metrics and authentication would queue behind Kafka under load. None
+of them blocks: the key file is stat'ed at most once a second (ingest.auth).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import Annotated
 
+import anyio
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
@@ -15,7 +23,61 @@ from ingest.settings import IngestSettings
 from ingest.telemetry import IngestTelemetry
 from ingest.validate import Validator
 
-__all__ = ["AuthDep", "PublisherDep", "ServiceDep", "SettingsDep", "State"]
+__all__ = ["AuthDep", "Gate", "PublisherDep", "ServiceDep", "SettingsDep", "Slot", "State"]
+
+
+class Slot:
+    """One admitted request's place in the :class:`Gate`. The route owns it until a publish
+    thread claims it; whoever owns it last gives it back, exactly once."""
+
+    __slots__ = ("_gate", "_lock", "_owner")
+
+    def __init__(self, gate: Gate) -> None:
+        self._gate = gate
+        self._lock = threading.Lock()
+        self._owner = "route"
+
+    def claim(self) -> bool:
+        """Called by the publish thread as it starts: False if the route already gave the
+        slot back (it answered 503 at its deadline), and then the thread must not publish."""
+        with self._lock:
+            if self._owner != "route":
+                return False
+            self._owner = "thread"
+            return True
+
+    def release(self, by: str) -> None:
+        """Gives the slot back if ``by`` ("route" or "thread") owns it."""
+        with self._lock:
+            if self._owner != by:
+                return
+            self._owner = "done"
+        self._gate.leave()
+
+
+class Gate:
+    """At most ``limit`` POST requests at work, counted from admission until their publish
+    thread returns (a request answered 503 at its deadline keeps counting while its thread
+    still waits on Kafka). Past the limit a request is refused at once, never queued."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def enter(self) -> Slot | None:
+        with self._lock:
+            if self._count >= self.limit:
+                return None
+            self._count += 1
+        return Slot(self)
+
+    def leave(self) -> None:
+        with self._lock:
+            self._count -= 1
+
+    def count(self) -> int:
+        return self._count
 
 
 @dataclass
@@ -27,20 +89,32 @@ class State:
     keys: KeyFile
     telemetry: IngestTelemetry
     validator: Validator
+    gate: Gate = field(init=False)
+    # Parsing and validation hold the GIL for up to ~0.5 s per maximal body: a few threads,
+    # so that a burst of them cannot take every core and the event loop with them.
+    parse_limiter: anyio.CapacityLimiter = field(init=False)
+    # Publishes block up to publish_timeout_s; their own tokens keep anyio's default pool
+    # (readiness checks, the lifespan) free of them.
+    publish_limiter: anyio.CapacityLimiter = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.gate = Gate(self.settings.max_inflight)
+        self.parse_limiter = anyio.CapacityLimiter(self.settings.parse_threads)
+        self.publish_limiter = anyio.CapacityLimiter(self.settings.max_inflight)
 
 
-def get_state(request: Request) -> State:
+async def get_state(request: Request) -> State:
     return request.app.state.ingest
 
 
 ServiceDep = Annotated[State, Depends(get_state)]
 
 
-def get_settings(state: ServiceDep) -> IngestSettings:
+async def get_settings(state: ServiceDep) -> IngestSettings:
     return state.settings
 
 
-def get_publisher(state: ServiceDep) -> Publisher:
+async def get_publisher(state: ServiceDep) -> Publisher:
     return state.publisher
 
 
@@ -50,29 +124,26 @@ PublisherDep = Annotated[Publisher, Depends(get_publisher)]
 _bearer = HTTPBearer(auto_error=False, description="an API key made by `apm ingest keygen`")
 
 
-def require_key(
+def _unauthorized(detail: str) -> ApiError:
+    return ApiError(
+        401,
+        "unauthorized",
+        detail,
+        at="header:Authorization",
+        reason="unauthorized",
+        headers={"WWW-Authenticate": "Bearer"},
+    )
+
+
+async def require_key(
     state: ServiceDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 ) -> str:
     if credentials is None:
         state.telemetry.rejected("unauthorized", 0)
-        raise ApiError(
-            401,
-            "unauthorized",
-            "missing 'Authorization: Bearer <api key>'",
-            at="header:Authorization",
-            reason="unauthorized",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-    if not state.keys.check(credentials.credentials):
+        raise _unauthorized("missing 'Authorization: Bearer <api key>'")
+    if not state.keys.check(credentials.credentials):  # one SHA-256, no I/O most calls
         state.telemetry.rejected("unauthorized", 0)
-        raise ApiError(
-            401,
-            "unauthorized",
-            "the API key is not valid",
-            at="header:Authorization",
-            reason="unauthorized",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
+        raise _unauthorized("the API key is not valid")
     return credentials.credentials.partition(".")[0]
 
 

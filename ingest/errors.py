@@ -3,12 +3,14 @@ HTTP APIs share (:mod:`apm.errors`): ``{"error", "detail", "at"}``."""
 
 from __future__ import annotations
 
+import json
+
 import orjson
 from starlette.responses import Response
 
 from apm.errors import ErrorBody, error_body
 
-__all__ = ["ApiError", "json_response"]
+__all__ = ["ApiError", "json_response", "unavailable"]
 
 
 class ApiError(Exception):
@@ -22,6 +24,7 @@ class ApiError(Exception):
         at: str | None = None,
         reason: str | None = None,
         headers: dict[str, str] | None = None,
+        samples: int = 0,
     ) -> None:
         super().__init__(detail)
         self.status = status
@@ -30,14 +33,30 @@ class ApiError(Exception):
         self.at = at
         self.reason = reason or error
         self.headers = headers or {}
+        self.samples = samples  # samples the refused request carried, for /metrics
 
     def body(self) -> ErrorBody:
         return error_body(self.error, self.detail, self.at)
 
 
+def unavailable(detail: str, retry_after_s: int, reason: str) -> ApiError:
+    """A 503 the caller should retry after ``retry_after_s`` (Kafka, overload, deadline)."""
+    return ApiError(
+        503,
+        "unavailable",
+        detail,
+        reason=reason,
+        headers={"Retry-After": str(retry_after_s)},
+    )
+
+
 def json_response(
     body: object, status: int = 200, headers: dict[str, str] | None = None
 ) -> Response:
-    return Response(
-        orjson.dumps(body), status_code=status, headers=headers, media_type="application/json"
-    )
+    try:
+        content = orjson.dumps(body)
+    except TypeError:
+        # orjson refuses lone surrogates, which a body's field names may hold (the standard
+        # parser reads "\udc00"); an error about bad input must not itself become a 500.
+        content = json.dumps(body, ensure_ascii=True).encode()
+    return Response(content, status_code=status, headers=headers, media_type="application/json")

@@ -9,12 +9,28 @@ from pydantic import BaseModel, Field
 
 from apm.model import METRIC_NAME_RE, SERVER_NAME_RE
 
-__all__ = ["ERROR_RESPONSES", "REQUEST_BODY", "Accepted", "ErrorBody"]
+__all__ = ["ERROR_RESPONSES", "REQUEST_BODY", "Accepted", "ErrorBody", "RejectedSnapshot"]
+
+
+class RejectedSnapshot(BaseModel):
+    index: int = Field(description="the snapshot's index in the request's 'snapshots'")
+    error: str = Field(description="validation")
+    detail: str = Field(description="what was wrong with it, for a human")
+    at: str = Field(description="its first bad field, e.g. snapshots[3].ts")
 
 
 class Accepted(BaseModel):
-    accepted: int = Field(description="samples accepted (all of the batch's)")
-    snapshots: int = Field(description="snapshots in the batch")
+    accepted: int = Field(description="samples accepted and acknowledged by Kafka")
+    snapshots: int = Field(description="snapshots accepted")
+    rejected_snapshots: int | None = Field(
+        default=None,
+        description="only when some snapshots were bad: how many were left out "
+        "(a retry would not help them); the others are accepted",
+    )
+    rejected_samples: int | None = Field(default=None, description="their samples")
+    rejected: list[RejectedSnapshot] | None = Field(
+        default=None, description="the first max_listed_rejections (100) of them, by index"
+    )
 
 
 class ErrorBody(BaseModel):
@@ -54,8 +70,9 @@ _SNAPSHOT: dict[str, Any] = {
 REQUEST_BODY: dict[str, Any] = {
     "required": True,
     "description": "A batch of snapshots, JSON, optionally with Content-Encoding: gzip. "
-    "Limits: 5 MiB on the wire, 50 MiB decompressed, a configured number of "
-    "samples. The batch is accepted or rejected whole.",
+    "Limits: 5 MiB on the wire, 16 MiB decompressed, 1 Mi JSON values, 200,000 samples "
+    "(all settings). Each snapshot is judged alone: bad ones are left out and listed in "
+    "the 202; a batch with no good snapshot is a 422.",
     "content": {
         "application/json": {
             "schema": {
@@ -81,12 +98,18 @@ _ERR = {"model": ErrorBody}
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     400: {**_ERR, "description": "malformed JSON or gzip"},
     401: {**_ERR, "description": "missing or wrong API key"},
-    413: {**_ERR, "description": "over the size limits (wire or decompressed)"},
+    408: {**_ERR, "description": "the body did not arrive within answer_timeout_s"},
+    413: {**_ERR, "description": "over the size limits (wire, decompressed, JSON values)"},
     415: {**_ERR, "description": "unsupported Content-Type or Content-Encoding"},
-    422: {**_ERR, "description": "a bad name, value or ts, an empty batch, or too many samples"},
+    422: {
+        **_ERR,
+        "description": "no good snapshot (the first bad field is named), more than "
+        "max_rejected_snapshots bad ones, an empty batch, or too many samples",
+    },
     503: {
         **_ERR,
-        "description": "Kafka unavailable or the producer's buffer is full; "
+        "description": "Kafka unavailable, the producer's buffer full, max_inflight "
+        "requests at work, or no acknowledgement within answer_timeout_s (4 s); "
         "retry after the Retry-After header's seconds",
         "headers": {"Retry-After": {"schema": {"type": "integer"}}},
     },

@@ -27,11 +27,27 @@ class IngestSettings(BaseSettings):
         description="API keys (salted hashes); without it every request is refused with 401",
     )
 
-    # Request limits. The decompressed limit guards against gzip bombs.
-    max_body_bytes: int = 5 * MIB
-    max_decompressed_bytes: int = 50 * MIB
-    max_samples: int = 200_000
+    # Request limits (docs/ingest.md, Limits). Bytes alone do not bound a request's cost:
+    # 50 MiB of `{},` parse into 17M objects (~1.5 GB), so JSON values are counted by a byte
+    # scan before parsing. 5 values per sample fit any valid batch of max_samples samples.
+    max_body_bytes: int = Field(default=5 * MIB, ge=1)
+    max_decompressed_bytes: int = Field(default=16 * MIB, ge=1)
+    max_json_values: int = Field(default=1_048_576, ge=1)
+    max_samples: int = Field(default=200_000, ge=1)
     max_future_s: float = 300.0
+    # Per-snapshot verdict: bad snapshots are left out and listed (the first
+    # max_listed_rejections of them) in the 202; past max_rejected_snapshots the batch is 422.
+    max_listed_rejections: int = Field(default=100, ge=0)
+    max_rejected_snapshots: int = Field(default=1000, ge=0)
+
+    # Work in flight (docs/ingest.md, Load shedding and the answer deadline). A request past
+    # max_inflight gets 503 at once; parsing runs on parse_threads threads off the event
+    # loop; every POST is answered within answer_timeout_s of its headers (the agent's
+    # timeout is set above it). Publishes keep counting until their thread returns, even
+    # when the request was already answered 503 at the deadline.
+    max_inflight: int = Field(default=64, ge=1)
+    parse_threads: int = Field(default=2, ge=1)
+    answer_timeout_s: float = Field(default=4.0, gt=0)
 
     # Topics: created on first sight; samples older than the retention are refused. Partitions
     # are sized by volume (apm.model.partitions_for): one suffices for the design's 10,000
@@ -53,8 +69,12 @@ class IngestSettings(BaseSettings):
     batch_bytes: int = 1 * MIB
     buffer_bytes: int = 64 * MIB
     max_block_ms: int = 2000
-    publish_timeout_s: float = 10.0
+    # The publisher's own wait for acks; below answer_timeout_s so that its 503 names the
+    # cause (parsing and topic creation come first).
+    publish_timeout_s: float = Field(default=3.0, gt=0)
     kafka_timeout_ms: int = 3000  # admin and bootstrap requests
     produce_timeout_ms: int = 30_000  # one produce request
-    retry_after_s: int = 5
+    retry_after_s: int = Field(default=5, ge=0)
+    # How often the API key file is re-checked (a stat; re-read only when it changed).
+    keys_recheck_s: float = Field(default=1.0, ge=0)
     shutdown_timeout_s: float = 30.0

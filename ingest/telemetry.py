@@ -3,16 +3,21 @@ tests can build many apps."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from ingest.validate import Rejection
 
 __all__ = ["IngestTelemetry"]
 
 
 class IngestTelemetry:
     def __init__(
-        self, queue_depth: Callable[[], float], lingering: Callable[[], float] = lambda: 0
+        self,
+        queue_depth: Callable[[], float],
+        lingering: Callable[[], float] = lambda: 0,
+        inflight: Callable[[], float] = lambda: 0,
     ) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
@@ -45,10 +50,31 @@ class IngestTelemetry:
             registry=self.registry,
         )
         self.lingering.set_function(lingering)
+        self.snapshots = Counter(
+            "apm_ingest_snapshots",
+            "snapshots accepted, or left out of an accepted batch by reason (per-snapshot "
+            "verdict: ts_ahead is clock skew, ts_old a backlog past the retention)",
+            ["outcome", "reason"],
+            registry=self.registry,
+        )
+        self.inflight = Gauge(
+            "apm_ingest_inflight_requests",
+            "POST requests at work (admitted, not yet answered or still publishing)",
+            registry=self.registry,
+        )
+        self.inflight.set_function(inflight)
 
-    def accepted(self, samples: int) -> None:
-        self.requests.labels("accepted", "ok").inc()
+    def accepted(self, samples: int, snapshots: int, rejected: Iterable[Rejection] = ()) -> None:
+        """A 202: all of the batch, or (``rejected`` not empty) the good snapshots of it."""
+        partial = False
+        for snap in rejected:
+            partial = True
+            self.snapshots.labels("rejected", snap.reason).inc()
+            if snap.samples:
+                self.samples.labels("rejected", snap.reason).inc(snap.samples)
+        self.requests.labels("accepted", "partial" if partial else "ok").inc()
         self.samples.labels("accepted", "ok").inc(samples)
+        self.snapshots.labels("accepted", "ok").inc(snapshots)
 
     def rejected(self, reason: str, samples: int) -> None:
         self.requests.labels("rejected", reason).inc()

@@ -1,8 +1,9 @@
 """Fast validation of a decoded JSON batch with the shared naming rules of apm.model.
 
-The batch is checked whole before anything is published, and the first bad field is named in
-``at``. The hot loop touches each sample once, with no per-sample objects beyond the row tuple
-the encoder needs; names seen before are looked up in a set instead of matched again.
+The batch is checked whole before anything is published; each bad snapshot is left out and
+reported by index with its first bad field in ``at``. The hot loop touches each sample once,
+with no per-sample objects beyond the line the encoder needs; names seen before are looked
+up in a set instead of matched again.
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from apm.model import metric_name_error, server_name_error, value_error
 from ingest.errors import ApiError
 
-__all__ = ["Batch", "Line", "Validator", "count_samples"]
+__all__ = ["Batch", "Line", "Rejection", "Validator", "count_samples"]
 
 # One sample as its apm.wire line, ``server<TAB>ts<TAB>value``, formatted exactly as
 # apm.wire.encode_chunks would (repr of the float). Building the line here, with the
@@ -26,12 +27,32 @@ _SNAPSHOT_KEYS = frozenset(("server", "ts", "metrics"))
 
 
 @dataclass
+class Rejection:
+    """A snapshot left out of an accepted batch: its index and the first thing wrong."""
+
+    index: int
+    reason: str  # the /metrics label
+    detail: str
+    at: str
+    samples: int
+
+    def body(self) -> dict[str, object]:
+        return {"index": self.index, "error": "validation", "detail": self.detail, "at": self.at}
+
+
+@dataclass
 class Batch:
-    """A valid batch, grouped by metric: what the publisher turns into records."""
+    """The valid snapshots of a batch, grouped by metric: what the publisher turns into
+    records; ``rejected`` lists the snapshots left out, by index."""
 
     snapshots: int
     samples: int
     by_metric: dict[str, list[Line]]
+    rejected: list[Rejection] = field(default_factory=list)
+
+    @property
+    def rejected_samples(self) -> int:
+        return sum(r.samples for r in self.rejected)
 
 
 def _reject(reason: str, detail: str, at: str) -> ApiError:
@@ -51,7 +72,14 @@ def count_samples(doc: object) -> int:
 
 
 class Validator:
-    """Validates batches; keeps bounded caches of names that already passed the rules."""
+    """Validates batches; keeps bounded caches of names that already passed the rules.
+
+    The verdict is per snapshot: a bad snapshot (name, ts, value, shape) is left out and
+    reported by index, the others are accepted, so one host's skewed clock does not cost the
+    batch. What concerns the batch as a whole (its shape, emptiness, ``max_samples``), a batch
+    whose every snapshot is bad and one with more than ``max_rejected`` bad snapshots are
+    refused whole (422).
+    """
 
     def __init__(
         self,
@@ -60,8 +88,10 @@ class Validator:
         max_age_s: float,
         clock: Callable[[], float] = time.time,
         cache_size: int = 200_000,
+        max_rejected: int = 1000,
     ) -> None:
         self.max_samples = max_samples
+        self.max_rejected = max_rejected
         self.max_future_s = max_future_s
         self.max_age_s = max_age_s
         self.clock = clock
@@ -96,54 +126,79 @@ class Validator:
         if not snaps:
             raise _reject("empty", "the batch is empty: 'snapshots' holds no snapshot", "snapshots")
         now = self.clock()
-        newest, oldest = now + self.max_future_s, now - self.max_age_s
         by_metric: dict[str, list[Line]] = {}
-        servers, metrics = self._servers, self._metrics
-        samples = 0
+        batch = Batch(0, 0, by_metric)
+        total = 0  # samples of every snapshot, good or bad: max_samples bounds the request
         for i, snap in enumerate(snaps):
-            if type(snap) is not dict:
-                raise _reject(
-                    "shape",
-                    "a snapshot must be an object with server, ts, metrics",
-                    f"snapshots[{i}]",
-                )
-            if len(snap) != 3 or snap.keys() != _SNAPSHOT_KEYS:
-                _shape_error(snap, i)
-            server = snap["server"]
-            if type(server) is not str or server not in servers:  # dicts are unhashable
-                self._known(
-                    servers, server, server_name_error, f"snapshots[{i}].server", "server_name"
-                )
-            ts = snap["ts"]
-            if type(ts) is not float:
-                if type(ts) is not int:
-                    raise _reject(
-                        "ts",
-                        f"ts must be epoch seconds (a number), got {type(ts).__name__}",
-                        f"snapshots[{i}].ts",
-                    )
-                ts = float(ts)
-            if not oldest <= ts <= newest:  # also false for NaN
-                raise _reject(
-                    "ts",
-                    _ts_problem(ts, now, self.max_future_s, self.max_age_s),
-                    f"snapshots[{i}].ts",
-                )
-            values = snap["metrics"]
-            if type(values) is not dict:
-                raise _reject(
-                    "shape",
-                    "metrics must be an object of metric name -> number",
-                    f"snapshots[{i}].metrics",
-                )
-            prefix = f"{server}\t{ts!r}\t"
-            samples += len(values)
-            if samples > self.max_samples:
+            size = len(snap["metrics"]) if _has_metrics(snap) else 0
+            total += size
+            if total > self.max_samples:
                 raise _reject(
                     "too_many_samples",
                     f"the batch holds more than {self.max_samples} samples",
                     f"snapshots[{i}].metrics",
                 )
+            try:
+                self._snapshot(i, snap, now, by_metric)
+            except ApiError as exc:
+                batch.rejected.append(Rejection(i, exc.reason, exc.detail, exc.at or "", size))
+                if len(batch.rejected) > self.max_rejected:
+                    # Bad snapshots are the slow path (~4 us each): a body of half a million
+                    # `{}` would cost seconds and 200 MB of verdicts. That many is a client
+                    # bug, not skew: refuse the batch, naming the first.
+                    first = batch.rejected[0]
+                    raise _reject(
+                        "too_many_bad_snapshots",
+                        f"more than {self.max_rejected} bad snapshots; the first: {first.detail}",
+                        first.at,
+                    ) from None
+                continue
+            batch.snapshots += 1
+            batch.samples += size
+        if batch.samples == 0:
+            if batch.rejected:
+                first = batch.rejected[0]
+                more = len(batch.rejected) - 1
+                detail = first.detail + (f" (and {more} more bad snapshots)" if more else "")
+                raise _reject(first.reason, detail, first.at)
+            raise _reject("empty", "the batch is empty: no snapshot holds a metric", "snapshots")
+        return batch
+
+    def _snapshot(self, i: int, snap: object, now: float, by_metric: dict[str, list[Line]]) -> None:
+        """Checks snapshot ``i`` and adds its lines to ``by_metric``; on a bad sample, takes
+        back the lines it added and raises (the snapshot is the unit of the verdict)."""
+        if type(snap) is not dict:
+            raise _reject(
+                "shape", "a snapshot must be an object with server, ts, metrics", f"snapshots[{i}]"
+            )
+        if len(snap) != 3 or snap.keys() != _SNAPSHOT_KEYS:
+            _shape_error(snap, i)
+        server = snap["server"]
+        servers, metrics = self._servers, self._metrics
+        if type(server) is not str or server not in servers:  # dicts are unhashable
+            self._known(servers, server, server_name_error, f"snapshots[{i}].server", "server_name")
+        ts = snap["ts"]
+        if type(ts) is not float:
+            if type(ts) is not int:
+                raise _reject(
+                    "ts",
+                    f"ts must be epoch seconds (a number), got {type(ts).__name__}",
+                    f"snapshots[{i}].ts",
+                )
+            ts = float(ts)
+        if not now - self.max_age_s <= ts <= now + self.max_future_s:  # also false for NaN
+            reason, problem = _ts_problem(ts, now, self.max_future_s, self.max_age_s)
+            raise _reject(reason, problem, f"snapshots[{i}].ts")
+        values = snap["metrics"]
+        if type(values) is not dict:
+            raise _reject(
+                "shape",
+                "metrics must be an object of metric name -> number",
+                f"snapshots[{i}].metrics",
+            )
+        prefix = f"{server}\t{ts!r}\t"
+        added = 0
+        try:
             for name, value in values.items():
                 kind = type(value)
                 # x - x is 0.0 for every finite float and NaN for inf and NaN.
@@ -161,9 +216,23 @@ class Validator:
                         )
                     rows = by_metric[name] = []
                 rows.append(line)
-        if samples == 0:
-            raise _reject("empty", "the batch is empty: no snapshot holds a metric", "snapshots")
-        return Batch(len(snaps), samples, by_metric)
+                added += 1
+        except ApiError:
+            _take_back(by_metric, values, added)
+            raise
+
+
+def _has_metrics(snap: object) -> bool:
+    return type(snap) is dict and type(snap.get("metrics")) is dict
+
+
+def _take_back(by_metric: dict[str, list[Line]], values: dict, added: int) -> None:
+    """Removes the lines of the first ``added`` metrics of a snapshot (one line each)."""
+    for name, _ in zip(values, range(added), strict=False):
+        rows = by_metric[name]
+        rows.pop()
+        if not rows:
+            del by_metric[name]
 
 
 def _metric_at(i: int, name: str) -> str:
@@ -191,9 +260,17 @@ def _value_problem(value: object, i: int, name: str) -> None:
     raise _reject("value", problem, _metric_at(i, name))
 
 
-def _ts_problem(ts: float, now: float, max_future_s: float, max_age_s: float) -> str:
+def _ts_problem(ts: float, now: float, max_future_s: float, max_age_s: float) -> tuple[str, str]:
+    """The /metrics reason and the message: clock skew (ahead) and backlogs past the
+    retention (old) are told apart, as both are visible operator problems."""
     if not math.isfinite(ts):
-        return f"ts must be finite, got {ts}"
+        return "ts", f"ts must be finite, got {ts}"
     if ts > now:
-        return f"ts {ts!r} is more than {max_future_s:g}s ahead of the server clock ({now:.0f})"
-    return f"ts {ts!r} is older than the retention of {max_age_s:g}s (server clock {now:.0f})"
+        return (
+            "ts_ahead",
+            f"ts {ts!r} is more than {max_future_s:g}s ahead of the server clock ({now:.0f})",
+        )
+    return (
+        "ts_old",
+        f"ts {ts!r} is older than the retention of {max_age_s:g}s (server clock {now:.0f})",
+    )

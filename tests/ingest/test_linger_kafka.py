@@ -17,7 +17,13 @@ from tests.support.kafka import read_records, read_samples
 
 pytestmark = pytest.mark.integration
 
-LINGER = {"APM_INGEST_LINGER_MS": "3000"}  # long enough to line requests up on a busy box
+# Long enough to line requests up on a busy box; the waits for acks and the answer deadline
+# (3 s and 4 s by default) are raised above the linger, or every request would get 503.
+LINGER = {
+    "APM_INGEST_LINGER_MS": "3000",
+    "APM_INGEST_PUBLISH_TIMEOUT_S": "10",
+    "APM_INGEST_ANSWER_TIMEOUT_S": "12",
+}
 
 
 def _lingering(client: httpx.Client) -> int:
