@@ -22,6 +22,7 @@ from datetime import timedelta
 from urllib.parse import quote
 
 from flask import Flask, Response, jsonify, redirect, render_template_string, request, session
+from werkzeug.middleware.proxy_fix import ProxyFix
 from werkzeug.security import check_password_hash
 from werkzeug.wrappers import Response as BaseResponse
 
@@ -96,6 +97,9 @@ def install_auth(
         settings.login_global_per_second,
     )
     server.secret_key = secret_key(settings.secret_key)
+    if settings.proxy_hops:
+        # The login throttle's client is then the address the trusted proxies saw.
+        server.wsgi_app = ProxyFix(server.wsgi_app, x_for=settings.proxy_hops)  # type: ignore[method-assign]
     server.config.update(
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",

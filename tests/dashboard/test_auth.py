@@ -280,3 +280,16 @@ def test_the_throttle_forgets_idle_clients(monkeypatch: pytest.MonkeyPatch) -> N
     for i in range(10):
         assert t.check(f"c{i}") == (0, None)
     assert len(t._clients) <= 3
+
+
+def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_bucket(
+    make_client: Any,
+) -> None:
+    now = [0.0]
+    client = make_client(throttle=_throttle(now, global_burst=100), proxy_hops=1)
+    client.environ_base["HTTP_X_FORWARDED_FOR"] = "198.51.100.1"
+    for _ in range(3):
+        assert _login(client, password="wrong").status_code == 401
+    assert _login(client, password="wrong").status_code == 429
+    client.environ_base["HTTP_X_FORWARDED_FOR"] = "198.51.100.2"
+    assert _login(client, password="wrong").status_code == 401
