@@ -5,6 +5,7 @@ Every error is :func:`apm.errors.error_body`, the ingest's shape: ``{"error", "d
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -17,14 +18,27 @@ from apm.query import QueryError, StoredQuery
 from dashboard.ports import QueryRepository
 from dashboard.series import build_series, stored_query_json, window_json
 from dashboard.settings import DashboardSettings
+from dashboard.storage_errors import is_storage_failure
 from dashboard.telemetry import DashboardTelemetry
 from dashboard.validation import error_json, parse_time, validate
 
-__all__ = ["MAX_RANGE_SECONDS", "StorageUnavailable", "build_api", "error", "guarded"]
+__all__ = [
+    "MAX_POINTS",
+    "MAX_QUERY_ID_CHARS",
+    "MAX_RANGE_SECONDS",
+    "StorageUnavailable",
+    "build_api",
+    "error",
+    "guarded",
+]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 MAX_RANGE_SECONDS = 366 * 86_400  # a year of windows is already far past the retention
+MAX_POINTS = 100_000  # points per series a client may ask for
+# Stored ids are uuid4 strings; a longer or unprintable one cannot name a query (and Cassandra
+# refuses a key over 64 KiB: that refusal must not pass for an outage).
+MAX_QUERY_ID_CHARS = 128
 
 
 class StorageUnavailable(RuntimeError):
@@ -32,12 +46,14 @@ class StorageUnavailable(RuntimeError):
 
 
 def guarded(telemetry: DashboardTelemetry, op: str, call: Callable[[], T]) -> T:
-    """Runs one storage call; any driver failure becomes StorageUnavailable (a 503 / a banner)."""
+    """Runs one storage call; a failure of the database itself (unreachable, timed out,
+    overloaded: :func:`is_storage_failure`) becomes StorageUnavailable (a 503 / a banner).
+    Anything else propagates: a bug or bad input is never reported as an outage."""
     try:
         return call()
-    except (KeyError, QueryError):
-        raise
-    except Exception as exc:  # the driver raises many unrelated types; all mean "not now"
+    except Exception as exc:
+        if not is_storage_failure(exc):
+            raise
         telemetry.storage_errors.labels(op).inc()
         log.warning("storage %s failed: %s", op, exc)
         raise StorageUnavailable(f"storage unavailable during {op}: {exc}") from exc
@@ -68,11 +84,22 @@ def build_api(
     def _unavailable(exc: StorageUnavailable) -> tuple[Response, int]:
         return error(503, "storage_unavailable", str(exc))
 
+    @api.before_request
+    def _limit_body() -> None:
+        # Read at most this much (413 past it, chunked bodies included) before parsing.
+        request.max_content_length = settings.max_body_bytes
+
     def body() -> dict[str, object]:
-        data = request.get_json(silent=True)
+        try:
+            data = json.loads(request.get_data(cache=True))
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the stack
+            data = None
         if not isinstance(data, dict):
             raise _BadRequest("the body must be a JSON object", "body")
         return data
+
+    def known(query_id: str) -> bool:
+        return len(query_id) <= MAX_QUERY_ID_CHARS and query_id.isprintable()
 
     @api.errorhandler(QueryError)
     def _invalid(exc: QueryError) -> tuple[Response, int]:
@@ -103,14 +130,18 @@ def build_api(
 
     @api.get("/queries/<query_id>")
     def get_query(query_id: str) -> Response | tuple[Response, int]:
+        if not known(query_id):
+            return _no_query(query_id)
         found = guarded(telemetry, "get_query", lambda: repo.get_query(query_id))
         if found is None:
-            return error(404, "not_found", f"no query {query_id!r}")
+            return _no_query(query_id)
         return jsonify(as_json(found))
 
     @api.patch("/queries/<query_id>")
     def patch_query(query_id: str) -> Response | tuple[Response, int]:
         data = body()
+        if not known(query_id):
+            return _no_query(query_id)
         unknown = set(data) - {"text", "paused"}
         if unknown or not data:
             return error(
@@ -135,14 +166,16 @@ def build_api(
                 paused = bool(data["paused"])
                 result = guarded(telemetry, "set_paused", lambda: repo.set_paused(query_id, paused))
         except KeyError:
-            return error(404, "not_found", f"no query {query_id!r}")
+            return _no_query(query_id)
         assert result is not None
         return jsonify(as_json(result))
 
     @api.delete("/queries/<query_id>")
     def delete_query(query_id: str) -> Response | tuple[Response, int]:
+        if not known(query_id):
+            return _no_query(query_id)
         if not guarded(telemetry, "delete_query", lambda: repo.delete_query(query_id)):
-            return error(404, "not_found", f"no query {query_id!r}")
+            return _no_query(query_id)
         return Response(status=204)
 
     @api.get("/queries/<query_id>/results")
@@ -167,11 +200,15 @@ def build_api(
                 f"the range may span at most {MAX_RANGE_SECONDS // 86_400} days",
                 "from",
             )
-        if max_points is not None and max_points < 2:
-            return error(400, "bad_request", "'max_points' must be at least 2", "max_points")
+        if max_points is not None and not 2 <= max_points <= MAX_POINTS:
+            return error(
+                400, "bad_request", f"'max_points' must be from 2 to {MAX_POINTS}", "max_points"
+            )
+        if not known(query_id):
+            return _no_query(query_id)
         found = guarded(telemetry, "get_query", lambda: repo.get_query(query_id))
         if found is None:
-            return error(404, "not_found", f"no query {query_id!r}")
+            return _no_query(query_id)
         windows = guarded(
             telemetry, "read_results", lambda: list(repo.read_results(query_id, start, end))
         )
@@ -185,6 +222,10 @@ def build_api(
         return jsonify(out)
 
     return api
+
+
+def _no_query(query_id: str) -> tuple[Response, int]:
+    return error(404, "not_found", f"no query {query_id[:MAX_QUERY_ID_CHARS]!r}")
 
 
 class _BadRequest(ValueError):

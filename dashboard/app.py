@@ -8,9 +8,10 @@ import time
 from pathlib import Path
 
 from dash import Dash, Input, Output, dcc, html
-from flask import Flask, Response, request
+from flask import Flask, Response, redirect, request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from werkzeug.exceptions import HTTPException, NotFound
+from werkzeug.wrappers import Response as BaseResponse
 
 from apm.errors import status_error
 from dashboard.api import build_api, error
@@ -23,7 +24,7 @@ __all__ = ["build_context", "create_app"]
 
 def create_app(app_ctx: AppContext) -> Dash:
     server = Flask("dashboard")
-    install_auth(server, app_ctx.settings, app_ctx.metrics)
+    install_auth(server, app_ctx.settings, app_ctx.metrics, clock=app_ctx.clock)
     server.register_blueprint(
         build_api(app_ctx.repo, app_ctx.settings, app_ctx.metrics, app_ctx.clock)
     )
@@ -52,7 +53,14 @@ def create_app(app_ctx: AppContext) -> Dash:
 
     @server.get("/metrics")
     def prometheus() -> Response:
-        return Response(generate_latest(app_ctx.metrics.registry), mimetype=CONTENT_TYPE_LATEST)
+        # content_type, not mimetype: CONTENT_TYPE_LATEST already carries its charset, and
+        # mimetype= would append a second one.
+        return Response(generate_latest(app_ctx.metrics.registry), content_type=CONTENT_TYPE_LATEST)
+
+    @server.get("/queries", strict_slashes=False)
+    def queries_alias() -> BaseResponse:
+        # What people type; the list lives at "/" (login comes first, as for every page).
+        return redirect("/", code=308)
 
     @server.get("/healthz")
     def healthz() -> Response:
@@ -90,7 +98,7 @@ def create_app(app_ctx: AppContext) -> Dash:
             return chart.layout(app_ctx, search or "")
         if pathname == "/health":
             return health.layout(app_ctx)
-        if pathname in ("/", "", None):
+        if pathname in ("/", "", None, "/queries", "/queries/"):
             return queries.layout(app_ctx)
         return html.Div([html.H2("Not found"), dcc.Link("back to the queries", href="/")])
 

@@ -1,30 +1,39 @@
 """Login for the UI, Bearer tokens for the API, and CSRF protection for both.
 
-The browser holds a signed, HttpOnly session cookie naming a server-side session, so logging out
-really ends it (an old cookie replayed later is refused). Every state-changing request made with
-that cookie must echo the session's CSRF token in ``X-CSRFToken``: Dash's renderer does so from
-the ``_csrf_token`` cookie (double submit), the login/logout forms carry it as a field. API
-clients use ``Authorization: Bearer <token>``, which a cross-site form cannot forge.
+The browser holds a signed (HMAC, ``APM_DASHBOARD_SECRET_KEY``), HttpOnly session cookie that
+carries the session itself: its id, user, CSRF token and expiry. Any replica holding the same
+key verifies it, so replicas behind one load balancer share logins; a tampered or expired
+cookie is refused. Logging out clears the cookie and refuses that session id on the replica
+that served the logout (the others accept a copied cookie until it expires: there is no
+shared store). Every state-changing request made with the cookie must echo the session's CSRF
+token in ``X-CSRFToken``: Dash's renderer does so from the ``_csrf_token`` cookie (double
+submit), the login/logout forms carry it as a field. API clients use ``Authorization: Bearer
+<token>``, which a cross-site form cannot forge. Login attempts are throttled
+(:mod:`dashboard.throttle`) before the password hash is checked.
 """
 
 from __future__ import annotations
 
 import hmac
 import secrets
-import threading
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from urllib.parse import quote
 
 from flask import Flask, Response, jsonify, redirect, render_template_string, request, session
+from werkzeug.middleware.proxy_fix import ProxyFix
 from werkzeug.security import check_password_hash
 from werkzeug.wrappers import Response as BaseResponse
 
 from apm.errors import error_body
+from dashboard.next_url import safe_next
+from dashboard.sessions import SignedSessions, secret_key
 from dashboard.settings import DashboardSettings
 from dashboard.telemetry import DashboardTelemetry
+from dashboard.throttle import LoginThrottle
 
-__all__ = ["CSRF_COOKIE", "PUBLIC_PATHS", "SessionRegistry", "install_auth"]
+__all__ = ["CSRF_COOKIE", "PUBLIC_PATHS", "check_credentials", "install_auth"]
 
 CSRF_COOKIE = "_csrf_token"  # the cookie name dash-renderer reads for its X-CSRFToken header
 PUBLIC_PATHS = ("/login", "/metrics", "/healthz")
@@ -45,36 +54,6 @@ input{width:100%;padding:.5em;box-sizing:border-box}button{margin-top:1.2em;padd
 <button id="login-submit" type="submit">Sign in</button>
 {% if error %}<div class="error" id="login-error">{{ error }}</div>{% endif %}
 <p class="hint">{{ hint }}</p></form></body></html>"""
-
-
-class SessionRegistry:
-    """Live session ids with their expiry; ``clock`` is injected for tests."""
-
-    def __init__(self, ttl_s: float, clock: Callable[[], float] = time.time) -> None:
-        self._ttl = ttl_s
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._sessions: dict[str, float] = {}
-
-    def open(self) -> str:
-        sid = secrets.token_urlsafe(24)
-        with self._lock:
-            now = self._clock()
-            self._sessions = {k: v for k, v in self._sessions.items() if v > now}
-            self._sessions[sid] = now + self._ttl
-        return sid
-
-    def valid(self, sid: object) -> bool:
-        if not isinstance(sid, str):
-            return False
-        with self._lock:
-            expiry = self._sessions.get(sid)
-        return expiry is not None and expiry > self._clock()
-
-    def close(self, sid: object) -> None:
-        with self._lock:
-            if isinstance(sid, str):
-                self._sessions.pop(sid, None)
 
 
 def check_credentials(settings: DashboardSettings, user: str, password: str) -> bool:
@@ -98,30 +77,34 @@ def _same(a: object, b: object) -> bool:
     )
 
 
-def _safe_next(target: str | None) -> str:
-    # Only same-site paths: "//evil.example" would be an open redirect.
-    if not target or not target.startswith("/") or target.startswith("//"):
-        return "/"
-    return target
-
-
 def install_auth(
     server: Flask,
     settings: DashboardSettings,
     metrics: DashboardTelemetry,
-    registry: SessionRegistry | None = None,
-) -> SessionRegistry:
+    clock: Callable[[], float] = time.time,
+    throttle: LoginThrottle | None = None,
+) -> SignedSessions:
     if not settings.password_hash and not settings.token:
         raise ValueError(
             "the dashboard needs APM_DASHBOARD_PASSWORD_HASH (see `apm dashboard "
             "hash-password`) or APM_DASHBOARD_TOKEN; refusing to run without login"
         )
-    sessions = registry or SessionRegistry(settings.session_hours * 3600)
-    server.secret_key = settings.secret_key or secrets.token_hex(32)
+    sessions = SignedSessions(settings.session_hours * 3600, clock)
+    attempts = throttle or LoginThrottle(
+        settings.login_client_burst,
+        settings.login_client_per_minute,
+        settings.login_global_burst,
+        settings.login_global_per_second,
+    )
+    server.secret_key = secret_key(settings.secret_key)
+    if settings.proxy_hops:
+        # The login throttle's client is then the address the trusted proxies saw.
+        server.wsgi_app = ProxyFix(server.wsgi_app, x_for=settings.proxy_hops)  # type: ignore[method-assign]
     server.config.update(
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
         SESSION_COOKIE_NAME="apm_dashboard_session",
+        PERMANENT_SESSION_LIFETIME=timedelta(hours=settings.session_hours),
     )
     hint = "Sign in with the configured user and password, or with the API token."
 
@@ -131,7 +114,7 @@ def install_auth(
             _LOGIN_PAGE,
             csrf=session["login_csrf"],
             error=error,
-            next=_safe_next(request.values.get("next")),
+            next=safe_next(request.values.get("next")),
             hint=hint,
         )
         return Response(html, status=status, mimetype="text/html")
@@ -143,16 +126,22 @@ def install_auth(
         if not _same(request.form.get("csrf_token"), session.get("login_csrf")):
             metrics.refused.labels("csrf").inc()
             return login_page("The form expired; please sign in again.", 400)
+        # Before the password hash (scrypt) runs: a refused attempt costs nothing.
+        wait, bucket = attempts.check(request.remote_addr or "-")
+        if wait:
+            metrics.logins.labels("throttled").inc()
+            metrics.refused.labels(f"throttled_{bucket}").inc()
+            refused = login_page(f"Too many sign-in attempts; try again in {wait} s.", 429)
+            refused.headers["Retry-After"] = str(wait)
+            return refused
         user = request.form.get("user", "")
         if not check_credentials(settings, user, request.form.get("password", "")):
             metrics.logins.labels("failed").inc()
             return login_page("Wrong user, password or token.", 401)
         metrics.logins.labels("ok").inc()
-        session.clear()
-        session["sid"] = sessions.open()
-        session["user"] = user or "token"
-        session["csrf"] = secrets.token_urlsafe(24)
-        response = redirect(_safe_next(request.form.get("next")))
+        sessions.open(session, user or "token")
+        session.permanent = True  # the cookie lives as long as the session, not the browser
+        response = redirect(safe_next(request.form.get("next")))
         # Readable by scripts on purpose: Dash echoes it in X-CSRFToken (double submit).
         response.set_cookie(CSRF_COOKIE, session["csrf"], samesite="Strict", httponly=False)
         return response
@@ -163,8 +152,7 @@ def install_auth(
         if not _same(token, session.get("csrf")):
             metrics.refused.labels("csrf").inc()
             return Response("CSRF token missing or wrong", status=400)
-        sessions.close(session.get("sid"))
-        session.clear()
+        sessions.close(session)
         response = redirect("/login")
         response.delete_cookie(CSRF_COOKIE)
         return response
@@ -183,7 +171,7 @@ def install_auth(
                 return None
             metrics.refused.labels("bad_token").inc()
             return _refuse(401, "unauthorized", "invalid bearer token", "header:Authorization")
-        if not sessions.valid(session.get("sid")):
+        if not sessions.valid(session):
             metrics.refused.labels("no_session").inc()
             if path.startswith(("/api/", "/_dash-")) or request.method not in _SAFE:
                 return _refuse(401, "unauthorized", "login required")

@@ -20,9 +20,22 @@ class DashboardSettings(BaseSettings):
     user: str = "admin"
     password_hash: str = ""
     token: str = ""
-    # Signs the session cookie; a random one per process when empty (logins end on restart).
+    # The HMAC key of the session cookie, the same on every replica (at least 16 characters);
+    # a random one per process when empty (logins end on restart, other replicas refuse them).
     secret_key: str = ""
     session_hours: float = Field(default=12.0, gt=0)
+    # Login attempts (each runs scrypt) per client address: a burst, refilled per minute; and
+    # for the whole process: a burst, refilled per second. Past either: 429 + Retry-After.
+    login_client_burst: int = Field(default=5, ge=1)
+    login_client_per_minute: float = Field(default=5.0, gt=0)
+    login_global_burst: int = Field(default=20, ge=1)
+    login_global_per_second: float = Field(default=2.0, gt=0)
+    # Reverse proxies in front of the dashboard that append X-Forwarded-For (an ingress: 1).
+    # 0 trusts no header: the client is the TCP peer (behind a proxy, then, every user shares
+    # one login bucket).
+    proxy_hops: int = Field(default=0, ge=0, le=5)
+    # A larger API request body is refused (413) before it is read.
+    max_body_bytes: int = Field(default=64 * 1024, ge=1024)
     # Live refresh: the default interval, and the floor no browser can go below, so that many
     # open wall screens cannot turn into a read storm on Cassandra.
     refresh_seconds: float = Field(default=5.0, gt=0)

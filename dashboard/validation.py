@@ -16,6 +16,7 @@ from apm.query import Query, QueryError, parse
 
 __all__ = [
     "BUILDER_FIELDS",
+    "LATEST_TIME",
     "Composed",
     "check_builder",
     "compose",
@@ -27,6 +28,9 @@ __all__ = [
 ]
 
 BUILDER_FIELDS = ("servers", "metric", "window", "functions")
+# Times a range may name: the epoch to the end of year 9999. Past it, the storage's day
+# buckets (32-bit) overflow in the driver, which must not pass for a storage outage.
+LATEST_TIME = 253_402_300_799.0
 
 
 def validate(text: object) -> Query:
@@ -116,7 +120,8 @@ def field_for(composed: Composed, exc: QueryError) -> str:
 
 
 def parse_time(raw: str | None, default: float) -> float:
-    """Epoch seconds or ISO 8601 (``Z`` accepted; naive means UTC). Raises ValueError."""
+    """Epoch seconds or ISO 8601 (``Z`` accepted; naive means UTC), from 1970 to the end of
+    9999. Raises ValueError."""
     if raw is None or raw.strip() == "":
         return default
     raw = raw.strip()
@@ -131,7 +136,9 @@ def parse_time(raw: str | None, default: float) -> float:
             ) from None
         if dt.tzinfo is None:
             dt = dt.replace(tzinfo=UTC)
-        return dt.timestamp()
+        value = dt.timestamp()
     if not math.isfinite(value):
         raise ValueError(f"{raw[:40]!r} is not a finite time")
+    if not 0 <= value <= LATEST_TIME:
+        raise ValueError(f"{raw[:40]!r} is outside 1970-01-01 .. 9999-12-31 (UTC)")
     return value

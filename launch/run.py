@@ -3,6 +3,10 @@
 Order: Kafka + Cassandra -> schema -> ingest -> aggregator -> dashboard -> this host's agent ->
 a synthetic fleet of about 200 servers -> example queries. Every process has a pid file and a
 log under ``var/run/``; Ctrl-C, ``apm run --down`` or ``make down`` stop them all.
+
+While attached, ``apm run`` supervises its components: one found dead is started again after
+a backoff (:mod:`launch.restarts`), each exit and restart logged. Stopping is bounded: SIGTERM
+to every component, one shared grace of STOP_GRACE_S, then SIGKILL to what still runs.
 """
 
 from __future__ import annotations
@@ -12,12 +16,16 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from launch.restarts import Component, Restarter
 
 if TYPE_CHECKING:
     from launch.processes import ProcessSpec
     from launch.stack.config import StackSettings
+    from launch.supervisor import ManagedProcess
 
 __all__ = ["EXAMPLE_QUERIES", "register"]
 
@@ -26,6 +34,9 @@ DASHBOARD_PORT = 8050
 AGGREGATOR_METRICS_PORT = 9102
 FLEET_SERVERS = 200
 FLEET_METRICS = 10
+# Longer than the ingest's own drain budget (APM_INGEST_SHUTDOWN_TIMEOUT_S, 30 s by default).
+STOP_GRACE_S = 40.0
+DOWN_MARKER = "down"  # written by `apm run --down` first: the attached run must not restart
 
 
 def _example_queries(host: str) -> list[str]:
@@ -85,10 +96,39 @@ def _home(root: Path) -> Path:
     return root / "run"
 
 
-def _stop_platform(home: Path) -> None:
-    for name, spec in _platform(home).items():
-        if spec.process(home / name).stop(30):
-            _say(f"stopped {name}")
+def _stop_platform(home: Path, grace_s: float = STOP_GRACE_S) -> None:
+    from launch.supervisor import stop_all
+
+    # First, so that an attached `apm run` takes the exits for a stop, not for crashes.
+    home.mkdir(parents=True, exist_ok=True)
+    (home / DOWN_MARKER).touch()
+    procs = [spec.process(home / name) for name, spec in _platform(home).items()]
+    for name, outcome in stop_all(procs, grace_s).items():
+        killed = f" (killed: still running {grace_s:.0f}s after SIGTERM)"
+        _say(f"stopped {name}{killed if outcome == 'killed' else ''}")
+
+
+def _components(home: Path, bootstrap: str, fleet: bool) -> list[Component]:
+    """What the attached run supervises: every component `_start_platform` starts, each
+    restarted from the same table entry (no health wait: a slow start must not hold up the
+    others)."""
+    key_file = home / "ingest.key"
+    key = key_file.read_text().strip() if key_file.exists() else ""
+    out = []
+    for name, spec in _platform(home, bootstrap, key).items():
+        if name == "loadgen" and not fleet:
+            continue
+        env = _dashboard_credentials(home / name) if name == "dashboard" else None
+        proc = spec.process(home / name)
+
+        def start(spec: ProcessSpec = spec, env: dict[str, str] | None = env) -> None:
+            spec.start(home / spec.name, env=env, wait_s=None)
+
+        def alive(proc: ManagedProcess = proc) -> bool:
+            return proc.pid() is not None
+
+        out.append(Component(name, alive, start, log_hint=str(proc.log)))
+    return out
 
 
 def _dashboard_credentials(home: Path) -> dict[str, str]:
@@ -181,6 +221,7 @@ def _run(args: argparse.Namespace) -> int:
         "APM_STORAGE_PORT": str(settings.cassandra_port),
     }.items():
         os.environ.setdefault(name, value)
+    (home / DOWN_MARKER).unlink(missing_ok=True)
     try:
         control.up(settings)
         token = _start_platform(home, settings.kafka_bootstrap, fleet=not args.no_fleet)
@@ -203,18 +244,26 @@ Stop with Ctrl-C{"" if not args.detach else " (not attached: use make down)"} or
     )
     if args.detach:
         return 0
-    return _attach(home, settings)
+    components = _components(home, settings.kafka_bootstrap, fleet=not args.no_fleet)
+    return _attach(home, settings, Restarter(components, _say))
 
 
-def _attach(home: Path, settings: StackSettings) -> int:
-    """Waits in the foreground until Ctrl-C or SIGTERM (then stops everything) or until the
-    platform was stopped from elsewhere (`make down`), which leaves nothing to wait for."""
+def _attach(
+    home: Path,
+    settings: StackSettings,
+    restarter: Restarter | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """Supervises in the foreground (restarting dead components) until Ctrl-C or SIGTERM
+    (then stops everything) or until the platform was stopped from elsewhere (`make down`)."""
     from launch.stack import control
 
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        while any(_running(home).values()):
-            time.sleep(1)
+        while not (home / DOWN_MARKER).exists():
+            if restarter is not None:
+                restarter.tick()
+            sleep(1)
         _say("the platform was stopped from elsewhere (make down)")
         return 0
     except KeyboardInterrupt:
@@ -226,9 +275,3 @@ def _attach(home: Path, settings: StackSettings) -> int:
 
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
-
-
-def _running(home: Path) -> dict[str, bool]:
-    return {
-        name: spec.process(home / name).pid() is not None for name, spec in _platform(home).items()
-    }

@@ -83,6 +83,8 @@ def served(repo: Any, kafka_bootstrap: str, ingest_endpoint: tuple[str, Any]) ->
         topics_cache_seconds=0,
         refresh_seconds=2.0,
         max_points=1200,
+        # Every browser test signs in from 127.0.0.1; the throttle itself is test_auth.py's.
+        login_client_burst=50,
     )
     ctx = build_context(settings, repo=repo)
     app = create_app(ctx)

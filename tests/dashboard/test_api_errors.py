@@ -9,12 +9,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from cassandra import InvalidRequest, OperationTimedOut, ReadTimeout
+from cassandra.cluster import NoHostAvailable
+from cassandra.cqltypes import Int32Type
+from prometheus_client import CONTENT_TYPE_LATEST
 from werkzeug.security import generate_password_hash
 
 from apm.query import StoredQuery, WindowResult, parse
 from dashboard.app import create_app
 from dashboard.context import AppContext
 from dashboard.settings import DashboardSettings
+from storage.reader import bucket_span, ms_ceil
 
 pytestmark = pytest.mark.unit
 
@@ -22,17 +27,29 @@ TOKEN = "tok"
 BAD_TEXT = "FROM web-* SELECT cpu WINDOW 10x COMPUTE avg"
 
 
+def _bind(query_id: str, *buckets: int) -> None:
+    """What the real driver does when it binds a key (storage.repository): Cassandra refuses a
+    partition key over 64 KiB, and a day bucket past 32 bits does not serialize."""
+    if len(query_id.encode()) > 65_535:
+        raise InvalidRequest("Key length of 70000 is longer than maximum of 65535")
+    for bucket in buckets:
+        Int32Type.serialize(bucket, 4)  # struct.error, as in session.execute
+
+
 class MemoryRepo:
     """The QueryRepository subset the API uses; ``down`` makes every call fail like a lost
-    Cassandra, and the id ``broken`` reads back as garbage (a bug: a 500)."""
+    Cassandra (``failure``, OSError by default), and the id ``broken`` reads back as garbage
+    (a bug: a 500). Keys are checked as the driver checks them."""
 
     def __init__(self) -> None:
         self.queries: dict[str, StoredQuery] = {}
         self.down = False
+        self.failure: Exception = OSError("no host available (fake)")
 
-    def _check(self) -> None:
+    def _check(self, query_id: str = "") -> None:
         if self.down:
-            raise OSError("no host available (fake)")
+            raise self.failure
+        _bind(query_id)
 
     def save_query(self, text: str) -> StoredQuery:
         self._check()
@@ -41,7 +58,7 @@ class MemoryRepo:
         return saved
 
     def get_query(self, query_id: str) -> Any:
-        self._check()
+        self._check(query_id)
         return object() if query_id == "broken" else self.queries.get(query_id)
 
     def list_queries(self, include_paused: bool = True) -> list[StoredQuery]:
@@ -49,14 +66,14 @@ class MemoryRepo:
         return list(self.queries.values())
 
     def update_query(self, query_id: str, text: str) -> StoredQuery:
-        self._check()
+        self._check(query_id)
         if query_id not in self.queries:
             raise KeyError(query_id)
         self.queries[query_id] = StoredQuery(query_id, parse(text))
         return self.queries[query_id]
 
     def set_paused(self, query_id: str, paused: bool) -> StoredQuery:
-        self._check()
+        self._check(query_id)
         if query_id not in self.queries:
             raise KeyError(query_id)
         old = self.queries[query_id]
@@ -64,13 +81,14 @@ class MemoryRepo:
         return self.queries[query_id]
 
     def delete_query(self, query_id: str) -> bool:
-        self._check()
+        self._check(query_id)
         return self.queries.pop(query_id, None) is not None
 
     def read_results(
         self, query_id: str, start: float, end: float, page_size: int = 5000
     ) -> Iterator[WindowResult]:
-        self._check()
+        self._check(query_id)
+        _bind(query_id, *bucket_span(ms_ceil(max(0.0, start)), ms_ceil(end)))
         return iter(())
 
     def last_result_at(self, query_id: str) -> float | None:
@@ -193,7 +211,7 @@ def test_405(api: Any) -> None:
         (lambda c: c.get("/api/queries/q0/results?from=nan"), "from"),
         (lambda c: c.get("/api/queries/q0/results?max_points=many"), "max_points"),
         (lambda c: c.get("/api/queries/q0/results?from=200&to=100"), "from"),
-        (lambda c: c.get("/api/queries/q0/results?from=0&to=1e12"), "from"),
+        (lambda c: c.get("/api/queries/q0/results?from=0&to=3e10"), "from"),
         (lambda c: c.get("/api/queries/q0/results?max_points=1"), "max_points"),
     ],
 )
@@ -240,6 +258,120 @@ def test_503_when_storage_is_down(api: Any, repo: MemoryRepo) -> None:
     ):
         body = _shape(answer, 503, "storage_unavailable")
         assert "no host available" in body["detail"]
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        NoHostAvailable("no host available (fake)", {}),
+        OperationTimedOut("no host available: timed out (fake)"),
+        ReadTimeout("no host available: read timeout (fake)"),
+        ConnectionRefusedError("no host available: refused (fake)"),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_503_for_each_kind_of_storage_failure(
+    api: Any, repo: MemoryRepo, failure: Exception
+) -> None:
+    repo.down, repo.failure = True, failure
+    _shape(api.get("/api/queries"), 503, "storage_unavailable")
+
+
+def test_a_refusal_by_the_database_is_not_an_outage(api: Any, repo: MemoryRepo) -> None:
+    # InvalidRequest (or a value the driver cannot serialize) is a bug that got through: 500.
+    repo.down, repo.failure = True, InvalidRequest("unconfigured table (fake)")
+    body = _shape(api.get("/api/queries"), 500, "internal_error")
+    assert "unconfigured" not in body["detail"]
+
+
+LONG_ID = "q" * 70_000
+
+
+@pytest.mark.parametrize(
+    ("call", "status", "error", "at"),
+    [
+        # A key Cassandra refuses (over 64 KiB), or that no stored query can have: no such query.
+        (lambda c: c.get(f"/api/queries/{LONG_ID}"), 404, "not_found", None),
+        (lambda c: c.delete(f"/api/queries/{LONG_ID}"), 404, "not_found", None),
+        (
+            lambda c: c.patch(f"/api/queries/{LONG_ID}", json={"paused": True}),
+            404,
+            "not_found",
+            None,
+        ),
+        (lambda c: c.get(f"/api/queries/{LONG_ID}/results"), 404, "not_found", None),
+        (lambda c: c.get("/api/queries/q%01x"), 404, "not_found", None),
+        # Times whose day bucket overflows the driver's 32-bit int, or before the epoch.
+        (lambda c: c.get("/api/queries/q0/results?to=1e15"), 400, "bad_request", "to"),
+        (
+            lambda c: c.get("/api/queries/q0/results?from=1e15&to=1.0000001e15"),
+            400,
+            "bad_request",
+            "to",
+        ),
+        (lambda c: c.get("/api/queries/q0/results?to=+275760-01-01"), 400, "bad_request", "to"),
+        (lambda c: c.get("/api/queries/q0/results?from=-5&to=100"), 400, "bad_request", "from"),
+        (
+            lambda c: c.get("/api/queries/q0/results?max_points=1000000000"),
+            400,
+            "bad_request",
+            "max_points",
+        ),
+        # A body nested past Python's stack, and one past the size limit.
+        (
+            lambda c: c.post("/api/queries", data="[" * 50_000, content_type="application/json"),
+            400,
+            "bad_request",
+            "body",
+        ),
+        (
+            lambda c: c.post(
+                "/api/queries", data=b"{" + b" " * 70_000 + b"}", content_type="application/json"
+            ),
+            413,
+            "too_large",
+            None,
+        ),
+        (
+            lambda c: c.patch("/api/queries/q0", data=b"\xff\xfe", content_type="application/json"),
+            400,
+            "bad_request",
+            "body",
+        ),
+    ],
+)
+def test_bad_input_is_a_4xx_never_a_500_or_503(
+    api: Any, call: Any, status: int, error: str, at: str | None
+) -> None:
+    assert (
+        api.post(
+            "/api/queries", json={"text": "FROM * SELECT cpu WINDOW 10s COMPUTE avg"}
+        ).status_code
+        == 201
+    )
+    _shape(call(api), status, error, at)
+
+
+def test_prometheus_content_type_has_one_charset(server: Any) -> None:
+    answer = server.test_client().get("/metrics")
+    assert answer.headers["Content-Type"] == CONTENT_TYPE_LATEST
+    assert answer.headers["Content-Type"].count("charset") == 1
+
+
+def test_queries_is_the_queries_page(server: Any) -> None:
+    anon = server.test_client()
+    first = anon.get("/queries")
+    assert first.status_code == 302 and first.headers["Location"] == "/login?next=/queries"
+    page = anon.get("/login?next=/queries").get_data(as_text=True)
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
+    login = anon.post(
+        "/login", data={"csrf_token": csrf, "user": "ops", "password": "s3cret", "next": "/queries"}
+    )
+    assert login.headers["Location"] == "/queries"
+    for path in ("/queries", "/queries/"):
+        answer = anon.get(path)
+        assert answer.status_code == 308 and answer.headers["Location"] == "/", path
+    assert anon.get("/queries", follow_redirects=True).status_code == 200
 
 
 def test_500_on_a_bug(api: Any) -> None:

@@ -9,9 +9,12 @@ import pytest
 from flask import Flask
 from werkzeug.security import generate_password_hash
 
-from dashboard.auth import CSRF_COOKIE, SessionRegistry, check_credentials, install_auth
+from dashboard import auth
+from dashboard.auth import CSRF_COOKIE, check_credentials, install_auth
+from dashboard.sessions import SignedSessions
 from dashboard.settings import DashboardSettings
 from dashboard.telemetry import DashboardTelemetry
+from dashboard.throttle import LoginThrottle
 
 pytestmark = pytest.mark.unit
 
@@ -20,12 +23,13 @@ HASH = generate_password_hash("s3cret")
 
 @pytest.fixture
 def make_client() -> Any:
-    def make(**overrides: Any) -> Any:
+    def make(clock: Any = None, throttle: Any = None, **overrides: Any) -> Any:
         settings = DashboardSettings(
             **{"user": "ops", "password_hash": HASH, "token": "tok", **overrides}
         )
         app = Flask("t")
-        install_auth(app, settings, DashboardTelemetry())
+        extra = {"clock": clock} if clock else {}
+        install_auth(app, settings, DashboardTelemetry(), throttle=throttle, **extra)
         app.add_url_rule("/", "home", lambda: "home")
         app.add_url_rule("/api/x", "api_x", lambda: {"ok": True}, methods=["GET", "POST"])
         app.add_url_rule("/_dash-update-component", "cb", lambda: "{}", methods=["POST"])
@@ -121,8 +125,171 @@ def test_credentials_and_sessions() -> None:
     assert not check_credentials(s, "ops", "")
     assert not check_credentials(DashboardSettings(password_hash="garbage"), "admin", "x")
     now = [0.0]
-    registry = SessionRegistry(10, clock=lambda: now[0])
-    sid = registry.open()
-    assert registry.valid(sid) and not registry.valid("other") and not registry.valid(None)
+    sessions = SignedSessions(10, clock=lambda: now[0])
+    session: dict[str, Any] = {}
+    sessions.open(session, "ops")
+    assert sessions.valid(session) and not sessions.valid({}) and not sessions.valid({"sid": 1})
+    assert not sessions.valid({**session, "exp": True})
     now[0] = 11
-    assert not registry.valid(sid)
+    assert not sessions.valid(session)
+
+
+SECRET = "shared-secret-key-0123456789"
+SESSION_COOKIE = "apm_dashboard_session"
+
+
+def test_a_session_made_by_one_replica_is_accepted_by_another(make_client: Any) -> None:
+    # Two replicas behind one load balancer (deploy/k8s runs 2): same key, no shared memory.
+    a, b = make_client(secret_key=SECRET), make_client(secret_key=SECRET)
+    assert _login(a).status_code == 302
+    b.set_cookie(SESSION_COOKIE, a.get_cookie(SESSION_COOKIE).value)
+    assert b.get("/").get_data(as_text=True) == "home"
+    csrf = a.get_cookie(CSRF_COOKIE).value
+    assert b.post("/api/x", headers={"X-CSRFToken": csrf}).status_code == 200
+    # A replica with another key refuses it.
+    other = make_client(secret_key="another-secret-key-0123456789")
+    other.set_cookie(SESSION_COOKIE, a.get_cookie(SESSION_COOKIE).value)
+    assert other.get("/").status_code == 302
+
+
+def test_a_tampered_session_cookie_is_refused(make_client: Any) -> None:
+    a, b = make_client(secret_key=SECRET), make_client(secret_key=SECRET)
+    _login(a)
+    cookie = a.get_cookie(SESSION_COOKIE).value
+    payload, _, signature = cookie.rpartition(".")
+    flipped = signature[:-1] + ("A" if signature[-1] != "A" else "B")
+    for forged in (f"{payload}.{flipped}", "x" + cookie, cookie[:-3]):
+        b.set_cookie(SESSION_COOKIE, forged)
+        assert b.get("/").status_code == 302, forged
+        assert b.get("/api/x").status_code == 401
+
+
+def test_a_session_expires_on_every_replica(make_client: Any) -> None:
+    now = [1_000_000.0]
+    a = make_client(secret_key=SECRET, clock=lambda: now[0], session_hours=1)
+    b = make_client(secret_key=SECRET, clock=lambda: now[0], session_hours=1)
+    _login(a)
+    b.set_cookie(SESSION_COOKIE, a.get_cookie(SESSION_COOKIE).value)
+    now[0] += 3599
+    assert b.get("/").status_code == 200
+    now[0] += 2
+    assert b.get("/").status_code == 302
+    assert a.get("/").status_code == 302
+
+
+def test_a_short_secret_key_is_refused(make_client: Any) -> None:
+    with pytest.raises(ValueError, match="at least 16"):
+        make_client(secret_key="short")
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "//evil.example/",
+        "/\t/evil.example",
+        "/\\t/evil.example".replace("\\t", "\t\t"),
+        "/\n/evil.example",
+        "/\r\n/evil.example",
+        "\t//evil.example",
+        " //evil.example",
+        "/\\evil.example",
+        "\\\\evil.example",
+        "/%09/evil.example",
+        "/%2F/evil.example",
+        "/%252F%252Fevil.example",
+        "/%5Cevil.example",
+        "https://evil.example/",
+        "javascript:alert(1)",
+        "evil.example",
+        "/\x00/evil.example",
+        "/\u2028/evil.example",
+        "/" + "a" * 5000,
+    ],
+)
+def test_next_never_leaves_the_site(make_client: Any, target: str) -> None:
+    assert _login(make_client(), next_=target).headers["Location"] == "/"
+
+
+def test_next_from_the_login_url_with_an_encoded_tab_stays_on_the_site(make_client: Any) -> None:
+    # The reported case: /login?next=/%09/evil.example, a browser drops the tab: //evil.example
+    client = make_client()
+    page = client.get("/login?next=/%09/evil.example").get_data(as_text=True)
+    next_ = re.search(r'name="next" value="([^"]*)"', page).group(1)  # type: ignore[union-attr]
+    assert next_ == "/"
+    assert _login(client, next_=next_).headers["Location"] == "/"
+
+
+def test_next_keeps_same_site_paths(make_client: Any) -> None:
+    for target in ("/chart?q=1,2&range=1h", "/health", "/chart?q=a%2Cb"):
+        assert _login(make_client(), next_=target).headers["Location"] == target
+
+
+def _throttle(now: list[float], **kw: Any) -> LoginThrottle:
+    args = {
+        "client_burst": 3,
+        "client_per_minute": 6,
+        "global_burst": 5,
+        "global_per_second": 1,
+        **kw,
+    }
+    return LoginThrottle(**args, clock=lambda: now[0])
+
+
+def test_login_attempts_are_throttled_per_client_before_the_hash_runs(
+    make_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checks: list[str] = []
+    real = auth.check_credentials
+    monkeypatch.setattr(
+        auth, "check_credentials", lambda s, u, p: checks.append(p) or real(s, u, p)
+    )
+    now = [0.0]
+    client = make_client(throttle=_throttle(now, global_burst=100))
+    for _ in range(3):
+        assert _login(client, password="wrong").status_code == 401
+    refused = _login(client, password="s3cret")
+    assert refused.status_code == 429
+    assert refused.headers["Retry-After"] == "10"  # 6 a minute: one token every 10 s
+    assert len(checks) == 3  # the hash never ran for the refused attempt
+    now[0] += 10
+    assert _login(client, password="s3cret").status_code == 302
+    # Another client is not held up by this one.
+    client.environ_base["REMOTE_ADDR"] = "10.0.0.9"
+    assert _login(client, password="wrong").status_code == 401
+
+
+def test_login_attempts_are_throttled_globally(make_client: Any) -> None:
+    now = [0.0]
+    client = make_client(throttle=_throttle(now))
+    for i in range(5):
+        client.environ_base["REMOTE_ADDR"] = f"10.0.0.{i}"
+        assert _login(client, password="wrong").status_code == 401
+    client.environ_base["REMOTE_ADDR"] = "10.0.0.99"
+    refused = _login(client, password="s3cret")
+    assert refused.status_code == 429 and refused.headers["Retry-After"] == "1"
+    now[0] += 1
+    assert _login(client, password="s3cret").status_code == 302
+
+
+def test_the_throttle_forgets_idle_clients(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dashboard import throttle
+
+    monkeypatch.setattr(throttle, "MAX_CLIENTS", 3)
+    now = [0.0]
+    t = _throttle(now, global_burst=1000, global_per_second=1000)
+    for i in range(10):
+        assert t.check(f"c{i}") == (0, None)
+    assert len(t._clients) <= 3
+
+
+def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_bucket(
+    make_client: Any,
+) -> None:
+    now = [0.0]
+    client = make_client(throttle=_throttle(now, global_burst=100), proxy_hops=1)
+    client.environ_base["HTTP_X_FORWARDED_FOR"] = "198.51.100.1"
+    for _ in range(3):
+        assert _login(client, password="wrong").status_code == 401
+    assert _login(client, password="wrong").status_code == 429
+    client.environ_base["HTTP_X_FORWARDED_FOR"] = "198.51.100.2"
+    assert _login(client, password="wrong").status_code == 401

@@ -166,6 +166,34 @@ def test_spark_standalone_runs_the_aggregator_through_spark_submit(compose):
     assert _env(services["aggregator"])["APM_AGGREGATOR_CHECKPOINT_DIR"] == mount.split(":")[1]
 
 
+# The only services meant to be reached from other hosts: both have their own auth.
+PUBLIC_SERVICES = {"nginx", "dashboard"}
+
+
+def test_only_authenticated_services_are_published_beyond_loopback(compose):
+    """A published port without a host IP listens on every interface; the Spark master UI has
+    no login (and kill links by default), so it, and every engine, stays on 127.0.0.1."""
+    published = {
+        name: [str(p) for p in service.get("ports", [])]
+        for name, service in compose["services"].items()
+    }
+    assert published["spark-master"], "the master UI is published (for a tunnel)"
+    for name, ports in published.items():
+        if name in PUBLIC_SERVICES:
+            continue
+        for port in ports:
+            assert port.startswith("127.0.0.1:"), f"{name} publishes {port} on all interfaces"
+
+
+def test_spark_ui_kill_links_are_off(compose):
+    services = compose["services"]
+    opts = _env(services["spark-master"]).get("SPARK_MASTER_OPTS", "")
+    assert "-Dspark.ui.killEnabled=false" in opts.split()
+    command = services["aggregator"]["command"]
+    confs = [command[i + 1] for i, arg in enumerate(command) if arg == "--conf"]
+    assert "spark.ui.killEnabled=false" in confs
+
+
 def test_ingest_replicas_behind_nginx(compose):
     services = compose["services"]
     ingest = services["ingest"]

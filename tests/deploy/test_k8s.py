@@ -121,3 +121,18 @@ def test_aggregator_shards_cover_every_metric_once(objects):
     args = " ".join(_pod(agg)["spec"]["containers"][0]["args"])
     shard = re.search(r'--shard "\$\{HOSTNAME##\*-\}/(\d+)"', args)
     assert shard and int(shard.group(1)) == agg["spec"]["replicas"]
+
+
+def test_dashboard_replicas_share_the_session_key_through_their_secret(objects):
+    """Sessions are signed cookies: replicas accept each other's only with one key, which comes
+    from the Secret every replica reads (and which the file's header says to create)."""
+    (dash,) = [
+        o for o in objects if o["metadata"]["name"] == "apm-dashboard" and o["kind"] == "Deployment"
+    ]
+    assert dash["spec"]["replicas"] > 1
+    (container,) = _pod(dash)["spec"]["containers"]
+    secrets = [r["secretRef"]["name"] for r in container.get("envFrom", []) if "secretRef" in r]
+    assert secrets == ["apm-dashboard"]
+    header = (K8S / "dashboard.yaml").read_text().split("apiVersion")[0]
+    assert "generic apm-dashboard" in header and "APM_DASHBOARD_SECRET_KEY=" in header
+    assert all(e["name"] != "APM_DASHBOARD_SECRET_KEY" for e in container.get("env", []))

@@ -60,3 +60,16 @@ def test_dashboard_token_is_created_once_private(tmp_path: Path):
     first = processes.dashboard_token(tmp_path / "d")
     assert first == processes.dashboard_token(tmp_path / "d")
     assert (tmp_path / "d" / "dashboard.token").stat().st_mode & 0o077 == 0
+
+
+def test_no_secret_reaches_a_command_line_that_ps_shows(tmp_path: Path):
+    """`make run` (apm run) hands the ingest key to the agent and the load generator, and the
+    dashboard its token, through the environment: no argv holds them, whole or in part."""
+    key = "apm-secret-ingest-key-0123456789"
+    table = run._platform(tmp_path, "127.0.0.1:9092", key)
+    for name, spec in table.items():
+        assert key not in shlex.join(spec.command), name
+    assert table["loadgen"].env["APM_LOADGEN_API_KEY"] == key
+    assert table["agent"].env["APM_AGENT_API_KEY"] == key
+    for comp in run._components(tmp_path, "127.0.0.1:9092", fleet=True):
+        assert comp.name in table  # restarts use the same table: no other command line

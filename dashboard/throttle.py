@@ -1,0 +1,91 @@
+"""Login throttling: token buckets per client address and for the whole process.
+
+Every login attempt runs scrypt (tens of milliseconds of CPU), so an unthrottled ``/login`` lets
+one client burn the dashboard's CPU and guess passwords as fast as it likes. An attempt first
+takes a token from its client's bucket and from the global one; when either is empty the
+answer is 429 with ``Retry-After`` and scrypt never runs. The clock is injected (tests never
+sleep).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["LoginThrottle", "TokenBucket"]
+
+# Client buckets remembered at most; past it, the full (idle) ones are forgotten first, and if
+# all are busy the oldest go: a flood of addresses still meets the global bucket.
+MAX_CLIENTS = 10_000
+
+
+@dataclass
+class TokenBucket:
+    """``burst`` tokens at most, refilled at ``rate`` tokens a second."""
+
+    burst: float
+    rate: float
+    tokens: float
+    stamp: float
+
+    def _refill(self, now: float) -> None:
+        self.tokens = min(self.burst, self.tokens + max(0.0, now - self.stamp) * self.rate)
+        self.stamp = now
+
+    def wait(self, now: float) -> float:
+        """Seconds until one token is there (0 when one is there now)."""
+        self._refill(now)
+        return 0.0 if self.tokens >= 1 else (1 - self.tokens) / self.rate
+
+    def take(self) -> None:
+        self.tokens -= 1
+
+    def full(self, now: float) -> bool:
+        self._refill(now)
+        return self.tokens >= self.burst
+
+
+class LoginThrottle:
+    """``check(client)`` is 0 when the attempt may go on (a token taken from both buckets), else
+    the whole seconds to wait (the ``Retry-After``) and which bucket refused."""
+
+    def __init__(
+        self,
+        client_burst: int,
+        client_per_minute: float,
+        global_burst: int,
+        global_per_second: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._client_burst, self._client_rate = float(client_burst), client_per_minute / 60
+        self._clock = clock
+        self._lock = threading.Lock()
+        now = clock()
+        self._global = TokenBucket(float(global_burst), global_per_second, global_burst, now)
+        self._clients: dict[str, TokenBucket] = {}
+
+    def check(self, client: str) -> tuple[int, str | None]:
+        with self._lock:
+            now = self._clock()
+            bucket = self._clients.get(client)
+            if bucket is None:
+                self._forget(now)
+                bucket = TokenBucket(self._client_burst, self._client_rate, self._client_burst, now)
+                self._clients[client] = bucket
+            for name, b in (("client", bucket), ("global", self._global)):
+                wait = b.wait(now)
+                if wait > 0:
+                    return max(1, math.ceil(wait)), name
+            bucket.take()
+            self._global.take()
+            return 0, None
+
+    def _forget(self, now: float) -> None:
+        if len(self._clients) < MAX_CLIENTS:
+            return
+        self._clients = {k: b for k, b in self._clients.items() if not b.full(now)}
+        while len(self._clients) >= MAX_CLIENTS:  # dicts keep insertion order: oldest first
+            del self._clients[next(iter(self._clients))]
