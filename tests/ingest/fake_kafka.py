@@ -5,6 +5,7 @@ test acknowledge or fail them."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,6 +74,7 @@ class FakeProducer:
     lenient: bool = False  # FakeFuture(lenient=True) for every record
     sent: list[SentRecord] = field(default_factory=list)
     flushed: bool = False
+    closed: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def partitions_for(self, _topic: str) -> set[int]:
@@ -95,7 +97,16 @@ class FakeProducer:
             record.future.resolve(error)
 
     def flush(self, timeout: float | None = None) -> None:
+        """As the real one: waits for every record sent so far, and raises KafkaTimeoutError
+        if one is still pending when ``timeout`` runs out."""
         self.flushed = True
+        with self.lock:
+            pending = [r.future for r in self.sent if not r.future.is_done]
+        give_up = None if timeout is None else time.monotonic() + timeout
+        for future in pending:
+            left = None if give_up is None else max(0.0, give_up - time.monotonic())
+            if not future._event.wait(left):
+                raise KafkaTimeoutError(f"Timeout after waiting for {timeout} secs.")
 
     def close(self, timeout: float | None = None) -> None:
-        pass
+        self.closed = True

@@ -156,3 +156,44 @@ def test_sigterm_under_load_loses_no_acknowledged_sample(
     got = set(read_samples(kafka_bootstrap, topics))
     assert want - got == set()
     assert "graceful" in ingest.proc.tail(40).lower() or "shutdown" in ingest.proc.tail(40).lower()
+
+
+def test_sigterm_with_no_broker_exits_within_the_close_bound(start_ingest_process, make_batch):
+    """Issue 14, item 10: an ingest whose Kafka is unreachable (a bootstrap address nobody
+    listens on), holding requests that wait for Kafka, exits soon after SIGTERM: the requests
+    are answered 503 after one attempt to reach Kafka (they no longer queue behind each
+    other's attempt on one lock, 3 s each), and the producer's close takes at most
+    close_timeout_s."""
+    nobody = f"127.0.0.1:{free_port()}"
+    ingest = start_ingest_process(nobody, env={"APM_INGEST_CLOSE_TIMEOUT_S": "2"}, wait_ready=False)
+    with httpx.Client(base_url=ingest.url, headers=ingest.headers, timeout=60) as client:
+
+        def alive() -> None:
+            try:
+                client.get("/healthz").raise_for_status()
+            except httpx.TransportError as exc:
+                raise RetryableError(f"not up yet: {exc}") from exc
+
+        call_with_retry(alive, deadline_s=60, backoff=Backoff(initial=0.2, cap=1))
+        ready = client.get("/readyz")
+        assert ready.status_code == 503 and ready.json()["detail"] == "kafka unreachable"
+        answers: list[int] = []
+
+        def post(n: int) -> None:
+            with httpx.Client(base_url=ingest.url, headers=ingest.headers, timeout=60) as own:
+                batch = make_batch(prefix=f"nobody.n{n}")
+                answers.append(own.post("/v1/metrics", json=batch).status_code)
+
+        threads = [threading.Thread(target=post, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.5)  # the requests are waiting for Kafka
+        started = time.monotonic()
+        ingest.proc.stop(60)
+        took = time.monotonic() - started
+        print(f"exit after SIGTERM: {took:.1f} s")  # the figure in the report (-s)
+        for thread in threads:
+            thread.join(60)
+    # One attempt to reach Kafka (kafka_timeout_ms, 3 s) and the close (close_timeout_s, 2 s).
+    assert took < 8, f"the ingest took {took:.1f} s to exit after SIGTERM"
+    assert sorted(answers) == [503] * 4, answers
