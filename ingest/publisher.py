@@ -21,12 +21,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from apm.kafka import TopicSpec, create_topics, new_admin, new_producer
-from apm.model import topic_for
 from apm.wire import ENCODING_HEADER
 from ingest.linger import Coalescer
+from ingest.readiness import Readiness
+from ingest.records import to_records
 from ingest.settings import IngestSettings
 from ingest.topics import NewTopics, TopicCreator, TopicsUnavailable
-from ingest.validate import Line
 
 __all__ = ["KafkaPublisher", "PublishUnavailable", "Publisher", "to_records"]
 
@@ -54,26 +54,6 @@ class Publisher(Protocol):
         ...
 
     def close(self, timeout_s: float) -> None: ...
-
-
-def _chunks(lines: list[Line], max_bytes: int) -> list[bytes]:
-    if sum(map(len, lines)) + len(lines) - 1 <= max_bytes:
-        return ["\n".join(lines).encode()]
-    out: list[bytes] = []
-    start, size = 0, -1  # size: the joined length of lines[start:end]
-    for end, line in enumerate(lines):  # the same cut points as apm.wire.encode_chunks
-        if end > start and size + 1 + len(line) > max_bytes:
-            out.append("\n".join(lines[start:end]).encode())
-            start, size = end, -1
-        size += 1 + len(line)
-    out.append("\n".join(lines[start:]).encode())
-    return out
-
-
-def to_records(by_metric: Mapping[str, list[Line]], max_bytes: int) -> dict[str, list[bytes]]:
-    """One record per metric (a few if large), byte for byte what apm.wire.encode_chunks
-    makes of the same samples."""
-    return {topic_for(metric): _chunks(lines, max_bytes) for metric, lines in by_metric.items()}
 
 
 class KafkaPublisher:
@@ -111,11 +91,9 @@ class KafkaPublisher:
             settings.linger_max_bytes,
         )
         # /readyz: the state the last probe or publish left; probed in the background.
-        self._healthy = False
-        self._probed = threading.Event()  # the first probe is over
-        self._stop = threading.Event()
-        self._prober: threading.Thread | None = None
-        self._prober_lock = threading.Lock()
+        self._readiness = Readiness(
+            self._look, settings.ready_probe_s, settings.kafka_timeout_ms / 1000 + 1
+        )
 
     # --- connections -----------------------------------------------------------------------
     def _common(self) -> dict[str, Any]:
@@ -183,7 +161,7 @@ class KafkaPublisher:
                 )
             except (KafkaError, OSError):
                 self._drop_admin()
-                self._healthy = False
+                self._readiness.healthy = False
                 raise
 
     def ensure_topics(self, topics: Iterable[str], timeout_s: float | None = None) -> None:
@@ -240,31 +218,23 @@ class KafkaPublisher:
         try:
             self._coalescer.publish(records, max(0.0, left))
         except (KafkaError, OSError) as exc:
-            self._healthy = False
+            self._readiness.healthy = False
             raise PublishUnavailable(
                 f"Kafka did not acknowledge the batch: {type(exc).__name__}: {exc}"
             ) from exc
-        self._healthy = True
+        self._readiness.healthy = True
 
     # --- health and shutdown -------------------------------------------------------------------
     def ready(self) -> bool:
-        """Whether Kafka answered the last probe (or publish): no lock held across I/O, no
-        I/O. Only the first call (the service's startup, in a worker thread) waits for the
-        first probe, up to the admin timeout; later ones never block, so /readyz can answer
-        on the event loop."""
-        first = False
-        if self._prober is None:
-            with self._prober_lock:
-                if self._prober is None and not self._closed:
-                    self._prober = threading.Thread(target=self._probe_loop, name="kafka-probe")
-                    self._prober.daemon = True
-                    self._prober.start()
-                    first = True
-        if first:
-            self._probed.wait(self.settings.kafka_timeout_ms / 1000 + 1)
-        return self._healthy
+        """Whether Kafka answered the last probe or publish (ingest.readiness): no lock, no
+        I/O, except that the first call waits for the first probe."""
+        return self._readiness.ready()
 
     def probe(self) -> bool:
+        """Probes Kafka now and keeps the answer for ready()."""
+        return self._readiness.refresh()
+
+    def _look(self) -> bool:
         """One look at Kafka: a metadata request without topics, and the producer made."""
         from kafka.errors import KafkaError
 
@@ -274,22 +244,13 @@ class KafkaPublisher:
             except (KafkaError, OSError) as exc:
                 log.debug("Kafka probe failed: %s", exc)
                 self._drop_admin()
-                self._healthy = False
                 return False
         try:
             self._get_producer()
         except (KafkaError, OSError, PublishUnavailable) as exc:
             log.debug("making the producer failed: %s", exc)
-            self._healthy = False
             return False
-        self._healthy = True
         return True
-
-    def _probe_loop(self) -> None:
-        while not self._stop.is_set():
-            self.probe()
-            self._probed.set()
-            self._stop.wait(self.settings.ready_probe_s)
 
     def queue_depth(self) -> int:
         return self._inflight
@@ -304,7 +265,7 @@ class KafkaPublisher:
 
         deadline = time.monotonic() + min(timeout_s, self.settings.close_timeout_s)
         self._closed = True
-        self._stop.set()
+        self._readiness.stop()
         self._topics.close()
         self._coalescer.flush()  # a window still lingering goes out now
         producer = self._producer
