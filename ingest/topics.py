@@ -212,7 +212,10 @@ class TopicCreator:
             if self.guard is not None:
                 self.guard.charge(len(created))
             with self._lock:
-                until = self.clock() + self.refusal_s
+                now = self.clock()
+                if refused:  # forget what has expired, so that random names cannot pile up
+                    self._refused = {t: v for t, v in self._refused.items() if v[0] > now}
+                until = now + self.refusal_s
                 for topic, error in refused.items():
                     log.warning("Kafka refused topic %s: %s", topic, error)
                     self._refused[topic] = (until, str(error))

@@ -230,3 +230,21 @@ def test_readyz_answers_at_once_while_a_topic_creation_waits(make_client, make_b
     admin.release.set()
     posting.join(10)
     assert [a.status_code for a in answers] == [202]  # type: ignore[attr-defined]
+
+
+def test_remembered_refusals_expire_and_are_forgotten() -> None:
+    from ingest.topics import TopicCreator, TopicsUnavailable
+
+    now = [0.0]
+    creator = TopicCreator(
+        lambda batch: ([], {t: RuntimeError("no") for t in batch}),
+        max_pending=10,
+        refusal_s=5,
+        clock=lambda: now[0],
+    )
+    for n in range(20):
+        now[0] = n * 10.0  # each refusal has expired when the next comes
+        with pytest.raises(TopicsUnavailable, match="no"):
+            creator.ensure([f"apm.metric.r{n}"], 5)
+    assert len(creator._refused) == 1
+    creator.close()
