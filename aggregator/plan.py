@@ -38,7 +38,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from apm.functions import SUMMARY_FIELDS, needs
-from apm.model import TOPIC_PREFIX
+from apm.model import metric_sql, topic_for
 from apm.query import Query, StoredQuery
 
 if TYPE_CHECKING:
@@ -157,7 +157,7 @@ def topic_regex(metrics: Iterable[str]) -> str:
     names = sorted(set(metrics))
     if not names:
         raise ValueError("no metrics to subscribe to")
-    return re.escape(TOPIC_PREFIX) + "(?:" + "|".join(re.escape(m) for m in names) + ")"
+    return "(?:" + "|".join(re.escape(topic_for(m)) for m in names) + ")"
 
 
 def admit(raw: DataFrame, queries: DataFrame) -> DataFrame:
@@ -169,7 +169,7 @@ def admit(raw: DataFrame, queries: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     since = queries.groupBy("metric").agg(F.min("since").alias("since"))
-    metric = F.expr(f"substring(topic, {len(TOPIC_PREFIX) + 1})")
+    metric = F.expr(metric_sql("topic"))
     return (
         raw.withColumn("metric", metric)
         .join(F.broadcast(since), "metric")
@@ -195,7 +195,7 @@ def decode(raw: DataFrame) -> DataFrame:
     )
     parts = F.split(F.col("line"), "\t")
     out = lines.select(
-        F.expr(f"substring(topic, {len(TOPIC_PREFIX) + 1})").alias("metric"),
+        F.expr(metric_sql("topic")).alias("metric"),
         F.get(parts, 0).alias("server"),
         F.get(parts, 1).try_cast("double").alias("ts"),
         F.get(parts, 2).try_cast("double").alias("value"),

@@ -37,6 +37,7 @@ __all__ = [
     "TopicError",
     "TopicSpec",
     "client_config",
+    "create_topics",
     "delete_topics",
     "end_offsets",
     "ensure_topics",
@@ -166,6 +167,47 @@ class TopicError(RuntimeError):
         self.topic, self.code = topic, code
 
 
+def create_topics(
+    admin: Any,
+    topics: Iterable[str],
+    spec: TopicSpec | None = None,
+    *,
+    timeout_ms: int | None = None,
+    wait_ms: int = 10_000,
+) -> tuple[list[str], dict[str, TopicError]]:
+    """Asks ``admin`` to create ``topics`` with ``spec`` in one request, without listing the
+    cluster's topics first, and waits up to ``wait_ms`` until every partition of those that
+    exist now has a leader. Returns (the topics it created, {topic: the broker's refusal});
+    the others existed already. Connection failures and a wait that runs out raise
+    kafka-python's errors (KafkaError) or OSError."""
+    from kafka.errors import TopicAlreadyExistsError
+
+    spec = spec or TopicSpec()
+    wanted = list(dict.fromkeys(topics))
+    if not wanted:
+        return [], {}
+    response = admin.create_topics(
+        {t: spec.request() for t in wanted}, timeout_ms=timeout_ms, raise_errors=False
+    )
+    created, there, refused = [], [], {}
+    for entry in response.get("topics", []):
+        name, code = entry["name"], entry.get("error_code", 0)
+        if not code:
+            created.append(name)
+        elif code == TopicAlreadyExistsError.errno:
+            there.append(name)
+        else:
+            refused[name] = TopicError(name, code, entry.get("error_message"))
+    if created or there:
+        admin.wait_for_topics([*created, *there], timeout_ms=wait_ms)
+    if created:
+        log.info("created %d topic(s), e.g. %s", len(created), created[0])
+    for topic in wanted:  # a broker that left one out answered nothing about it
+        if topic not in created and topic not in there and topic not in refused:
+            refused[topic] = TopicError(topic, -1, "no answer from the broker")
+    return created, refused
+
+
 def ensure_topics(
     admin_or_bootstrap: Any,
     topics: Iterable[str],
@@ -180,9 +222,6 @@ def ensure_topics(
     client created meanwhile counts as existing. Raises ``TopicError`` for the first topic the
     broker refused, after the others were created; connection failures raise kafka-python's
     errors (KafkaError) or OSError."""
-    from kafka.errors import TopicAlreadyExistsError
-
-    spec = spec or TopicSpec()
     wanted = list(dict.fromkeys(topics))
     if not wanted:
         return []
@@ -191,27 +230,11 @@ def ensure_topics(
         missing = [t for t in wanted if t not in existing]
         if not missing:
             return []
-        response = admin.create_topics(
-            {t: spec.request() for t in missing}, timeout_ms=timeout_ms, raise_errors=False
+        created, refused = create_topics(
+            admin, missing, spec, timeout_ms=timeout_ms, wait_ms=wait_ms
         )
-        created, there, refused = [], [], []
-        for entry in response.get("topics", []):
-            code = entry.get("error_code", 0)
-            if not code:
-                created.append(entry["name"])
-            elif code == TopicAlreadyExistsError.errno:
-                there.append(entry["name"])
-            else:
-                refused.append(entry)
-        if created or there:
-            admin.wait_for_topics([*created, *there], timeout_ms=wait_ms)
-        if created:
-            log.info("created %d topic(s), e.g. %s", len(created), created[0])
         if refused:
-            first = refused[0]
-            raise TopicError(
-                first.get("name", "?"), first["error_code"], first.get("error_message")
-            )
+            raise next(iter(refused.values()))
         return created
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from apm.kafka import TopicSpec, delete_topics, ensure_topics, new_admin
-from apm.model import topic_for
+from apm.model import metric_for_topic, topic_for
 from apm.query import parse
 from apm.wire import encode_chunks
 from bench.base import progress
@@ -211,8 +211,13 @@ class Procs:
         with contextlib.suppress(Exception):
             admin = new_admin(self.bootstrap)
             try:
-                delete_topics(
-                    admin, [t for t in admin.list_topics() if t.startswith(topic_for(self.prefix))]
+                delete_topics(  # by metric name: a name with '_' has an escaped topic
+                    admin,
+                    [
+                        t
+                        for t in admin.list_topics()
+                        if (metric_for_topic(t) or "").startswith(self.prefix)
+                    ],
                 )
             finally:
                 admin.close()

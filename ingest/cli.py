@@ -4,6 +4,7 @@ Standard library only at top level: the heavy imports happen inside the handlers
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -76,7 +77,9 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"apm ingest: {exc}", file=sys.stderr)
         return 2
     # uvicorn handles SIGTERM: it stops accepting, lets in-flight requests finish (each
-    # waits for its Kafka acks), then runs the lifespan shutdown that flushes the producer.
+    # waits for its Kafka acks, at most publish_timeout_s), then runs the lifespan shutdown
+    # that flushes and closes the producer, at most close_timeout_s whether Kafka answers or
+    # not (ingest.publisher). Rounded up: a fraction must not become 0.
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -84,7 +87,7 @@ def _serve(args: argparse.Namespace) -> int:
         access_log=False,
         log_level="info",
         lifespan="on",
-        timeout_graceful_shutdown=int(settings.shutdown_timeout_s),
+        timeout_graceful_shutdown=math.ceil(settings.shutdown_timeout_s),
     )
     uvicorn.Server(config).run()
     return 0

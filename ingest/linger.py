@@ -28,6 +28,9 @@ __all__ = ["Coalescer", "RecordFuture", "SendRecord"]
 class RecordFuture(Protocol):
     """What the producer returns for one record (kafka-python's FutureRecordMetadata)."""
 
+    is_done: bool
+    exception: BaseException | None
+
     def get(self, timeout: float | None = None) -> object: ...
 
 
@@ -100,7 +103,7 @@ class Coalescer:
         if window.error is not None:
             raise window.error
         for future in ticket.futures:
-            future.get(timeout=max(0.0, deadline - time.monotonic()))
+            _await(future, deadline)
 
     def lingering(self) -> int:
         """Requests in the open window."""
@@ -151,3 +154,23 @@ class Coalescer:
         future = self._send(topic, values[0] if len(values) == 1 else b"\n".join(values), turn)
         for ticket in dict.fromkeys(owners):  # once per request, even if it has many pieces
             ticket.futures.append(future)
+
+
+def _await(future: RecordFuture, deadline: float) -> None:
+    """Returns only once ``future`` is acknowledged; raises its error, or TimeoutError once
+    ``deadline`` has passed. What a 202 rests on is checked here (is_done and no exception),
+    not inferred from ``get`` returning: kafka-python 3.0.12 raises at ``get(timeout=0)`` on
+    a pending record, but some versions return None there, which would answer 202 before
+    the broker's acknowledgement (issue 14, item 6)."""
+    if not future.is_done:
+        remaining = deadline - time.monotonic()
+        if remaining > 0:
+            try:
+                future.get(timeout=remaining)
+            except Exception:
+                if not future.is_done:  # the wait ran out; the record's own error is below
+                    raise
+        if not future.is_done:
+            raise TimeoutError("Kafka did not acknowledge a record within the publish timeout")
+    if future.exception is not None:
+        raise future.exception

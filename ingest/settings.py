@@ -78,3 +78,18 @@ class IngestSettings(BaseSettings):
     # How often the API key file is re-checked (a stat; re-read only when it changed).
     keys_recheck_s: float = Field(default=1.0, ge=0)
     shutdown_timeout_s: float = 30.0
+
+    # issue 14: topics. New topics are created by one background thread; a request waits for
+    # its own topics only (up to publish_timeout_s) and at most topic_create_max_pending
+    # topics wait to be created at once (503 beyond). A topic Kafka refused is not asked for
+    # again for retry_after_s. Cardinality: at most new_topics_per_minute new metric names
+    # (a burst of that many, refilled evenly) and new_topics_max in the process's life;
+    # beyond, the batch is refused (429 with Retry-After, or 422 past the total cap).
+    # /readyz answers from the state the last probe or publish left, probed every
+    # ready_probe_s off the request path. close_timeout_s bounds the producer's flush and
+    # close at shutdown, whether or not Kafka answers.
+    topic_create_max_pending: int = Field(default=1000, ge=1)
+    new_topics_per_minute: int = Field(default=600, ge=1)
+    new_topics_max: int = Field(default=10_000, ge=1)
+    ready_probe_s: float = Field(default=2.0, gt=0)
+    close_timeout_s: float = Field(default=5.0, ge=0)

@@ -328,3 +328,27 @@ def test_end_offsets_grow_by_what_was_produced_and_an_unknown_topic_has_none(
         assert time.monotonic() - began < 5  # looked up, not asked until the timeout
     finally:
         consumer.close()
+
+
+@integration
+def test_the_broker_folds_dot_and_underscore_and_the_metric_topics_never_do(
+    kafka_bootstrap: str, unique_name, own_topics: list[str]
+) -> None:
+    """Why apm.model.topic_for escapes '_' (issue 14, item 3): the broker refuses a topic
+    equal to an existing one once '.' and '_' are read alike. The old naming's twin of a
+    dotted name is refused (InvalidTopicException, 17); the new one is created."""
+    from apm.kafka import create_topics, new_admin
+    from apm.model import topic_for
+
+    base = unique_name("apmk-twin")
+    dotted, underscored = f"{base}.cpu.util", f"{base}.cpu_util"
+    own_topics.extend([topic_for(dotted), topic_for(underscored), f"apm.metric.{underscored}"])
+    admin = new_admin(kafka_bootstrap)
+    try:
+        assert ensure_topics(admin, [topic_for(dotted)]) == [topic_for(dotted)]
+        created, refused = create_topics(admin, [f"apm.metric.{underscored}"])
+        assert created == [] and refused[f"apm.metric.{underscored}"].code == 17
+        assert "collides" in str(refused[f"apm.metric.{underscored}"])
+        assert create_topics(admin, [topic_for(underscored)]) == ([topic_for(underscored)], {})
+    finally:
+        admin.close()

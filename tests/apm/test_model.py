@@ -78,3 +78,63 @@ def test_partitions_for_sizes_a_topic_by_its_bytes_per_second():
         partitions_for(10, bytes_per_sample=0)
     with pytest.raises(ValueError, match="must be > 0"):
         partitions_for(10, partition_bytes_per_s=math.nan)
+
+
+# --- topics (issue 14, item 3) ------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from apm.model import KAFKA_TOPIC_RE, MAX_NAME_LEN, MAX_TOPIC_LEN  # noqa: E402
+
+_FIRST = "abcXYZ"
+_REST = "ab09Z._-"  # every kind of character a name may hold, separators over-weighted
+names = st.builds(
+    lambda first, rest: first + rest,
+    st.sampled_from(_FIRST),
+    st.text(_REST + "_" * 4, max_size=MAX_NAME_LEN - 1),
+)
+
+
+def _kafka_key(topic: str) -> str:
+    """What Kafka compares for a collision (kafka.common.internals.Topic.hasCollision)."""
+    return topic.replace(".", "_")
+
+
+def test_the_dot_and_underscore_twins_get_topics_kafka_keeps_apart():
+    a, b = topic_for("cpu.util"), topic_for("cpu_util")
+    assert a == "apm.metric.cpu.util"  # a name without '_' keeps its topic
+    assert _kafka_key(a) != _kafka_key(b)
+    assert metric_for_topic(b) == "cpu_util"
+    assert metric_for_topic("apm.metric.cpu_util") is None  # the old topic of cpu_util
+
+
+@given(names)
+@settings(max_examples=500)
+def test_every_valid_name_has_a_legal_topic_that_maps_back(name):
+    assert metric_name_error(name) is None
+    topic = topic_for(name)
+    assert KAFKA_TOPIC_RE.fullmatch(topic) and len(topic) <= MAX_TOPIC_LEN
+    assert "_" not in topic
+    assert metric_for_topic(topic) == name
+
+
+@given(names, names)
+@settings(max_examples=500)
+def test_two_distinct_names_never_collide_in_kafka(a, b):
+    if a != b:
+        assert _kafka_key(topic_for(a)) != _kafka_key(topic_for(b))
+
+
+@pytest.mark.parametrize("name", ["a" + "_" * 199, "a" + "._" * 99 + "x", "x" * MAX_NAME_LEN])
+def test_the_longest_names_still_fit(name):
+    assert metric_name_error(name) is None
+    assert len(topic_for(name)) <= MAX_TOPIC_LEN
+    assert metric_for_topic(topic_for(name)) == name
+
+
+@pytest.mark.parametrize(
+    "topic", ["apm.metric.-", "apm.metric.-a", "apm.metric.-a.b00", "apm.metric.-a.b!!!", "other.x"]
+)
+def test_topics_no_name_maps_to_have_no_metric(topic):
+    assert metric_for_topic(topic) is None

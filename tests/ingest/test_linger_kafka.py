@@ -11,7 +11,7 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from apm.model import topic_for
+from apm.model import metric_for_topic, topic_for
 from apm.wire import decode
 from tests.support.kafka import read_records, read_samples
 
@@ -79,7 +79,8 @@ def test_concurrent_requests_share_one_record_per_metric(
     shared = [(t, v) for t, v in read_records(kafka_bootstrap, topics) if not v.startswith(b"warm")]
     assert sorted(t for t, _ in shared) == sorted(topics)  # one record per metric for both
     for topic, value in shared:
-        metric = topic.removeprefix("apm.metric.")
+        metric = metric_for_topic(topic)
+        assert metric is not None
         assert sorted(decode(value)) == sorted(_rows(a, metric) + _rows(b, metric))
 
 

@@ -58,14 +58,20 @@ def read_samples(
     ]
 
 
+def _folded(topic: str) -> str:
+    return topic.replace(".", "_")
+
+
 class FakeAdmin:
     """kafka-python's KafkaAdminClient as far as apm.kafka and the ingest use it.
 
     ``existing``: topics the cluster has. ``racing``: topics another client creates between
     this client's list_topics and its create_topics (they answer TopicAlreadyExistsError).
     ``refuse``: topic -> (error code, message) the broker answers instead of creating it.
-    ``down``: every call raises, as with no broker. ``requests`` keeps each create_topics
-    request (topic -> its dict entry); ``waited`` the topics each wait_for_topics waited for.
+    ``down``: every call raises, as with no broker. As the real broker, it refuses a topic
+    that equals an existing one once '.' and '_' are read alike (InvalidTopicException).
+    ``requests`` keeps each create_topics request (topic -> its dict entry); ``waited`` the
+    topics each wait_for_topics waited for.
     """
 
     def __init__(
@@ -112,6 +118,11 @@ class FakeAdmin:
                 )
             elif topic in self.refuse:
                 code, message = self.refuse[topic]
+            elif twins := [t for t in self.topics if _folded(t) == _folded(topic)]:
+                code, message = (
+                    Errors.InvalidTopicError.errno,
+                    f"Topic '{topic}' collides with existing topics: {twins[0]}",
+                )
             else:
                 self.topics[topic] = dict(entry)
                 code, message = 0, None
@@ -119,6 +130,10 @@ class FakeAdmin:
             if code and raise_errors:
                 raise Errors.for_code(code)(message)
         return {"topics": answers}
+
+    def describe_cluster(self) -> dict[str, Any]:
+        self._check()
+        return {"cluster_id": "fake", "brokers": [{"node_id": 1}]}
 
     def wait_for_topics(self, topic_names: list[str], timeout_ms: int = 10000) -> None:
         self._check()
