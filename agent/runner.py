@@ -15,7 +15,7 @@ from typing import Any
 from agent.collectors import REGISTRY, Collector, CollectorContext, Registry
 from agent.exposition import TelemetryServer
 from agent.http import HttpClient, StdlibHttpClient
-from agent.push import Pusher
+from agent.push import BEAT_S, Pusher
 from agent.sdnotify import notify
 from agent.settings import AgentSettings
 from agent.spool import Spool
@@ -77,12 +77,33 @@ class Agent:
             Backoff(settings.backoff_initial_s, settings.backoff_cap_s, settings.backoff_jitter),
             self.stats,
             timeout_s=settings.push_timeout_s,
+            retry_after_cap_s=settings.retry_after_cap_s,
             max_snapshots=settings.batch_max_snapshots,
             max_bytes=settings.batch_max_bytes,
             drain_rate=settings.drain_rate,
             rejected_path=settings.spool_dir.parent / "rejected.jsonl",
         )
         self.stop_event = threading.Event()
+
+    def push_healthy(self, thread: threading.Thread) -> bool:
+        """Whether the push thread lives and has beaten recently. While it does not, the
+        systemd watchdog is not pinged, so systemd restarts the agent (WatchdogSec) instead of
+        letting it collect into a spool that nothing drains."""
+        # One loop turn: a request (connect, send, read: each up to the timeout) and a wait
+        # of at most BEAT_S; anything longer is a hang.
+        stale_after = 3 * self.settings.push_timeout_s + BEAT_S + 10.0
+        silent = self.pusher.monotonic() - self.pusher.beat
+        healthy = thread.is_alive() and silent < stale_after
+        if healthy and not self.stats.push_thread_up:
+            log.warning("push thread beats again")
+        elif not healthy and self.stats.push_thread_up:
+            log.critical(
+                "push thread %s: no longer pinging the watchdog, so that systemd restarts the "
+                "agent; the spool keeps every snapshot",
+                "died" if not thread.is_alive() else f"silent for {silent:.0f}s",
+            )
+        self.stats.push_thread_up = int(healthy)
+        return healthy
 
     def _malformed(self, why: str) -> None:
         self.stats.add("statsd_malformed")
@@ -172,7 +193,8 @@ class Agent:
                 if self.stop_event.wait(max(0.0, due - now)):
                     break
                 self.tick(round(due, 6))
-                notify("WATCHDOG=1")
+                if self.push_healthy(pusher):
+                    notify("WATCHDOG=1")
                 ticks += 1
         finally:
             self.stop_event.set()

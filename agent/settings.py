@@ -17,7 +17,23 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 from apm.model import server_name_error
 from apm.settings import PROJECT_ROOT, env_config
 
-__all__ = ["DEFAULT_COLLECTORS", "AgentSettings", "ConfigError", "default_server", "load_settings"]
+__all__ = [
+    "DEFAULT_COLLECTORS",
+    "INGEST_ANSWER_DEADLINE_S",
+    "PUSH_TIMEOUT_S",
+    "AgentSettings",
+    "ConfigError",
+    "default_server",
+    "load_settings",
+]
+
+# The ingest's contract (issue 14, item 7): it answers every POST within this many seconds,
+# with 503 and Retry-After when Kafka is slow or it sheds load. The agent must wait longer than
+# that, or it gives up before the answer, never sees Retry-After, and resends a batch that is
+# still being published (a duplicate). 10 s leaves the deadline 2.5 times over for the upload
+# of a 1 MiB batch on a slow link, a TLS handshake and queueing in a proxy.
+INGEST_ANSWER_DEADLINE_S = 4.0
+PUSH_TIMEOUT_S = 10.0
 
 DEFAULT_COLLECTORS = ["cpu", "load", "memory", "disk", "network", "system", "agent"]
 # The TOML document being loaded; a context variable so that concurrent loads never mix.
@@ -56,7 +72,12 @@ class AgentSettings(BaseSettings):
     backoff_initial_s: float = Field(0.010, gt=0)
     backoff_cap_s: float = Field(30.0, gt=0)
     backoff_jitter: float = Field(0.2, ge=0, lt=1)
-    push_timeout_s: float = Field(5.0, gt=0)
+    push_timeout_s: float = Field(
+        PUSH_TIMEOUT_S, gt=0, description="must exceed the ingest's answer deadline (4 s)"
+    )
+    retry_after_cap_s: float = Field(
+        120.0, ge=0, le=3600, description="longest Retry-After honoured; longer hints are cut"
+    )
     batch_max_snapshots: int = Field(300, ge=1)
     batch_max_bytes: int = Field(1024 * 1024, ge=1024)
     drain_rate: float = Field(200.0, gt=0, description="backlog snapshots sent per second at most")

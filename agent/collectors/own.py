@@ -36,6 +36,8 @@ class AgentCollector:
                 {
                     "agent.push.retries": float(stats.retries),
                     "agent.push.rejected": float(stats.rejected),
+                    "agent.push.blocked": float(stats.blocked),
+                    "agent.push.blocked_status": float(stats.blocked_status),
                     "agent.push.age": stats.push_age(),
                     "agent.collector.errors": float(stats.collector_errors),
                     "agent.statsd.packets": float(stats.statsd_packets),
