@@ -106,3 +106,20 @@ def test_deploy_files_are_what_install_writes() -> None:
     deploy = PROJECT_ROOT / "deploy" / "systemd"
     assert (deploy / "apm-agent.service").read_text() == render_unit(plan)
     assert (deploy / "agent.toml").read_text() == render_config(plan)
+
+
+def test_the_push_timeout_outlasts_the_ingest_s_answer_deadline(clean_env) -> None:
+    """Issue 14, item 7: an agent that gives up before the ingest answers never sees its
+    503 + Retry-After and resends a batch still being published (a duplicate)."""
+    from agent.settings import INGEST_ANSWER_DEADLINE_S
+    from ingest.settings import IngestSettings
+
+    ingest = IngestSettings()
+    # The ingest's own setting once it has one (issue 14, item 7, ingest part); until then
+    # the contract's documented figure.
+    deadline = float(getattr(ingest, "answer_deadline_s", INGEST_ANSWER_DEADLINE_S))
+    assert deadline <= INGEST_ANSWER_DEADLINE_S, "the ingest's deadline grew: raise the agent's"
+    timeout = load_settings().push_timeout_s
+    # Twice the deadline: room for the upload of a 1 MiB batch, TLS and a proxy's queue.
+    assert timeout >= 2 * deadline
+    assert timeout == 10.0
