@@ -83,6 +83,24 @@ _FAMILIES: tuple[tuple[str, str, str, Callable[[AgentStats, Spool], float]], ...
         lambda s, _: s.statsd_malformed,
     ),
     (
+        "apm_agent_statsd_tags_dropped_total",
+        "counter",
+        "unbounded-looking tags left out of names (once per distinct name and tags)",
+        lambda s, _: s.statsd_tags_dropped,
+    ),
+    (
+        "apm_agent_metric_names_refused_total",
+        "counter",
+        "samples refused because max_metric_names distinct names were reached",
+        lambda s, _: s.names_refused,
+    ),
+    (
+        "apm_agent_metric_names",
+        "gauge",
+        "distinct metric names admitted since the agent started",
+        lambda s, _: s.names_known,
+    ),
+    (
         "apm_agent_spool_depth",
         "gauge",
         "snapshots waiting in the on-disk spool",

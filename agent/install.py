@@ -107,6 +107,11 @@ statsd_enabled = true
 statsd_host = "127.0.0.1"
 statsd_port = 8125
 statsd_tags = "name"             # "name": tags become name parts; "drop": tags are ignored
+statsd_drop_unbounded_tags = true # leave ids, uuids, hex, numbers-only values out of names
+
+# Cardinality: every distinct name becomes a topic. Container interfaces and pod mounts are
+# skipped (net_exclude, disk_exclude_mounts, disk_exclude_fstypes; see docs/agent.md).
+max_metric_names = 10000
 statsd_timer_stats = []          # any of "count", "avg", "p99" besides the per-second max
 """
 

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from agent.cardinality import Filters, NameLimit
 from agent.collectors import REGISTRY, Collector, CollectorContext, Registry
 from agent.exposition import TelemetryServer
 from agent.http import HttpClient, StdlibHttpClient
@@ -55,7 +56,17 @@ class Agent:
         self.spool = spool or Spool(
             settings.spool_dir, settings.spool_max_bytes, settings.spool_segment_bytes
         )
-        context = CollectorContext(psutil=psutil, stats=self.stats, extra={"spool": self.spool})
+        context = CollectorContext(
+            psutil=psutil,
+            stats=self.stats,
+            extra={"spool": self.spool},
+            filters=Filters(
+                tuple(settings.net_exclude),
+                tuple(settings.disk_exclude_fstypes),
+                tuple(settings.disk_exclude_mounts),
+            ),
+        )
+        self.names = NameLimit(settings.max_metric_names)
         self.collectors: list[Collector] = registry.create(list(settings.collectors), context)
         self._failing: set[str] = set()
         self.aggregator: StatsdAggregator | None = None
@@ -68,6 +79,8 @@ class Agent:
                 timer_stats=list(settings.statsd_timer_stats),
                 idle_ttl_s=settings.statsd_idle_ttl_s,
                 on_malformed=self._malformed,
+                drop_unbounded_tags=settings.statsd_drop_unbounded_tags,
+                tags_keep=list(settings.statsd_tags_keep),
             )
         self.pusher = Pusher(
             self.spool,
@@ -129,6 +142,7 @@ class Agent:
         host = self.collect(ts)
         if self.aggregator is not None:
             self.stats.statsd_packets = self.aggregator.packets
+            self.stats.statsd_tags_dropped = self.aggregator.tags_dropped
         late: list[tuple[float, dict[str, float]]] = []
         if self.aggregator is not None:
             for closed_at, metrics in self.aggregator.flush(ts):
@@ -143,10 +157,12 @@ class Agent:
     def _valid(self, metrics: dict[str, float]) -> dict[str, float]:
         good = {}
         for name, value in metrics.items():
-            if metric_name_error(name) is None and value_error(value) is None:
-                good[name] = float(value)
-            else:
+            if metric_name_error(name) is not None or value_error(value) is not None:
                 self.stats.add("collector_errors")
+            elif self.names.admit(name):
+                good[name] = float(value)
+        self.stats.names_refused = self.names.refused
+        self.stats.names_known = len(self.names.known)
         return good
 
     def tick(self, ts: float) -> list[Snapshot]:

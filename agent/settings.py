@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
+from agent.cardinality import DISK_EXCLUDE_FSTYPES, DISK_EXCLUDE_MOUNTS, NET_EXCLUDE, TAGS_KEEP
 from apm.model import server_name_error
 from apm.settings import PROJECT_ROOT, env_config
 
@@ -85,6 +86,22 @@ class AgentSettings(BaseSettings):
     statsd_host: str = "127.0.0.1"
     statsd_port: int = Field(8125, ge=0, le=65535)
     statsd_tags: Literal["name", "drop"] = "name"
+    statsd_drop_unbounded_tags: bool = Field(
+        True, description="drop tags that look like ids, uuids, hex, numbers, tokens"
+    )
+    statsd_tags_keep: list[str] = Field(
+        default_factory=lambda: list(TAGS_KEEP), description="tag keys never dropped"
+    )
+    max_metric_names: int = Field(
+        10_000, ge=0, description="distinct metric names per agent run; 0 = no limit"
+    )
+    net_exclude: list[str] = Field(
+        default_factory=lambda: list(NET_EXCLUDE), description="interface globs skipped"
+    )
+    disk_exclude_fstypes: list[str] = Field(default_factory=lambda: list(DISK_EXCLUDE_FSTYPES))
+    disk_exclude_mounts: list[str] = Field(
+        default_factory=lambda: list(DISK_EXCLUDE_MOUNTS), description="mount point globs skipped"
+    )
     statsd_prefix: str = ""
     statsd_timer_stats: list[Literal["count", "avg", "p99"]] = Field(default_factory=list)
     statsd_idle_ttl_s: float = Field(60.0, ge=0)

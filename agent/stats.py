@@ -24,6 +24,9 @@ class AgentStats:
     collector_errors: int = 0
     statsd_packets: int = 0
     statsd_malformed: int = 0
+    statsd_tags_dropped: int = 0  # unbounded-looking tags left out of names
+    names_refused: int = 0  # samples refused because max_metric_names was reached
+    names_known: int = 0  # distinct metric names admitted so far
     last_push: float | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

@@ -42,6 +42,8 @@ class AgentCollector:
                     "agent.collector.errors": float(stats.collector_errors),
                     "agent.statsd.packets": float(stats.statsd_packets),
                     "agent.statsd.malformed": float(stats.statsd_malformed),
+                    "agent.statsd.tags_dropped": float(stats.statsd_tags_dropped),
+                    "agent.names.refused": float(stats.names_refused),
                 }
             )
         return out
