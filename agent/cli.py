@@ -112,6 +112,7 @@ def _install(args: argparse.Namespace) -> int:
         spool_dir=args.spool_dir,
         ingest_url=args.ingest_url,
         api_key=args.api_key,
+        manage_user=os.geteuid() == 0,  # as root: create the service's user, give it the config
     )
     try:
         for line in install(plan, force=args.force, enable=args.enable):

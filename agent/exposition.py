@@ -37,8 +37,32 @@ _FAMILIES: tuple[tuple[str, str, str, Callable[[AgentStats, Spool], float]], ...
     (
         "apm_agent_snapshots_rejected_total",
         "counter",
-        "snapshots the ingest refused for good (4xx), set aside",
+        "snapshots the ingest refused for their content (422, 413 alone), set aside",
         lambda s, _: s.rejected,
+    ),
+    (
+        "apm_agent_push_blocked_total",
+        "counter",
+        "push attempts answered with a configuration error (401, 403, 404, 3xx ...); spool kept",
+        lambda s, _: s.blocked,
+    ),
+    (
+        "apm_agent_push_blocked_status",
+        "gauge",
+        "the HTTP status that blocks pushing now, 0 when none does",
+        lambda s, _: s.blocked_status,
+    ),
+    (
+        "apm_agent_push_splits_total",
+        "counter",
+        "batches halved after a 413",
+        lambda s, _: s.splits,
+    ),
+    (
+        "apm_agent_push_thread_up",
+        "gauge",
+        "1 while the push thread runs and beats, 0 when found dead or hung",
+        lambda s, _: s.push_thread_up,
     ),
     (
         "apm_agent_collector_errors_total",
@@ -57,6 +81,24 @@ _FAMILIES: tuple[tuple[str, str, str, Callable[[AgentStats, Spool], float]], ...
         "counter",
         "malformed StatsD lines dropped",
         lambda s, _: s.statsd_malformed,
+    ),
+    (
+        "apm_agent_statsd_tags_dropped_total",
+        "counter",
+        "unbounded-looking tags left out of names (once per distinct name and tags)",
+        lambda s, _: s.statsd_tags_dropped,
+    ),
+    (
+        "apm_agent_metric_names_refused_total",
+        "counter",
+        "samples refused because max_metric_names distinct names were reached",
+        lambda s, _: s.names_refused,
+    ),
+    (
+        "apm_agent_metric_names",
+        "gauge",
+        "distinct metric names admitted since the agent started",
+        lambda s, _: s.names_known,
     ),
     (
         "apm_agent_spool_depth",

@@ -1,15 +1,26 @@
-"""``apm agent install``: the systemd unit (Restart=always, watchdog) and a commented TOML
-config. The files under deploy/systemd/ are these same renderings with the defaults."""
+"""``apm agent install``: the systemd unit (Restart=always, watchdog, a dedicated user and a
+sandbox) and a commented TOML config, created with mode 0600 (it holds the API key) so that
+it is never readable by others, not even for a moment. The files under deploy/systemd/ are
+these same renderings with the defaults."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["InstallPlan", "install", "render_config", "render_unit"]
+__all__ = [
+    "InstallPlan",
+    "ensure_user",
+    "install",
+    "render_config",
+    "render_unit",
+    "write_private",
+]
 
 UNIT_NAME = "apm-agent.service"
 
@@ -23,6 +34,10 @@ Wants=network-online.target
 [Service]
 Type=notify
 NotifyAccess=main
+# A dedicated unprivileged user (`apm agent install` creates it) that owns the config and
+# the spool; reading host metrics needs no privilege.
+User={user}
+Group={user}
 ExecStart={python} -m apm.cli agent run --config {config}
 # Values in the TOML file can be overridden here, e.g. APM_AGENT_API_KEY=...
 EnvironmentFile=-/etc/default/apm-agent
@@ -37,6 +52,31 @@ StateDirectory=apm-agent
 Nice=10
 MemoryMax=256M
 CPUQuota=25%
+# Sandbox: the agent reads /proc and /sys, talks HTTP(S) out, netlink (TCP states) and UDP
+# (StatsD), and writes only its state directory.
+NoNewPrivileges=yes
+CapabilityBoundingSet=
+AmbientCapabilities=
+ProtectSystem=strict
+ReadWritePaths=-{state_dir}
+ProtectHome=yes
+PrivateTmp=yes
+PrivateDevices=yes
+ProtectKernelTunables=yes
+ProtectKernelModules=yes
+ProtectKernelLogs=yes
+ProtectControlGroups=yes
+ProtectClock=yes
+ProtectHostname=yes
+RestrictSUIDSGID=yes
+RestrictRealtime=yes
+RestrictNamespaces=yes
+LockPersonality=yes
+RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX AF_NETLINK
+SystemCallArchitectures=native
+SystemCallFilter=@system-service
+SystemCallErrorNumber=EPERM
+UMask=0077
 
 [Install]
 WantedBy=multi-user.target
@@ -67,6 +107,11 @@ statsd_enabled = true
 statsd_host = "127.0.0.1"
 statsd_port = 8125
 statsd_tags = "name"             # "name": tags become name parts; "drop": tags are ignored
+statsd_drop_unbounded_tags = true # leave ids, uuids, hex, numbers-only values out of names
+
+# Cardinality: every distinct name becomes a topic. Container interfaces and pod mounts are
+# skipped (net_exclude, disk_exclude_mounts, disk_exclude_fstypes; see docs/agent.md).
+max_metric_names = 10000
 statsd_timer_stats = []          # any of "count", "avg", "p99" besides the per-second max
 """
 
@@ -79,10 +124,62 @@ class InstallPlan:
     ingest_url: str = "http://127.0.0.1:8080/v1/metrics"
     api_key: str = ""
     python: str = sys.executable
+    user: str = "apm-agent"
+    # Create the user and give it the config (root only; off in tests and for a dry render).
+    manage_user: bool = False
 
 
 def render_unit(plan: InstallPlan) -> str:
-    return _UNIT.format(python=plan.python, config=plan.config, spool_dir=plan.spool_dir)
+    return _UNIT.format(
+        python=plan.python,
+        config=plan.config,
+        spool_dir=plan.spool_dir,
+        state_dir=plan.spool_dir.parent,
+        user=plan.user,
+    )
+
+
+def write_private(path: Path, text: str, *, replace: bool) -> bool:
+    """Writes ``text`` to a file that is mode 0600 from the moment it exists (O_EXCL, never
+    a chmod afterwards). Without ``replace`` an existing file is kept (returns False); with it
+    the new file is written aside and renamed over the old one."""
+    target = path if not replace else path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        if not replace:
+            return False
+        raise
+    try:
+        with os.fdopen(fd, "w") as handle:
+            os.fchmod(handle.fileno(), 0o600)  # the umask can only remove bits; be explicit
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if replace:
+            os.replace(target, path)
+    except BaseException:
+        if replace:
+            target.unlink(missing_ok=True)
+        raise
+    return True
+
+
+def ensure_user(name: str, run: Callable[..., object] = subprocess.run) -> bool:
+    """Creates the system user ``name`` unless it exists. Returns True if it created it."""
+    import pwd
+
+    try:
+        pwd.getpwnam(name)
+        return False
+    except KeyError:
+        pass
+    useradd = shutil.which("useradd")
+    if useradd is None:
+        raise RuntimeError(f"useradd not found: create the system user {name!r} by hand")
+    nologin = shutil.which("nologin") or "/usr/sbin/nologin"
+    run([useradd, "--system", "--no-create-home", "--shell", nologin, name], check=True)
+    return True
 
 
 def render_config(plan: InstallPlan) -> str:
@@ -98,13 +195,18 @@ def install(plan: InstallPlan, *, force: bool = False, enable: bool = False) -> 
     unit = plan.unit_dir / UNIT_NAME
     unit.write_text(render_unit(plan))
     done.append(f"wrote {unit}")
-    if plan.config.exists() and not force:
-        done.append(f"kept existing {plan.config} (use --force to overwrite)")
+    if plan.manage_user and ensure_user(plan.user):
+        done.append(f"created system user {plan.user}")
+    plan.config.parent.mkdir(parents=True, exist_ok=True)
+    if write_private(plan.config, render_config(plan), replace=force):
+        done.append(f"wrote {plan.config} (mode 0600)")
     else:
-        plan.config.parent.mkdir(parents=True, exist_ok=True)
-        plan.config.write_text(render_config(plan))
-        plan.config.chmod(0o600)  # it holds the API key
-        done.append(f"wrote {plan.config}")
+        done.append(f"kept existing {plan.config} (use --force to overwrite)")
+    if plan.manage_user:
+        import pwd
+
+        entry = pwd.getpwnam(plan.user)
+        os.chown(plan.config, entry.pw_uid, entry.pw_gid)  # still 0600: the agent's alone
     if enable:
         systemctl = shutil.which("systemctl")
         if systemctl is None:

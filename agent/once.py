@@ -34,8 +34,8 @@ def once(settings: AgentSettings, *, print_only: bool) -> int:
         deadline = time.monotonic() + 10
         while agent.spool.depth and time.monotonic() < deadline:
             delay = agent.pusher.push_once()
-            if delay:
-                stop.wait(delay)
+            if delay:  # a long Retry-After or a blocked push must not outlast the check
+                stop.wait(min(delay, max(0.0, deadline - time.monotonic())))
         if agent.spool.depth:
             print(
                 f"apm agent: could not push to {settings.ingest_url} in 10 s (see the log above)",

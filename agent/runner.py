@@ -12,10 +12,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from agent.cardinality import Filters, NameLimit
 from agent.collectors import REGISTRY, Collector, CollectorContext, Registry
 from agent.exposition import TelemetryServer
 from agent.http import HttpClient, StdlibHttpClient
-from agent.push import Pusher
+from agent.push import BEAT_S, Pusher
 from agent.sdnotify import notify
 from agent.settings import AgentSettings
 from agent.spool import Spool
@@ -55,7 +56,17 @@ class Agent:
         self.spool = spool or Spool(
             settings.spool_dir, settings.spool_max_bytes, settings.spool_segment_bytes
         )
-        context = CollectorContext(psutil=psutil, stats=self.stats, extra={"spool": self.spool})
+        context = CollectorContext(
+            psutil=psutil,
+            stats=self.stats,
+            extra={"spool": self.spool},
+            filters=Filters(
+                tuple(settings.net_exclude),
+                tuple(settings.disk_exclude_fstypes),
+                tuple(settings.disk_exclude_mounts),
+            ),
+        )
+        self.names = NameLimit(settings.max_metric_names)
         self.collectors: list[Collector] = registry.create(list(settings.collectors), context)
         self._failing: set[str] = set()
         self.aggregator: StatsdAggregator | None = None
@@ -68,6 +79,8 @@ class Agent:
                 timer_stats=list(settings.statsd_timer_stats),
                 idle_ttl_s=settings.statsd_idle_ttl_s,
                 on_malformed=self._malformed,
+                drop_unbounded_tags=settings.statsd_drop_unbounded_tags,
+                tags_keep=list(settings.statsd_tags_keep),
             )
         self.pusher = Pusher(
             self.spool,
@@ -77,12 +90,33 @@ class Agent:
             Backoff(settings.backoff_initial_s, settings.backoff_cap_s, settings.backoff_jitter),
             self.stats,
             timeout_s=settings.push_timeout_s,
+            retry_after_cap_s=settings.retry_after_cap_s,
             max_snapshots=settings.batch_max_snapshots,
             max_bytes=settings.batch_max_bytes,
             drain_rate=settings.drain_rate,
             rejected_path=settings.spool_dir.parent / "rejected.jsonl",
         )
         self.stop_event = threading.Event()
+
+    def push_healthy(self, thread: threading.Thread) -> bool:
+        """Whether the push thread lives and has beaten recently. While it does not, the
+        systemd watchdog is not pinged, so systemd restarts the agent (WatchdogSec) instead of
+        letting it collect into a spool that nothing drains."""
+        # One loop turn: a request (connect, send, read: each up to the timeout) and a wait
+        # of at most BEAT_S; anything longer is a hang.
+        stale_after = 3 * self.settings.push_timeout_s + BEAT_S + 10.0
+        silent = self.pusher.monotonic() - self.pusher.beat
+        healthy = thread.is_alive() and silent < stale_after
+        if healthy and not self.stats.push_thread_up:
+            log.warning("push thread beats again")
+        elif not healthy and self.stats.push_thread_up:
+            log.critical(
+                "push thread %s: no longer pinging the watchdog, so that systemd restarts the "
+                "agent; the spool keeps every snapshot",
+                "died" if not thread.is_alive() else f"silent for {silent:.0f}s",
+            )
+        self.stats.push_thread_up = int(healthy)
+        return healthy
 
     def _malformed(self, why: str) -> None:
         self.stats.add("statsd_malformed")
@@ -108,6 +142,7 @@ class Agent:
         host = self.collect(ts)
         if self.aggregator is not None:
             self.stats.statsd_packets = self.aggregator.packets
+            self.stats.statsd_tags_dropped = self.aggregator.tags_dropped
         late: list[tuple[float, dict[str, float]]] = []
         if self.aggregator is not None:
             for closed_at, metrics in self.aggregator.flush(ts):
@@ -122,10 +157,12 @@ class Agent:
     def _valid(self, metrics: dict[str, float]) -> dict[str, float]:
         good = {}
         for name, value in metrics.items():
-            if metric_name_error(name) is None and value_error(value) is None:
-                good[name] = float(value)
-            else:
+            if metric_name_error(name) is not None or value_error(value) is not None:
                 self.stats.add("collector_errors")
+            elif self.names.admit(name):
+                good[name] = float(value)
+        self.stats.names_refused = self.names.refused
+        self.stats.names_known = len(self.names.known)
         return good
 
     def tick(self, ts: float) -> list[Snapshot]:
@@ -172,7 +209,8 @@ class Agent:
                 if self.stop_event.wait(max(0.0, due - now)):
                     break
                 self.tick(round(due, 6))
-                notify("WATCHDOG=1")
+                if self.push_healthy(pusher):
+                    notify("WATCHDOG=1")
                 ticks += 1
         finally:
             self.stop_event.set()

@@ -14,10 +14,27 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
+from agent.cardinality import DISK_EXCLUDE_FSTYPES, DISK_EXCLUDE_MOUNTS, NET_EXCLUDE, TAGS_KEEP
 from apm.model import server_name_error
 from apm.settings import PROJECT_ROOT, env_config
 
-__all__ = ["DEFAULT_COLLECTORS", "AgentSettings", "ConfigError", "default_server", "load_settings"]
+__all__ = [
+    "DEFAULT_COLLECTORS",
+    "INGEST_ANSWER_DEADLINE_S",
+    "PUSH_TIMEOUT_S",
+    "AgentSettings",
+    "ConfigError",
+    "default_server",
+    "load_settings",
+]
+
+# The ingest's contract (issue 14, item 7): it answers every POST within this many seconds,
+# with 503 and Retry-After when Kafka is slow or it sheds load. The agent must wait longer than
+# that, or it gives up before the answer, never sees Retry-After, and resends a batch that is
+# still being published (a duplicate). 10 s leaves the deadline 2.5 times over for the upload
+# of a 1 MiB batch on a slow link, a TLS handshake and queueing in a proxy.
+INGEST_ANSWER_DEADLINE_S = 4.0
+PUSH_TIMEOUT_S = 10.0
 
 DEFAULT_COLLECTORS = ["cpu", "load", "memory", "disk", "network", "system", "agent"]
 # The TOML document being loaded; a context variable so that concurrent loads never mix.
@@ -56,7 +73,12 @@ class AgentSettings(BaseSettings):
     backoff_initial_s: float = Field(0.010, gt=0)
     backoff_cap_s: float = Field(30.0, gt=0)
     backoff_jitter: float = Field(0.2, ge=0, lt=1)
-    push_timeout_s: float = Field(5.0, gt=0)
+    push_timeout_s: float = Field(
+        PUSH_TIMEOUT_S, gt=0, description="must exceed the ingest's answer deadline (4 s)"
+    )
+    retry_after_cap_s: float = Field(
+        120.0, ge=0, le=3600, description="longest Retry-After honoured; longer hints are cut"
+    )
     batch_max_snapshots: int = Field(300, ge=1)
     batch_max_bytes: int = Field(1024 * 1024, ge=1024)
     drain_rate: float = Field(200.0, gt=0, description="backlog snapshots sent per second at most")
@@ -64,6 +86,22 @@ class AgentSettings(BaseSettings):
     statsd_host: str = "127.0.0.1"
     statsd_port: int = Field(8125, ge=0, le=65535)
     statsd_tags: Literal["name", "drop"] = "name"
+    statsd_drop_unbounded_tags: bool = Field(
+        True, description="drop tags that look like ids, uuids, hex, numbers, tokens"
+    )
+    statsd_tags_keep: list[str] = Field(
+        default_factory=lambda: list(TAGS_KEEP), description="tag keys never dropped"
+    )
+    max_metric_names: int = Field(
+        10_000, ge=0, description="distinct metric names per agent run; 0 = no limit"
+    )
+    net_exclude: list[str] = Field(
+        default_factory=lambda: list(NET_EXCLUDE), description="interface globs skipped"
+    )
+    disk_exclude_fstypes: list[str] = Field(default_factory=lambda: list(DISK_EXCLUDE_FSTYPES))
+    disk_exclude_mounts: list[str] = Field(
+        default_factory=lambda: list(DISK_EXCLUDE_MOUNTS), description="mount point globs skipped"
+    )
     statsd_prefix: str = ""
     statsd_timer_stats: list[Literal["count", "avg", "p99"]] = Field(default_factory=list)
     statsd_idle_ttl_s: float = Field(60.0, ge=0)

@@ -16,10 +16,17 @@ class AgentStats:
     started: float = 0.0
     pushed: int = 0  # snapshots acknowledged by the ingest
     retries: int = 0  # failed push attempts that will be tried again
-    rejected: int = 0  # snapshots the ingest refused for good (4xx), set aside
+    rejected: int = 0  # snapshots the ingest refused for good (422, 413 alone), set aside
+    blocked: int = 0  # push attempts answered with a configuration error (401, 404, 3xx ...)
+    blocked_status: int = 0  # the status that blocks pushing now; 0 when none does
+    splits: int = 0  # batches halved after a 413
+    push_thread_up: int = 1  # 0 once the runner finds the push thread dead or hung
     collector_errors: int = 0
     statsd_packets: int = 0
     statsd_malformed: int = 0
+    statsd_tags_dropped: int = 0  # unbounded-looking tags left out of names
+    names_refused: int = 0  # samples refused because max_metric_names was reached
+    names_known: int = 0  # distinct metric names admitted so far
     last_push: float | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

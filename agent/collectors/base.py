@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from agent.cardinality import Filters
+
 __all__ = [
     "Collector",
     "CollectorContext",
@@ -39,6 +41,7 @@ class CollectorContext:
     stats: Any = None  # agent.stats.AgentStats, for the agent's own metrics
     proc_root: str = "/proc"
     extra: dict[str, Any] = field(default_factory=dict)
+    filters: Filters = field(default_factory=Filters)  # interfaces and mounts to skip
 
 
 Factory = Callable[[CollectorContext], Collector]

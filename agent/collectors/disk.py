@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from agent.cardinality import matches
 from agent.collectors.base import CollectorContext, CounterRates, name_part
 
 __all__ = ["DiskCollector", "mount_part"]
@@ -29,10 +30,16 @@ class DiskCollector:
         self._psutil = context.psutil
         self._rates = CounterRates()
         self._failed: set[str] = set()
+        self._filters = context.filters
 
     def collect(self, now: float) -> dict[str, float]:
         out: dict[str, float] = {}
+        filters = self._filters
         for part in self._psutil.disk_partitions(all=False):
+            if matches(part.fstype, filters.disk_exclude_fstypes) or matches(
+                part.mountpoint, filters.disk_exclude_mounts
+            ):
+                continue  # per-pod and per-layer mounts would be a new metric name each
             key = f"disk.mount.{mount_part(part.mountpoint)}.used_pct"
             if key in out:
                 continue  # the same mount seen twice (bind mounts): keep the first

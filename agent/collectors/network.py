@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from agent.cardinality import matches
 from agent.collectors.base import CollectorContext, CounterRates, name_part
 
 __all__ = ["NetworkCollector"]
@@ -24,10 +25,13 @@ class NetworkCollector:
     def __init__(self, context: CollectorContext) -> None:
         self._psutil = context.psutil
         self._rates = CounterRates()
+        self._exclude = context.filters.net_exclude
 
     def collect(self, now: float) -> dict[str, float]:
         out: dict[str, float] = {}
         for nic, counters in self._psutil.net_io_counters(pernic=True).items():
+            if matches(nic, self._exclude):
+                continue  # a per-container interface would be a new metric name per pod
             prefix = f"net.{name_part(nic, empty='if')}"
             for field, metric in _FIELDS:
                 key = f"{prefix}.{metric}"

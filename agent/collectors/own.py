@@ -36,10 +36,14 @@ class AgentCollector:
                 {
                     "agent.push.retries": float(stats.retries),
                     "agent.push.rejected": float(stats.rejected),
+                    "agent.push.blocked": float(stats.blocked),
+                    "agent.push.blocked_status": float(stats.blocked_status),
                     "agent.push.age": stats.push_age(),
                     "agent.collector.errors": float(stats.collector_errors),
                     "agent.statsd.packets": float(stats.statsd_packets),
                     "agent.statsd.malformed": float(stats.statsd_malformed),
+                    "agent.statsd.tags_dropped": float(stats.statsd_tags_dropped),
+                    "agent.names.refused": float(stats.names_refused),
                 }
             )
         return out

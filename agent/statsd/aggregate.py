@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from agent.cardinality import TAGS_KEEP, unbounded_tag
 from agent.statsd.parse import MalformedLine, metric_name, parse_line
 
 __all__ = ["StatsdAggregator"]
@@ -43,6 +44,8 @@ class StatsdAggregator:
         timer_stats: tuple[str, ...] | list[str] = (),
         idle_ttl_s: float = 60.0,
         on_malformed: Callable[[str], None] | None = None,
+        drop_unbounded_tags: bool = True,
+        tags_keep: tuple[str, ...] | list[str] = TAGS_KEEP,
     ) -> None:
         self.clock = clock
         self.prefix = prefix
@@ -52,6 +55,18 @@ class StatsdAggregator:
         self.on_malformed = on_malformed
         self.packets = 0
         self.malformed = 0
+        self.tags_dropped = 0  # once per distinct name and tag list (names are cached)
+        keep = tuple(tags_keep)
+        self._drop: Callable[[str], bool] | None = None
+        if drop_unbounded_tags:
+
+            def drop(tag: str) -> bool:
+                if unbounded_tag(tag, keep):
+                    self.tags_dropped += 1
+                    return True
+                return False
+
+            self._drop = drop
         self._lock = threading.Lock()
         self._buckets: dict[int, _Bucket] = {}
         self._names: dict[tuple[str, str], str] = {}
@@ -64,7 +79,7 @@ class StatsdAggregator:
         key = (raw, tags)
         name = self._names.get(key)
         if name is None:
-            name = metric_name(raw, tags, self.prefix, self.tag_mode)
+            name = metric_name(raw, tags, self.prefix, self.tag_mode, self._drop)
             if len(self._names) >= _NAME_CACHE_MAX:
                 self._names.clear()
             self._names[key] = name

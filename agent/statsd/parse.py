@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from typing import NamedTuple
 
 from apm.model import metric_name_error
@@ -73,10 +74,13 @@ def parse_line(line: str) -> Line | None:
     return Line(name, kind, values, rate, tags, relative)
 
 
-def metric_name(raw: str, tags: str, prefix: str, tag_mode: str) -> str:
+def metric_name(
+    raw: str, tags: str, prefix: str, tag_mode: str, drop: Callable[[str], bool] | None = None
+) -> str:
     """The platform metric name for a StatsD name and its tags. With tag_mode 'name' each tag
-    becomes a sorted ``.key_value`` suffix; with 'drop' tags are ignored. Characters outside
-    the naming rule become '_'. Raises MalformedLine when no valid name results."""
+    that ``drop`` does not refuse becomes a sorted ``.key_value`` suffix; with 'drop' tags are
+    ignored. Characters outside the naming rule become '_'. Raises MalformedLine when no valid
+    name results."""
     name = _UNSAFE.sub("_", raw).strip(".")
     if prefix:
         name = f"{prefix.rstrip('.')}.{name}"
@@ -84,7 +88,7 @@ def metric_name(raw: str, tags: str, prefix: str, tag_mode: str) -> str:
         parts = sorted(
             _TAG_UNSAFE.sub("_", tag.replace(":", "_", 1)).strip("_")
             for tag in tags.split(",")
-            if tag
+            if tag and (drop is None or not drop(tag))
         )
         name = ".".join([name, *(p for p in parts if p)])
     if (error := metric_name_error(name)) is not None:

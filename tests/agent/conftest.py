@@ -3,6 +3,7 @@ a fake HTTP client that answers from a script, and agent settings in a temporary
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +13,10 @@ from typing import Any
 import pytest
 
 from agent.http import HttpResponse
+from agent.push import Pusher
+from agent.spool import Spool
+from agent.stats import AgentStats
+from apm.retry import Backoff
 
 
 @dataclass
@@ -167,3 +172,26 @@ def make_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[C
         return load_settings(None, **overrides)
 
     yield make
+
+
+@pytest.fixture
+def make_pusher(tmp_path: Path, clock: FakeClock) -> Callable[..., Pusher]:
+    def make(http: Any, snapshots: int = 1, rand: Any = lambda: 0.5, **kwargs: Any) -> Pusher:
+        spool = Spool(tmp_path / "spool", fsync=False)
+        for i in range(snapshots):
+            spool.append(
+                json.dumps({"server": "h", "ts": 1000.0 + i, "metrics": {"m": float(i)}}).encode()
+            )
+        return Pusher(
+            spool,
+            http,
+            "http://ingest/v1/metrics",
+            "k3y",
+            Backoff(0.010, 30.0, 0.2, rand=rand),
+            AgentStats(clock),
+            rejected_path=tmp_path / "rejected.jsonl",
+            wall_clock=clock,
+            **kwargs,
+        )
+
+    return make

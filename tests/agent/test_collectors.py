@@ -85,7 +85,9 @@ def test_counter_rates_survive_wrap_and_reset(last: float, value: float, delta: 
 
 
 def test_network_rates_per_interface_with_wrap_and_reset(fake_psutil, clock) -> None:
-    net = NetworkCollector(CollectorContext(psutil=fake_psutil))
+    from agent.cardinality import Filters
+
+    net = NetworkCollector(CollectorContext(psutil=fake_psutil, filters=Filters(net_exclude=())))
     fake_psutil.nics["eth0"].bytes_recv = 2.0**32 - 1000
     fake_psutil.nics["eth0"].bytes_sent = 9e9
     net.collect(clock())
