@@ -114,10 +114,7 @@ def test_the_push_timeout_outlasts_the_ingest_s_answer_deadline(clean_env) -> No
     from agent.settings import INGEST_ANSWER_DEADLINE_S
     from ingest.settings import IngestSettings
 
-    ingest = IngestSettings()
-    # The ingest's own setting once it has one (issue 14, item 7, ingest part); until then
-    # the contract's documented figure.
-    deadline = float(getattr(ingest, "answer_deadline_s", INGEST_ANSWER_DEADLINE_S))
+    deadline = IngestSettings().answer_timeout_s
     assert deadline <= INGEST_ANSWER_DEADLINE_S, "the ingest's deadline grew: raise the agent's"
     timeout = load_settings().push_timeout_s
     # Twice the deadline: room for the upload of a 1 MiB batch, TLS and a proxy's queue.

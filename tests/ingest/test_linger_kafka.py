@@ -104,6 +104,7 @@ def test_sigterm_while_a_request_lingers_publishes_and_acknowledges_it(
         request = _post_in_thread(client, batch, answers)
         _wait_until(lambda: _lingering(client) == 1)
         assert ingest.proc.stop(30)  # SIGTERM, and the process exits
+        assert ingest.proc.last_stop == "exited", ingest.proc.tail(40)  # drained, not killed
         request.join(60)
     assert [r.status_code for r in answers] == [202], [r.text for r in answers]
     got = {(s, ts, v) for t, s, ts, v in read_samples(kafka_bootstrap, topics)}
