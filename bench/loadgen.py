@@ -7,6 +7,7 @@ machine it competes with the stages it loads (docs/BENCHMARKS.md, "Full pipeline
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -44,8 +45,6 @@ def _run(
         "loadgen",
         "--target",
         target,
-        "--api-key",
-        key,
         "--servers",
         str(servers),
         "--metrics",
@@ -69,7 +68,9 @@ def _run(
     began = time.monotonic()
     out = Path(tempfile.mkdtemp(prefix="lgbench-")) / "summary.json"
     with out.open("wb") as summary:  # apm loadgen prints its JSON summary on stdout
-        proc = subprocess.Popen(cmd, stdout=summary)
+        # The key goes through the environment: a command line is visible to `ps`.
+        env = {**os.environ, "APM_LOADGEN_API_KEY": key}
+        proc = subprocess.Popen(cmd, stdout=summary, env=env)
     # A process's CPU is readable until it is reaped: sample it just before it ends.
     cores = 0.0
     while proc.poll() is None:

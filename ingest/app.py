@@ -27,12 +27,12 @@ __all__ = ["create_app"]
 log = logging.getLogger(__name__)
 
 DESCRIPTION = """Validates batches of snapshots from agents and publishes each metric's samples
-to its own Kafka topic (`apm.metric.<metric>`, records encoded as in `apm.wire`). A 202 comes
-only after every record of the accepted snapshots is acknowledged by Kafka (acks=all); bad
+to its own Kafka topic (`apm.model.topic_for(metric)`, records encoded as in `apm.wire`). A 202
+comes only after every record of the accepted snapshots is acknowledged by Kafka (acks=all); bad
 snapshots are left out and listed by index (a batch with no good snapshot is a 422, and
-publishes nothing). Every POST is answered within `answer_timeout_s` (4 s); past
-`max_inflight` requests at work the answer is 503 + Retry-After at once. Errors are
-`{"error", "detail", "at"}`."""
+publishes nothing). Every POST is answered within `answer_timeout_s` (4 s); past `max_inflight`
+requests at work the answer is 503 + Retry-After at once. Errors are `{"error", "detail",
+"at"}`."""
 
 
 def create_app(
