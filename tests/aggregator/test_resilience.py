@@ -5,8 +5,6 @@ fake, made to fail like the Cassandra driver does; waits advance a fake clock.""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from cassandra import InvalidRequest, OperationTimedOut, WriteTimeout
 
@@ -17,29 +15,9 @@ from apm.query import WindowResult
 from apm.retry import Backoff
 from storage.codec import result_error
 from tests.aggregator.conftest import FakeStore
+from tests.support.clock import AdvancingEvent, FakeClock
 
 pytestmark = pytest.mark.unit
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class _Stop(threading.Event):
-    """wait() advances the fake clock instead of sleeping."""
-
-    def __init__(self, clock: _Clock) -> None:
-        super().__init__()
-        self.clock, self.waits = clock, []
-
-    def wait(self, timeout=None):
-        self.waits.append(timeout)
-        self.clock.now += timeout or 0
-        return self.is_set()
 
 
 class _Flaky(FakeStore):
@@ -67,9 +45,11 @@ class _Flaky(FakeStore):
         super().touch_servers(last_seen)
 
 
-def _retrying(store: FakeStore, deadline: float = 60.0) -> tuple[RetryingStore, _Stop, list]:
-    clock = _Clock()
-    stop = _Stop(clock)
+def _retrying(
+    store: FakeStore, deadline: float = 60.0
+) -> tuple[RetryingStore, AdvancingEvent, list]:
+    clock = FakeClock()
+    stop = AdvancingEvent(clock)
     retried: list[str] = []
     wrapped = RetryingStore(
         store,
@@ -117,7 +97,7 @@ def test_the_server_last_seen_writes_are_retried_too():
     store = _Flaky(OperationTimedOut("timed out"))
     job = Aggregator(None, store, AggregatorSettings())  # type: ignore[arg-type]
     assert isinstance(job.store, RetryingStore)
-    job.store.stop = _Stop(_Clock())
+    job.store.stop = AdvancingEvent(FakeClock())
     job._seen({"web-1": 1_700_000_000.0}, {})
     assert store.servers == {"web-1": 1_700_000_000.0} and store.calls == 2
     assert job.metrics.storage_retries.labels("touch_servers")._value.get() == 1
@@ -137,7 +117,7 @@ def test_a_row_storage_refuses_is_set_aside_and_the_others_are_written():
 def test_a_transient_failure_at_the_deadline_fails_the_batch_so_it_is_replayed():
     store = _Flaky(*[OperationTimedOut("down")] * 1000)
     job = Aggregator(None, store, AggregatorSettings(storage_retry_seconds=5))  # type: ignore[arg-type]
-    job.store.stop = _Stop(_Clock())
+    job.store.stop = AdvancingEvent(FakeClock())
     job.store._clock = job.store.stop.clock
     with pytest.raises(OperationTimedOut):
         job._write([_row("a", 1.0)])
@@ -169,7 +149,7 @@ def test_a_stopped_stream_is_started_again_with_backoff_and_the_job_keeps_runnin
 
     job._apply = apply  # type: ignore[method-assign]
     job.restarts.backoff = Backoff(initial=1.0, cap=60.0, jitter=0.0)
-    stop = _Stop(_Clock())
+    stop = AdvancingEvent(FakeClock())
     for expected_wait in (1.0, 2.0, 4.0):
         job.windows = _Stream("aggregator-windows", active=False)
         job.recover(stop)

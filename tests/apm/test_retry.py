@@ -7,29 +7,9 @@ import threading
 import pytest
 
 from apm.retry import Backoff, RetryableError, call_with_retry
+from tests.support.clock import AdvancingEvent, FakeClock
 
 pytestmark = pytest.mark.unit
-
-
-class _FakeClock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-
-class _AdvancingEvent(threading.Event):
-    """wait() advances the fake clock instead of sleeping."""
-
-    def __init__(self, clock):
-        super().__init__()
-        self.clock, self.waits = clock, []
-
-    def wait(self, timeout=None):
-        self.waits.append(timeout)
-        self.clock.now += timeout or 0
-        return self.is_set()
 
 
 def test_backoff_doubles_from_10ms_to_the_cap_without_jitter():
@@ -57,8 +37,8 @@ def test_backoff_jitter_bounds_and_retry_after():
 
 
 def test_call_with_retry_succeeds_after_failures_and_respects_deadline():
-    clock = _FakeClock()
-    stop = _AdvancingEvent(clock)
+    clock = FakeClock()
+    stop = AdvancingEvent(clock)
     attempts = iter([RetryableError("a"), RetryableError("b", retry_after=2.0), "ok"])
 
     def call():
@@ -96,8 +76,8 @@ def test_call_with_retry_stops_when_shutdown_is_set():
 
 
 def test_a_classifier_decides_which_other_exceptions_are_retried():
-    clock = _FakeClock()
-    stop = _AdvancingEvent(clock)
+    clock = FakeClock()
+    stop = AdvancingEvent(clock)
     attempts = iter([TimeoutError("slow"), "ok"])
 
     def call():
