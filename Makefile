@@ -7,7 +7,7 @@ APM := $(VENV)/bin/apm
 STAMP := $(VENV)/.installed
 
 .PHONY: help install jars up down status run test test-jvm test-unit test-integration test-e2e lint mypy format \
-        browser bench bench-ingest bench-agent bench-aggregator bench-aggregator-breadth bench-aggregator-nodedup bench-dashboard bench-storage bench-loadgen bench-pipeline \
+        browser debs bench bench-ingest bench-agent bench-aggregator bench-aggregator-breadth bench-aggregator-nodedup bench-dashboard bench-storage bench-loadgen bench-pipeline \
         clean
 
 help:  ## list the targets
@@ -37,11 +37,13 @@ status:  ## what runs where
 run: up  ## install, fetch, start the engines, then the whole platform (Ctrl-C stops it)
 	$(APM) run
 
-browser:  ## Debian's chromium + chromedriver (browser tests) and docker-compose (compose config test)
+browser: debs
+debs:  ## Debian's packages the tests use as real peers: chromium + chromedriver (browser tests), docker-compose (compose config test), nginx (the cluster's load balancer), prometheus (interop)
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null && \
-	  command -v docker-compose >/dev/null || \
+	  command -v docker-compose >/dev/null && command -v nginx >/dev/null && \
+	  command -v prometheus >/dev/null || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	      chromium chromium-driver docker-compose; }
+	      chromium chromium-driver docker-compose nginx prometheus; }
 
 lint: install mypy  ## ruff check, ruff format --check and mypy (also the pre-commit hooks)
 	$(VENV)/bin/ruff check .
@@ -60,7 +62,7 @@ define run_pytest
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests for: $(1)"; exit 1; fi; exit $$rc
 endef
 
-test: install lint test-jvm jars browser  ## lint, the JVM unit tests, then every tier against the real engines
+test: install lint test-jvm jars debs  ## lint, the JVM unit tests, then every tier against the real engines
 	$(call run_pytest,-m "unit or integration or e2e" tests)
 
 test-jvm:  ## the unit tests of the aggregator's JVM operator (aggregator/jvm), through Maven
@@ -72,7 +74,7 @@ test-unit: install  ## the inner loop: pure logic, no engines, about a minute
 test-integration: jars
 	$(call run_pytest,-m integration tests)
 
-test-e2e: jars browser
+test-e2e: jars debs
 	$(call run_pytest,-m e2e tests)
 
 bench: bench-agent bench-ingest bench-storage bench-aggregator bench-dashboard bench-loadgen bench-pipeline  ## every benchmark, then docs/BENCHMARKS.md
