@@ -14,8 +14,9 @@ from werkzeug.exceptions import HTTPException, NotFound
 from werkzeug.wrappers import Response as BaseResponse
 
 from apm.errors import status_error
+from dashboard import promapi
 from dashboard.api import build_api, error
-from dashboard.auth import install_auth
+from dashboard.auth import install_auth, login_throttle
 from dashboard.context import AppContext
 from dashboard.pages import chart, health, queries
 
@@ -24,10 +25,20 @@ __all__ = ["build_context", "create_app"]
 
 def create_app(app_ctx: AppContext) -> Dash:
     server = Flask("dashboard")
-    install_auth(server, app_ctx.settings, app_ctx.metrics, clock=app_ctx.clock)
+    throttle = login_throttle(app_ctx.settings)
+    sessions = install_auth(
+        server,
+        app_ctx.settings,
+        app_ctx.metrics,
+        clock=app_ctx.clock,
+        throttle=throttle,
+        delegated=(promapi.PREFIX,),
+    )
     server.register_blueprint(
         build_api(app_ctx.repo, app_ctx.settings, app_ctx.metrics, app_ctx.clock)
     )
+    # The Prometheus read API (/api/v1/...), with the same credentials and login throttle.
+    server.register_blueprint(promapi.blueprint(app_ctx, sessions, throttle))
 
     @server.before_request
     def api_routes_only() -> None:
@@ -35,7 +46,7 @@ def create_app(app_ctx: AppContext) -> Dash:
         if (
             request.path.startswith("/api/")
             and request.routing_exception is None
-            and request.blueprint != "api"
+            and request.blueprint not in ("api", "promapi")
         ):
             raise NotFound(f"no API route {request.path}")
 

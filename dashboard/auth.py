@@ -33,7 +33,7 @@ from dashboard.settings import DashboardSettings
 from dashboard.telemetry import DashboardTelemetry
 from dashboard.throttle import LoginThrottle
 
-__all__ = ["CSRF_COOKIE", "PUBLIC_PATHS", "check_credentials", "install_auth"]
+__all__ = ["CSRF_COOKIE", "PUBLIC_PATHS", "check_credentials", "install_auth", "login_throttle"]
 
 CSRF_COOKIE = "_csrf_token"  # the cookie name dash-renderer reads for its X-CSRFToken header
 PUBLIC_PATHS = ("/login", "/metrics", "/healthz")
@@ -77,25 +77,34 @@ def _same(a: object, b: object) -> bool:
     )
 
 
+def login_throttle(settings: DashboardSettings) -> LoginThrottle:
+    """The login attempts' buckets; the Prometheus read API's Basic auth takes from the same."""
+    return LoginThrottle(
+        settings.login_client_burst,
+        settings.login_client_per_minute,
+        settings.login_global_burst,
+        settings.login_global_per_second,
+    )
+
+
 def install_auth(
     server: Flask,
     settings: DashboardSettings,
     metrics: DashboardTelemetry,
     clock: Callable[[], float] = time.time,
     throttle: LoginThrottle | None = None,
+    delegated: tuple[str, ...] = (),
 ) -> SignedSessions:
+    """Login, sessions and CSRF for every path but the public ones and those under a
+    ``delegated`` prefix, whose blueprint checks the same credentials itself
+    (:mod:`dashboard.promapi.access`: it also takes Basic auth, as Grafana sends it)."""
     if not settings.password_hash and not settings.token:
         raise ValueError(
             "the dashboard needs APM_DASHBOARD_PASSWORD_HASH (see `apm dashboard "
             "hash-password`) or APM_DASHBOARD_TOKEN; refusing to run without login"
         )
     sessions = SignedSessions(settings.session_hours * 3600, clock)
-    attempts = throttle or LoginThrottle(
-        settings.login_client_burst,
-        settings.login_client_per_minute,
-        settings.login_global_burst,
-        settings.login_global_per_second,
-    )
+    attempts = throttle or login_throttle(settings)
     server.secret_key = secret_key(settings.secret_key)
     if settings.proxy_hops:
         # The login throttle's client is then the address the trusted proxies saw.
@@ -160,7 +169,7 @@ def install_auth(
     @server.before_request
     def require_login() -> BaseResponse | None:
         path = request.path
-        if path in PUBLIC_PATHS:
+        if path in PUBLIC_PATHS or (delegated and path.startswith(delegated)):
             return None
         if path.startswith("/api/") and request.authorization is not None:
             if (

@@ -1,0 +1,45 @@
+"""A Prometheus-compatible read API over stored query results, enough for Grafana's Prometheus
+data source: ``/api/v1/query``, ``query_range``, ``series``, ``labels``,
+``label/<name>/values`` and ``status/buildinfo`` on the dashboard's server, behind the
+dashboard's auth. Each function of each stored query is one series
+``apm_query{id, fn, metric, window}``; the selector subset, the step model, the limits and
+the errors are in docs/interop.md ("Prometheus read API out").
+
+Modules: :mod:`~dashboard.promapi.selector` (the PromQL subset; :mod:`.scan` and the
+backtracking-free :mod:`.regex`), :mod:`.params` (times, durations, steps), :mod:`.evaluate`
+and :mod:`.run` (series and points from stored windows), :mod:`.shape` (the JSON),
+:mod:`.access` (auth), :mod:`.routes` (the blueprint), :mod:`.settings` and
+:mod:`.telemetry`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from flask import Blueprint
+
+from dashboard.promapi.access import Access
+from dashboard.promapi.routes import build_promapi
+from dashboard.promapi.settings import PromApiSettings
+
+if TYPE_CHECKING:
+    from dashboard.context import AppContext
+    from dashboard.sessions import SignedSessions
+    from dashboard.throttle import LoginThrottle
+
+__all__ = ["PREFIX", "Access", "PromApiSettings", "blueprint", "build_promapi"]
+
+PREFIX = "/api/v1/"  # the paths it serves (its blueprint checks the credentials itself)
+
+
+def blueprint(
+    ctx: AppContext,
+    sessions: SignedSessions,
+    throttle: LoginThrottle,
+    limits: PromApiSettings | None = None,
+) -> Blueprint:
+    """The read API over ``ctx``'s repository, with the dashboard's credentials (``sessions``
+    and the login ``throttle`` are the ones the login page uses)."""
+    limits = limits or PromApiSettings()
+    access = Access(ctx.settings, sessions, throttle, ctx.metrics, limits.basic_cache_seconds)
+    return build_promapi(ctx.repo, ctx.settings, limits, ctx.metrics, access, ctx.clock)

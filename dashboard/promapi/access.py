@@ -1,0 +1,135 @@
+"""Who may read through the Prometheus API: the dashboard's own credentials, in the forms a
+Prometheus client (Grafana's data source) can send.
+
+- ``Authorization: Bearer <APM_DASHBOARD_TOKEN>``: compared in constant time;
+- ``Authorization: Basic``: the configured user with its password, or any user with the token
+  (:func:`dashboard.auth.check_credentials`). The password check runs scrypt, so an unknown
+  credential first takes a token from the login throttle (the same buckets as the login
+  page: 429 with ``Retry-After`` when empty), and one that passed is remembered as an HMAC
+  digest for ``basic_cache_seconds`` so a Grafana panel does not cost a scrypt per request;
+- the browser's session cookie (a signed-in user opening the API in the browser); a POST
+  made with it must carry the session's CSRF token, as everywhere in the dashboard.
+
+Anything else is refused (401 with ``WWW-Authenticate``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import threading
+import time
+from collections.abc import Callable, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+from dashboard.auth import check_credentials
+from dashboard.sessions import SignedSessions
+from dashboard.settings import DashboardSettings
+from dashboard.telemetry import DashboardTelemetry
+from dashboard.throttle import LoginThrottle
+
+__all__ = ["MAX_REMEMBERED", "Access", "Refusal"]
+
+MAX_REMEMBERED = 1024  # Basic credentials remembered at once (a few data sources, in practice)
+_SAFE = ("GET", "HEAD", "OPTIONS")
+
+
+@dataclass(frozen=True)
+class Refusal:
+    status: int  # 401, 403 or 429
+    error_type: str
+    message: str
+    retry_after: int = 0
+
+
+class Access:
+    def __init__(
+        self,
+        settings: DashboardSettings,
+        sessions: SignedSessions,
+        throttle: LoginThrottle,
+        telemetry: DashboardTelemetry,
+        remember_s: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._settings, self._sessions, self._throttle = settings, sessions, throttle
+        self._telemetry, self._remember_s, self._clock = telemetry, remember_s, clock
+        self._key = secrets.token_bytes(32)  # digests of remembered credentials, this process
+        self._lock = threading.Lock()
+        self._remembered: dict[bytes, float] = {}  # digest -> expiry (monotonic)
+
+    def check(
+        self,
+        authorization: Any,
+        session: MutableMapping[str, Any],
+        method: str,
+        csrf: str | None,
+        client: str,
+    ) -> Refusal | None:
+        """None when the request may read, else why not. ``authorization`` is werkzeug's
+        ``request.authorization``."""
+        if authorization is not None:
+            if authorization.type == "bearer":
+                return self._bearer(authorization.token)
+            if authorization.type == "basic":
+                return self._basic(
+                    authorization.username or "", authorization.password or "", client
+                )
+            return self._refuse(
+                "bad_token", 401, f"unsupported authorization {authorization.type!r}"
+            )
+        if not self._sessions.valid(session):
+            return self._refuse("no_session", 401, "authentication required (Bearer or Basic)")
+        if method not in _SAFE and not _same(csrf, session.get("csrf")):
+            return self._refuse(
+                "csrf", 403, "CSRF token missing or wrong (X-CSRFToken header)", "forbidden"
+            )
+        return None
+
+    def _bearer(self, token: str | None) -> Refusal | None:
+        if self._settings.token and _same(token, self._settings.token):
+            return None
+        return self._refuse("bad_token", 401, "invalid bearer token")
+
+    def _basic(self, user: str, password: str, client: str) -> Refusal | None:
+        digest = hmac.new(self._key, f"{user}\0{password}".encode(), hashlib.sha256).digest()
+        now = self._clock()
+        with self._lock:
+            if self._remembered.get(digest, 0.0) > now:
+                return None
+        wait, bucket = self._throttle.check(client)
+        if wait:
+            self._telemetry.logins.labels("throttled").inc()
+            refusal = self._refuse(
+                f"throttled_{bucket}", 429, f"too many attempts; retry in {wait} s"
+            )
+            return Refusal(429, "unavailable", refusal.message, wait)
+        if not check_credentials(self._settings, user, password):
+            self._telemetry.logins.labels("failed").inc()
+            return self._refuse("bad_password", 401, "wrong user, password or token")
+        self._telemetry.logins.labels("ok").inc()
+        if self._remember_s > 0:
+            with self._lock:
+                if len(self._remembered) >= MAX_REMEMBERED:
+                    self._remembered = {k: v for k, v in self._remembered.items() if v > now}
+                    while len(self._remembered) >= MAX_REMEMBERED:  # oldest first
+                        del self._remembered[next(iter(self._remembered))]
+                self._remembered[digest] = now + self._remember_s
+        return None
+
+    def _refuse(
+        self, reason: str, status: int, message: str, error_type: str = "unauthorized"
+    ) -> Refusal:
+        self._telemetry.refused.labels(reason).inc()
+        return Refusal(status, error_type, message)
+
+
+def _same(a: object, b: object) -> bool:
+    return (
+        isinstance(a, str)
+        and isinstance(b, str)
+        and bool(a)
+        and hmac.compare_digest(a.encode(), b.encode())
+    )

@@ -1,0 +1,136 @@
+"""From stored queries and their windows to Prometheus series and points.
+
+Every function of every stored query is one series, labelled
+``{__name__="apm_query", id, fn, metric, window}``. A window covering ``[s, s + w)`` is the
+sample at its END, ``s + w``: the value at time ``t`` is that of the window that ended last at
+or before ``t``, and only while ``t`` is inside the next window (``t - end < w``). That is
+Prometheus' model of a step (the newest sample at or before it) with a look-back of exactly
+one window instead of 5 minutes, so a missing window is a missing point, never the previous
+one repeated. A range query with ``step`` = the window and ``start`` on a window end
+returns each stored window once, at its end.
+
+Times are integer milliseconds inside (as in Prometheus), so steps and window ends compare
+exactly.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from apm.query import StoredQuery, WindowResult, format_duration
+from dashboard.promapi.selector import METRIC, Selector
+from dashboard.promapi.shape import Point
+
+__all__ = [
+    "Deadline",
+    "LimitError",
+    "Series",
+    "TimedOut",
+    "label_sets",
+    "points",
+    "read_window",
+    "select",
+    "steps",
+]
+
+
+class LimitError(ValueError):
+    """More series or points than the settings allow: 422 ``execution``."""
+
+
+class TimedOut(RuntimeError):
+    """The evaluation passed its deadline: 503 ``timeout``."""
+
+
+@dataclass(frozen=True)
+class Deadline:
+    at: float
+    clock: Callable[[], float]
+
+    def check(self) -> None:
+        if self.clock() > self.at:
+            raise TimedOut("query timed out in query execution")
+
+
+@dataclass(frozen=True)
+class Series:
+    query: StoredQuery
+    fn: str  # the result key: min, p99, p99.9
+    labels: Mapping[str, str]
+
+
+def label_sets(queries: Iterable[StoredQuery]) -> Iterator[Series]:
+    for q in queries:
+        for f in q.query.functions:
+            labels = {
+                "__name__": METRIC,
+                "fn": f.key,
+                "id": q.id,
+                "metric": q.query.metric,
+                "window": format_duration(q.query.window_seconds),
+            }
+            yield Series(q, f.key, labels)
+
+
+def select(
+    queries: Iterable[StoredQuery],
+    selectors: Sequence[Selector],
+    max_series: int,
+    deadline: Deadline,
+) -> list[Series]:
+    """The series any of ``selectors`` matches (the union, as ``match[]`` means), at most
+    ``max_series`` of them (else LimitError)."""
+    out: list[Series] = []
+    for i, series in enumerate(label_sets(queries)):
+        if i % 256 == 0:
+            deadline.check()
+        if any(s.matches(series.labels) for s in selectors):
+            out.append(series)
+            if len(out) > max_series:
+                raise LimitError(
+                    f"the selector matches more than {max_series} series "
+                    "(APM_DASHBOARD_PROM_MAX_SERIES); narrow it, e.g. by id"
+                )
+    return out
+
+
+def steps(start_ms: int, end_ms: int, step_ms: int) -> range:
+    return range(start_ms, end_ms + 1, step_ms)
+
+
+def read_window(window_ms: int, start_ms: int, end_ms: int) -> tuple[float, float]:
+    """The [from, to) of window starts whose window can give a point in [start, end]: it ends
+    after ``start - window`` and at or before ``end``."""
+    lo = max(0, start_ms - 2 * window_ms + 1)
+    return lo / 1000, (end_ms - window_ms + 1) / 1000
+
+
+def points(
+    windows: Sequence[WindowResult],
+    query: StoredQuery,
+    fns: Sequence[str],
+    times: range,
+    deadline: Deadline,
+) -> dict[str, list[Point]]:
+    """fn -> [(t, value)] for each step t that has a window (``windows`` ascend by start)."""
+    seconds = query.query.window_seconds
+    width = seconds * 1000
+    # A window stored under an older definition of the query (another length) is not this
+    # series' (as the dashboard's charts skip it).
+    own = [w for w in windows if w.window_seconds == seconds]
+    ends = [round(w.window_start * 1000) + width for w in own]
+    out: dict[str, list[Point]] = {fn: [] for fn in fns}
+    for n, t in enumerate(times):
+        if n % 4096 == 0:
+            deadline.check()
+        i = bisect.bisect_right(ends, t) - 1
+        if i < 0 or t - ends[i] >= width:
+            continue
+        values = own[i].values
+        for fn in fns:
+            v = values.get(fn)
+            if v is not None:
+                out[fn].append((t, v))
+    return out
