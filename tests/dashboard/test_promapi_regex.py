@@ -4,6 +4,7 @@ value whatever the pattern, and a clear error for anything outside the subset.""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 
@@ -64,10 +65,8 @@ def test_any_text_compiles_or_is_a_regex_error(text: str) -> None:
 @settings(max_examples=300)
 @given(st.text(alphabet="ab()[]{}|*+?.^$\\-,0123456789:", max_size=60))
 def test_regex_punctuation_soup_compiles_or_is_a_regex_error(text: str) -> None:
-    try:
+    with contextlib.suppress(RegexError):
         compile_regex(text).matches("ab" * 20)
-    except RegexError:
-        pass
 
 
 @pytest.mark.parametrize(
