@@ -1,0 +1,396 @@
+"""The Prometheus read API through the dashboard's whole app (auth, routing, the blueprint)
+over an in-memory repository that bounds reads as the real one does: Prometheus' JSON for
+every endpoint, its error JSON and status codes, the limits, and the dashboard's auth in the
+forms Grafana sends (Bearer, Basic), with Basic attempts under the login throttle."""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from cassandra import OperationTimedOut
+from werkzeug.security import generate_password_hash
+
+from apm.query import StoredQuery, WindowResult, parse
+from dashboard.app import create_app
+from dashboard.context import AppContext
+from dashboard.settings import DashboardSettings
+from storage.reader import ms_ceil
+from tests.dashboard.test_api_errors import MemoryRepo, _Scraper, _Topics
+
+pytestmark = pytest.mark.unit
+
+TOKEN = "tok-0123456789"
+USER, PASSWORD = "ops", "s3cret"
+T0 = 1_700_000_000
+
+
+class ResultRepo(MemoryRepo):
+    """MemoryRepo with windows: read_results as the repository bounds it (whole ms,
+    lo <= window_start < hi, ascending); ``reads`` records each call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.windows: dict[str, list[WindowResult]] = {}
+        self.reads: list[tuple[str, float, float]] = []
+
+    def add(self, text: str, qid: str) -> StoredQuery:
+        self.queries[qid] = StoredQuery(qid, parse(text))
+        return self.queries[qid]
+
+    def read_results(
+        self, query_id: str, start: float, end: float, page_size: int = 5000
+    ) -> Iterator[WindowResult]:
+        self._check(query_id)
+        self.reads.append((query_id, start, end))
+        lo, hi = ms_ceil(max(0.0, start)), ms_ceil(end)
+        found = [
+            w for w in self.windows.get(query_id, []) if lo <= round(w.window_start * 1000) < hi
+        ]
+        return iter(sorted(found, key=lambda w: w.window_start))
+
+
+@pytest.fixture
+def repo() -> ResultRepo:
+    r = ResultRepo()
+    r.add("FROM * SELECT cpu WINDOW 10s COMPUTE min, p99", "qa")
+    r.add("FROM web-* SELECT mem.used WINDOW 1m COMPUTE avg", "qb")
+    r.windows["qa"] = [
+        WindowResult("qa", float(T0 + 10 * i), 10, {"min": float(i), "p99": i + 0.5}, 4, 1.0)
+        for i in range(10)
+        if i != 4
+    ]
+    r.windows["qb"] = [WindowResult("qb", float(T0), 60, {"avg": 2.25}, 9, 1.0)]
+    return r
+
+
+@pytest.fixture
+def server(repo: ResultRepo) -> Any:
+    settings = DashboardSettings(
+        user=USER,
+        password_hash=generate_password_hash(PASSWORD),
+        token=TOKEN,
+        secret_key="k" * 32,
+        login_client_burst=2,
+        login_client_per_minute=1,
+    )
+    return create_app(AppContext(settings, repo, _Topics(), _Scraper())).server
+
+
+@pytest.fixture
+def api(server: Any) -> Any:
+    client = server.test_client()
+    client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {TOKEN}"
+    return client
+
+
+def _ok(answer: Any) -> Any:
+    assert answer.status_code == 200, answer.get_data(as_text=True)
+    body = answer.get_json()
+    assert body["status"] == "success", body
+    return body["data"]
+
+
+def _err(answer: Any, status: int, error_type: str) -> str:
+    assert answer.status_code == status, answer.get_data(as_text=True)
+    body = answer.get_json()
+    assert set(body) == {"status", "errorType", "error"}, body
+    assert body["status"] == "error" and body["errorType"] == error_type, body
+    return str(body["error"])
+
+
+def _basic(user: str, password: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+def test_query_range_returns_each_stored_window_at_its_end(api: Any) -> None:
+    params = {"query": 'apm_query{id="qa"}', "start": T0 + 10, "end": T0 + 100, "step": "10s"}
+    data = _ok(api.get("/api/v1/query_range", query_string=params))
+    assert data["resultType"] == "matrix"
+    got = {r["metric"]["fn"]: r for r in data["result"]}
+    assert got["min"]["metric"] == {
+        "__name__": "apm_query",
+        "fn": "min",
+        "id": "qa",
+        "metric": "cpu",
+        "window": "10s",
+    }
+    assert got["min"]["values"] == [[T0 + 10 * (i + 1), str(i)] for i in range(10) if i != 4]
+    assert got["p99"]["values"][0] == [T0 + 10, "0.5"]
+    assert [r["metric"]["fn"] for r in data["result"]] == ["min", "p99"]  # sorted by labels
+
+
+def test_post_form_encoded_as_grafana_sends(api: Any) -> None:
+    form = {"query": 'apm_query{fn="avg"}', "start": str(T0), "end": str(T0 + 120), "step": "60"}
+    data = _ok(api.post("/api/v1/query_range", data=form))
+    assert data["result"] == [
+        {
+            "metric": {
+                "__name__": "apm_query",
+                "fn": "avg",
+                "id": "qb",
+                "metric": "mem.used",
+                "window": "1m",
+            },
+            "values": [[T0 + 60, "2.25"]],  # no window ends at T0 + 120: no point
+        }
+    ]
+
+
+def test_rfc3339_times_and_regex_matchers(api: Any) -> None:
+    params = {
+        "query": 'apm_query{fn=~"p9.*", metric!~"mem.*"}',
+        "start": "2023-11-14T22:13:30Z",
+        "end": "2023-11-14T22:13:40.000Z",
+        "step": "10",
+    }
+    data = _ok(api.get("/api/v1/query_range", query_string=params))
+    assert [(r["metric"]["id"], r["values"]) for r in data["result"]] == [
+        ("qa", [[T0 + 10, "0.5"], [T0 + 20, "1.5"]])
+    ]
+
+
+def test_instant_query_vector_and_scalar(api: Any) -> None:
+    data = _ok(
+        api.get(
+            "/api/v1/query", query_string={"query": 'apm_query{id="qa", fn="min"}', "time": T0 + 35}
+        )
+    )
+    assert data == {
+        "resultType": "vector",
+        "result": [
+            {
+                "metric": {
+                    "__name__": "apm_query",
+                    "fn": "min",
+                    "id": "qa",
+                    "metric": "cpu",
+                    "window": "10s",
+                },
+                "value": [T0 + 35, "2"],
+            }
+        ],
+    }
+    # The missing window (T0+40 .. T0+50) is no point, not the previous one repeated.
+    gap = _ok(
+        api.get("/api/v1/query", query_string={"query": 'apm_query{id="qa"}', "time": T0 + 55})
+    )
+    assert gap["result"] == []
+    # Grafana's health check.
+    assert _ok(api.post("/api/v1/query", data={"query": "1+1", "time": "1700000000.5"})) == {
+        "resultType": "scalar",
+        "result": [1700000000.5, "2"],
+    }
+
+
+def test_series_labels_and_label_values(api: Any) -> None:
+    series = _ok(api.get("/api/v1/series", query_string={"match[]": 'apm_query{id="qb"}'}))
+    assert series == [
+        {"__name__": "apm_query", "fn": "avg", "id": "qb", "metric": "mem.used", "window": "1m"}
+    ]
+    union = _ok(
+        api.post(
+            "/api/v1/series",
+            data={"match[]": ['{__name__="apm_query", fn="avg"}', 'apm_query{fn="min"}']},
+        )
+    )
+    assert [(s["id"], s["fn"]) for s in union] == [("qb", "avg"), ("qa", "min")]
+    assert _ok(api.get("/api/v1/labels")) == ["__name__", "fn", "id", "metric", "window"]
+    assert _ok(api.get("/api/v1/label/__name__/values")) == ["apm_query"]
+    assert _ok(api.get("/api/v1/label/fn/values")) == ["avg", "min", "p99"]
+    assert _ok(
+        api.get("/api/v1/label/metric/values", query_string={"match[]": 'apm_query{id="qa"}'})
+    ) == ["cpu"]
+    assert _ok(api.get("/api/v1/label/nothing/values")) == []
+    assert _ok(api.get("/api/v1/status/buildinfo"))["version"]
+    assert "apm_query" in _ok(api.get("/api/v1/metadata"))
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "words"),
+    [
+        ("/api/v1/query_range", {"start": "0", "end": "1", "step": "1"}, '"query": missing'),
+        (
+            "/api/v1/query_range",
+            {"query": "rate(apm_query[5m])", "start": "0", "end": "1", "step": "1"},
+            "functions",
+        ),
+        (
+            "/api/v1/query_range",
+            {"query": "apm_query", "start": "0", "end": "20000", "step": "1"},
+            "11,000",
+        ),
+        (
+            "/api/v1/query_range",
+            {"query": "apm_query", "start": "5", "end": "1", "step": "1"},
+            "before start",
+        ),
+        (
+            "/api/v1/query_range",
+            {"query": "apm_query", "start": "0", "end": "1", "step": "0"},
+            "zero or negative",
+        ),
+        (
+            "/api/v1/query_range",
+            {"query": "apm_query", "start": "0", "end": "1", "step": "0.0001"},
+            "1ms",
+        ),
+        ("/api/v1/query_range", {"query": "apm_query", "end": "1", "step": "1"}, '"start"'),
+        ("/api/v1/query", {"query": "apm_query", "time": "yesterday"}, '"time"'),
+        ("/api/v1/query", {"query": 'apm_query{id=~"(?i)x"}'}, "regular expression"),
+        ("/api/v1/query", {"query": "apm_query", "timeout": "soon"}, '"timeout"'),
+        ("/api/v1/series", {}, "no match[]"),
+        ("/api/v1/series", {"match[]": "up"}, "unknown metric"),
+        ("/api/v1/label/bad-name/values", {}, "invalid label name"),
+        ("/api/v1/labels", {"start": "x"}, '"start"'),
+    ],
+)
+def test_bad_input_is_400_bad_data(api: Any, path: str, params: dict[str, str], words: str) -> None:
+    assert words in _err(api.get(path, query_string=params), 400, "bad_data")
+
+
+def test_limits_are_422_execution_before_any_read(
+    server: Any, repo: ResultRepo, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("APM_DASHBOARD_PROM_MAX_SERIES", "2")
+    monkeypatch.setenv("APM_DASHBOARD_PROM_MAX_POINTS", "100")
+    app = create_app(AppContext(DashboardSettings(token=TOKEN), repo, _Topics(), _Scraper())).server
+    client = app.test_client()
+    client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {TOKEN}"
+    params = {"query": "apm_query", "start": T0, "end": T0 + 60, "step": "10"}
+    assert "more than 2 series" in _err(
+        client.get("/api/v1/query_range", query_string=params), 422, "execution"
+    )
+    many = {"query": 'apm_query{id="qa"}', "start": T0, "end": T0 + 1000, "step": "10"}
+    assert "2 series x 101 steps" in _err(
+        client.get("/api/v1/query_range", query_string=many), 422, "execution"
+    )
+    assert repo.reads == []
+    fits = {"query": 'apm_query{id="qa"}', "start": T0, "end": T0 + 490, "step": "10"}
+    _ok(client.get("/api/v1/query_range", query_string=fits))
+
+
+def test_storage_down_is_503_unavailable_and_a_driver_timeout_is_503_timeout(
+    api: Any, repo: ResultRepo
+) -> None:
+    repo.down = True
+    params = {"query": "apm_query", "start": T0, "end": T0 + 60, "step": "10"}
+    assert "storage unavailable" in _err(
+        api.get("/api/v1/query_range", query_string=params), 503, "unavailable"
+    )
+    repo.failure = OperationTimedOut("timed out (fake)")
+    _err(api.get("/api/v1/query_range", query_string=params), 503, "timeout")
+    _err(api.get("/api/v1/series", query_string={"match[]": "apm_query"}), 503, "timeout")
+
+
+def test_the_evaluation_deadline_is_503_timeout(repo: ResultRepo) -> None:
+    from flask import Flask
+
+    from dashboard.promapi import Access, PromApiSettings, build_promapi
+    from dashboard.sessions import SignedSessions
+    from dashboard.telemetry import DashboardTelemetry
+    from dashboard.throttle import LoginThrottle
+
+    settings = DashboardSettings(token=TOKEN)
+    ticks = iter(range(0, 10**9, 10))  # each look at the clock is 10 s later
+    app = Flask("t")
+    app.secret_key = "k" * 32
+    telemetry = DashboardTelemetry()
+    access = Access(settings, SignedSessions(60), LoginThrottle(5, 5, 20, 2), telemetry, 0)
+    app.register_blueprint(
+        build_promapi(
+            repo,
+            settings,
+            PromApiSettings(timeout_seconds=5),
+            telemetry,
+            access,
+            monotonic=lambda: float(next(ticks)),
+        )
+    )
+    client = app.test_client()
+    params = {"query": "apm_query", "start": T0, "end": T0 + 60, "step": "10"}
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    assert "timed out" in _err(
+        client.get("/api/v1/query_range", query_string=params, headers=headers), 503, "timeout"
+    )
+
+
+def test_without_credentials_401_with_both_challenges(server: Any) -> None:
+    anon = server.test_client()
+    answer = anon.get("/api/v1/query", query_string={"query": "apm_query"})
+    _err(answer, 401, "unauthorized")
+    assert answer.headers.getlist("WWW-Authenticate") == ['Basic realm="apm"', 'Bearer realm="apm"']
+    _err(anon.get("/api/v1/labels", headers={"Authorization": "Bearer nope"}), 401, "unauthorized")
+    _err(anon.get("/api/v1/labels", headers={"Authorization": "Digest x"}), 401, "unauthorized")
+    _err(anon.post("/api/v1/query", data={"query": "1"}), 401, "unauthorized")
+
+
+def test_basic_auth_with_the_password_or_the_token(server: Any) -> None:
+    anon = server.test_client()  # each from its own address: the throttle is the next test's
+    for i, (headers, ok) in enumerate(
+        [
+            (_basic(USER, PASSWORD), True),
+            (_basic("grafana", TOKEN), True),
+            (_basic(USER, "x"), False),
+        ]
+    ):
+        answer = anon.get(
+            "/api/v1/labels", headers=headers, environ_overrides={"REMOTE_ADDR": f"10.0.0.{i}"}
+        )
+        _ok(answer) if ok else _err(answer, 401, "unauthorized")
+
+
+def test_basic_guesses_are_throttled_but_a_known_credential_keeps_working(server: Any) -> None:
+    anon = server.test_client()
+    _ok(anon.get("/api/v1/labels", headers=_basic(USER, PASSWORD)))  # 1 of the burst of 2
+    _err(anon.get("/api/v1/labels", headers=_basic(USER, "guess1")), 401, "unauthorized")
+    refused = anon.get("/api/v1/labels", headers=_basic(USER, "guess2"))
+    _err(refused, 429, "unavailable")
+    assert int(refused.headers["Retry-After"]) >= 1
+    # The credential that passed is remembered: no scrypt, no throttle token.
+    _ok(anon.get("/api/v1/labels", headers=_basic(USER, PASSWORD)))
+    # The login page shares the buckets.
+    page = anon.get("/login").get_data(as_text=True)
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
+    login = anon.post("/login", data={"csrf_token": csrf, "user": USER, "password": PASSWORD})
+    assert login.status_code == 429
+
+
+def test_session_reads_and_its_posts_need_the_csrf_token(server: Any) -> None:
+    client = server.test_client()
+    page = client.get("/login").get_data(as_text=True)
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
+    assert (
+        client.post(
+            "/login", data={"csrf_token": csrf, "user": USER, "password": PASSWORD}
+        ).status_code
+        == 302
+    )
+    _ok(client.get("/api/v1/query", query_string={"query": "1"}))
+    _err(client.post("/api/v1/query", data={"query": "1"}), 403, "forbidden")
+    token = client.get_cookie("_csrf_token").value
+    _ok(client.post("/api/v1/query", data={"query": "1"}, headers={"X-CSRFToken": token}))
+
+
+def test_delegation_opens_nothing_else(server: Any) -> None:
+    anon = server.test_client()
+    # The dashboard's own API still takes only Bearer or a session.
+    assert anon.get("/api/queries", headers=_basic(USER, PASSWORD)).status_code == 401
+    # An unknown path under /api/v1/ is a 404, never Dash's page or data.
+    assert anon.get("/api/v1/nothing").status_code == 404
+    assert anon.get("/api/v1/query/").status_code == 404
+
+
+def test_body_over_the_cap_is_413(api: Any) -> None:
+    _err(api.post("/api/v1/query", data={"query": "x" * 70_000}), 413, "bad_data")
+
+
+def test_requests_are_counted_by_endpoint_and_code(api: Any) -> None:
+    _ok(api.get("/api/v1/labels"))
+    api.get("/api/v1/series")
+    text = api.get("/metrics").get_data(as_text=True)
+    assert 'apm_dashboard_prom_requests_total{code="200",endpoint="labels"} 1.0' in text
+    assert 'apm_dashboard_prom_requests_total{code="400",endpoint="series"} 1.0' in text

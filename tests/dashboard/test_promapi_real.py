@@ -1,0 +1,124 @@
+"""The Prometheus read API served by the real dashboard (a real WSGI server) over real
+Cassandra: windows written with the storage repository, across a UTC day (two partitions) and
+with gaps, read back exactly, by plain HTTP and by a Prometheus API client from PyPI
+(prometheus-api-client), with the dashboard's Bearer token and Basic credentials."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import pytest
+
+from apm.query import WindowResult
+from tests.dashboard.conftest import PASSWORD, TOKEN, USER
+
+pytestmark = pytest.mark.integration
+
+FNS = ("max", "min", "p99")
+GAPS = {7, 8, 150}
+
+
+@pytest.fixture(scope="module")
+def stored(repo: Any) -> tuple[str, int, list[WindowResult]]:
+    """A 10 s query with 300 windows around the last UTC midnight, three of them missing."""
+    query = repo.save_query("FROM * SELECT promread.cpu WINDOW 10s COMPUTE min, max, p99")
+    base = int(time.time() // 86_400 * 86_400) - 1500
+    now = time.time()
+    rows = [
+        WindowResult(
+            query.id,
+            float(base + 10 * i),
+            10,
+            {"min": i / 3, "max": i * 1e-7, "p99": 1e21 + i},  # every format case of a value
+            5,
+            now,
+        )
+        for i in range(300)
+        if i not in GAPS
+    ]
+    repo.upsert_results(rows)
+    return query.id, base, rows
+
+
+def _expected(rows: list[WindowResult]) -> dict[str, list[tuple[float, float]]]:
+    return {fn: [(w.window_start + 10, w.values[fn]) for w in rows] for fn in FNS}
+
+
+def _points(result: list[dict[str, Any]]) -> dict[str, list[tuple[float, float]]]:
+    return {r["metric"]["fn"]: [(float(t), float(v)) for t, v in r["values"]] for r in result}
+
+
+def test_query_range_over_http_returns_exactly_the_stored_windows(
+    served: Any, stored: tuple[str, int, list[WindowResult]]
+) -> None:
+    qid, base, rows = stored
+    params = {
+        "query": f'apm_query{{id="{qid}"}}',
+        "start": base + 10,
+        "end": base + 3000,
+        "step": 10,
+    }
+    with httpx.Client(base_url=served.url, timeout=30) as client:
+        bearer = client.get(
+            "/api/v1/query_range", params=params, headers={"Authorization": f"Bearer {TOKEN}"}
+        )
+        assert bearer.status_code == 200, bearer.text
+        body = bearer.json()
+        assert body["status"] == "success" and body["data"]["resultType"] == "matrix"
+        assert _points(body["data"]["result"]) == _expected(rows)
+        assert body["data"]["result"][0]["metric"] == {
+            "__name__": "apm_query",
+            "fn": "max",
+            "id": qid,
+            "metric": "promread.cpu",
+            "window": "10s",
+        }
+        # Grafana's way: POST, form-encoded, Basic auth.
+        basic = client.post("/api/v1/query_range", data=params, auth=(USER, PASSWORD))
+        assert basic.status_code == 200, basic.text
+        assert basic.json() == body
+        anon = client.post("/api/v1/query_range", data=params)
+        assert anon.status_code == 401 and anon.json()["errorType"] == "unauthorized"
+
+
+def test_prometheus_api_client_reads_back_the_stored_windows(
+    served: Any, stored: tuple[str, int, list[WindowResult]]
+) -> None:
+    from prometheus_api_client import PrometheusConnect
+
+    qid, base, rows = stored
+    start = datetime.fromtimestamp(base + 10, UTC)
+    end = datetime.fromtimestamp(base + 3000, UTC)
+    for method, credentials in (
+        ("GET", {"headers": {"Authorization": f"Bearer {TOKEN}"}}),
+        ("POST", {"auth": (USER, PASSWORD)}),
+    ):
+        prom = PrometheusConnect(url=served.url, method=method, **credentials)  # type: ignore[arg-type]
+        result = prom.custom_query_range(f'apm_query{{id="{qid}"}}', start, end, step="10s")
+        assert _points(result) == _expected(rows), method
+        one = prom.custom_query_range(f'apm_query{{id="{qid}", fn="min"}}', start, end, step="10s")
+        assert [r["metric"]["fn"] for r in one] == ["min"]
+        assert qid in prom.get_label_values("id")
+        assert "fn" in prom.get_label_names()
+        now = prom.custom_query(f'apm_query{{id="{qid}", fn=~"m.*"}}', params={"time": base + 25})
+        assert {(r["metric"]["fn"], r["value"][1]) for r in now} == {
+            ("min", "0.3333333333333333"),
+            ("max", "1e-07"),
+        }
+
+
+def test_series_and_instant_gap(served: Any, stored: tuple[str, int, list[WindowResult]]) -> None:
+    qid, base, _ = stored
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(base_url=served.url, timeout=30, headers=headers) as client:
+        series = client.get("/api/v1/series", params={"match[]": f'apm_query{{id="{qid}"}}'})
+        assert [s["fn"] for s in series.json()["data"]] == list(FNS)
+        # Windows 7 and 8 are missing: their ends give no point.
+        gap = client.get(
+            "/api/v1/query", params={"query": f'apm_query{{id="{qid}"}}', "time": base + 85}
+        )
+        assert gap.json()["data"]["result"] == []
+        assert "apm_dashboard_prom_requests_total" in client.get("/metrics").text
