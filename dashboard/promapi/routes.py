@@ -45,7 +45,7 @@ BUILD_INFO = {
     "revision": "apm-read-api",
     "branch": "apm",
     "buildUser": "apm",
-    "buildDate": "20260101-00:00:00",
+    "buildDate": "unknown",
     "goVersion": "none (apm dashboard, Python)",
 }
 _METADATA = {

@@ -47,6 +47,7 @@ LABELS = ("__name__", "fn", "id", "metric", "window")
 MAX_EXPR_CHARS = 16_384  # Grafana's multi-value variables make long alternations of ids
 MAX_MATCHERS = 32
 _OPS = ("=~", "!~", "!=", "=")
+_MAX_SEEN = 10_000
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,9 @@ class Matcher:
     op: str  # =, !=, =~, !~
     value: str
     regex: Regex | None = field(default=None, compare=False)
+    # Values already matched by the regex (the same metric, fn or window recurs across
+    # series); bounded, so one request's memory stays bounded.
+    _seen: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
 
     def matches(self, value: str) -> bool:
         if self.op == "=":
@@ -62,7 +66,11 @@ class Matcher:
         if self.op == "!=":
             return value != self.value
         assert self.regex is not None
-        found = self.regex.matches(value)
+        found = self._seen.get(value)
+        if found is None:
+            found = self.regex.matches(value)
+            if len(self._seen) < _MAX_SEEN:
+                self._seen[value] = found
         return found if self.op == "=~" else not found
 
 

@@ -382,6 +382,9 @@ def test_delegation_opens_nothing_else(server: Any) -> None:
     # An unknown path under /api/v1/ is a 404, never Dash's page or data.
     assert anon.get("/api/v1/nothing").status_code == 404
     assert anon.get("/api/v1/query/").status_code == 404
+    # Dot segments stay under the delegated prefix: they reach no other route.
+    for path in ("/api/v1/../queries", "/api/v1/%2e%2e/queries", "/api/v1/../../_dash-layout"):
+        assert anon.get(path).status_code == 404, path
 
 
 def test_body_over_the_cap_is_413(api: Any) -> None:
