@@ -219,4 +219,13 @@ def build_promapi(
     def query_exemplars() -> Response:
         return jsonify(success([]))  # stored windows carry no exemplars
 
+    # Grafana's alerting UI lists a Prometheus data source's rules and alerts: there are none.
+    @api.route("/rules", methods=["GET"])
+    def rules() -> Response:
+        return jsonify(success({"groups": []}))
+
+    @api.route("/alerts", methods=["GET"])
+    def alerts() -> Response:
+        return jsonify(success({"alerts": []}))
+
     return api

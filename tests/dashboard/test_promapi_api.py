@@ -328,6 +328,24 @@ def test_without_credentials_401_with_both_challenges(server: Any) -> None:
     _err(anon.post("/api/v1/query", data={"query": "1"}), 401, "unauthorized")
 
 
+def test_every_route_of_the_read_api_requires_credentials(server: Any) -> None:
+    """Auth for /api/v1/ is delegated to the blueprint: no route of it may answer anyone."""
+    anon = server.test_client()
+    rules = [r for r in server.url_map.iter_rules() if r.rule.startswith("/api/v1/")]
+    assert len(rules) >= 10
+    for rule in rules:
+        path = rule.rule.replace("<name>", "fn")
+        for method in sorted(rule.methods - {"OPTIONS"}):
+            answer = anon.open(path, method=method, query_string={"query": "1"})
+            assert answer.status_code == 401, (method, path)
+
+
+def test_grafana_probes(api: Any) -> None:
+    assert _ok(api.get("/api/v1/rules")) == {"groups": []}
+    assert _ok(api.get("/api/v1/alerts")) == {"alerts": []}
+    assert _ok(api.get("/api/v1/query_exemplars", query_string={"query": "apm_query"})) == []
+
+
 def test_basic_auth_with_the_password_or_the_token(server: Any) -> None:
     anon = server.test_client()  # each from its own address: the throttle is the next test's
     for i, (headers, ok) in enumerate(
