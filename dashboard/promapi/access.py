@@ -102,10 +102,8 @@ class Access:
         wait, bucket = self._throttle.check(client)
         if wait:
             self._telemetry.logins.labels("throttled").inc()
-            refusal = self._refuse(
-                f"throttled_{bucket}", 429, f"too many attempts; retry in {wait} s"
-            )
-            return Refusal(429, "unavailable", refusal.message, wait)
+            self._telemetry.refused.labels(f"throttled_{bucket}").inc()
+            return Refusal(429, "unavailable", f"too many attempts; retry in {wait} s", wait)
         if not check_credentials(self._settings, user, password):
             self._telemetry.logins.labels("failed").inc()
             return self._refuse("bad_password", 401, "wrong user, password or token")

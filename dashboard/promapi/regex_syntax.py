@@ -7,7 +7,7 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass
 
-__all__ = ["MAX_DEPTH", "MAX_REPEAT", "Node", "RegexError", "Set", "parse_regex"]
+__all__ = ["MAX_DEPTH", "MAX_REPEAT", "CharSet", "Node", "RegexError", "parse_regex"]
 
 MAX_DEPTH = 32
 MAX_REPEAT = 1000
@@ -24,7 +24,7 @@ class RegexError(ValueError):
 
 
 @dataclass(frozen=True)
-class Set:
+class CharSet:
     """Characters one step matches: ``chars`` and the inclusive ``ranges``, or with ``negate``
     everything else. Ranges stay ranges, so ``[\x00-\uffff]`` costs two characters of memory."""
 
@@ -37,7 +37,7 @@ class Set:
         return found != self.negate
 
 
-# AST: ("set", Set) | ("cat", [nodes]) | ("alt", [nodes]) | ("rep", node, lo, hi|None)
+# AST: ("set", CharSet) | ("cat", [nodes]) | ("alt", [nodes]) | ("rep", node, lo, hi|None)
 Node = tuple
 
 
@@ -113,7 +113,7 @@ class _Parser:
             return ("set", self.bracket())
         if ch == ".":
             self.i += 1
-            return ("set", Set(frozenset("\n"), negate=True))
+            return ("set", CharSet(frozenset("\n"), negate=True))
         if ch == "\\":
             return ("set", self.escape(in_bracket=False))
         if ch in ("*", "+", "?", "{"):
@@ -129,9 +129,9 @@ class _Parser:
             self.i += 1
             return ("cat", [])
         self.i += 1
-        return ("set", Set(frozenset(ch)))
+        return ("set", CharSet(frozenset(ch)))
 
-    def escape(self, in_bracket: bool) -> Set:
+    def escape(self, in_bracket: bool) -> CharSet:
         self.i += 1
         ch = self.peek()
         if not ch:
@@ -140,14 +140,14 @@ class _Parser:
         if ch.lower() in _CLASSES:
             if ch.isupper() and in_bracket:
                 raise self.error(f"\\{ch} is not supported inside brackets")
-            return Set(frozenset(_CLASSES[ch.lower()]), negate=ch.isupper())
+            return CharSet(frozenset(_CLASSES[ch.lower()]), negate=ch.isupper())
         if ch in _ESCAPES:
-            return Set(frozenset(_ESCAPES[ch]))
+            return CharSet(frozenset(_ESCAPES[ch]))
         if ch in _SPECIAL or ch in string.punctuation or ch == " ":
-            return Set(frozenset(ch))
+            return CharSet(frozenset(ch))
         raise self.error(f"unsupported escape \\{ch}")
 
-    def bracket(self) -> Set:
+    def bracket(self) -> CharSet:
         self.i += 1
         negate = self.peek() == "^"
         if negate:
@@ -161,7 +161,7 @@ class _Parser:
                 raise self.error("missing ']'")
             if ch == "]" and not first:
                 self.i += 1
-                return Set(frozenset(chars), negate, tuple(ranges))
+                return CharSet(frozenset(chars), negate, tuple(ranges))
             first = False
             if ch == "[":
                 raise self.error("'[' inside brackets must be escaped")

@@ -107,21 +107,19 @@ def parse_selector(text: str) -> Selector:
     if name:
         s.skip_space()
         if s.peek() == "(":
-            raise _unsupported(s, name_at, f"functions such as {name[:60]}() are not supported")
+            raise _unsupported(name_at, f"functions such as {name[:60]}() are not supported")
         if name != METRIC:
-            raise _unsupported(
-                s, name_at, f"unknown metric {name[:60]!r}; the only one is {METRIC}"
-            )
+            raise _unsupported(name_at, f"unknown metric {name[:60]!r}; the only one is {METRIC}")
         matchers.append(Matcher("__name__", "=", METRIC))
         s.skip_space()
     if s.peek() == "{":
         s.i += 1
         matchers += _matchers(s, named=bool(name))
     elif not name:
-        raise _unsupported(s, s.i, 'expected a selector such as apm_query{id="..."}')
+        raise _unsupported(s.i, 'expected a selector such as apm_query{id="..."}')
     s.skip_space()
     if s.peek():
-        raise _unsupported(s, s.i, f"unexpected {s.peek()!r} after the selector")
+        raise _unsupported(s.i, f"unexpected {s.peek()!r} after the selector")
     if not any(not m.matches("") for m in matchers):
         raise SelectorError("vector selector must contain at least one non-empty matcher", 0)
     return Selector(tuple(matchers))
@@ -139,7 +137,7 @@ def _matchers(s: Scanner, named: bool) -> list[Matcher]:
         at = s.i
         label = s.identifier()
         if not label or ":" in label:
-            raise _unsupported(s, at, "expected a label name")
+            raise _unsupported(at, "expected a label name")
         if label not in LABELS:
             raise SelectorError(
                 f"unknown label {label[:60]!r}; the labels are {', '.join(LABELS)}"
@@ -151,7 +149,7 @@ def _matchers(s: Scanner, named: bool) -> list[Matcher]:
         s.skip_space()
         op = next((o for o in _OPS if s.text.startswith(o, s.i)), None)
         if op is None:
-            raise _unsupported(s, s.i, "expected one of =, !=, =~, !~")
+            raise _unsupported(s.i, "expected one of =, !=, =~, !~")
         s.i += len(op)
         s.skip_space()
         value_at = s.i
@@ -167,7 +165,7 @@ def _matchers(s: Scanner, named: bool) -> list[Matcher]:
         if s.peek() == ",":
             s.i += 1
         elif s.peek() != "}":
-            raise _unsupported(s, s.i, "expected ',' or '}'")
+            raise _unsupported(s.i, "expected ',' or '}'")
 
 
 class _Arithmetic:
@@ -181,7 +179,7 @@ class _Arithmetic:
         value = self.sum()
         self.s.skip_space()
         if self.s.peek():
-            raise _unsupported(self.s, self.s.i, f"unexpected {self.s.peek()!r}")
+            raise _unsupported(self.s.i, f"unexpected {self.s.peek()!r}")
         return value
 
     def sum(self) -> float:
@@ -218,7 +216,7 @@ def _check_length(text: str) -> None:
         raise SelectorError(f"a query is at most {MAX_EXPR_CHARS} characters", MAX_EXPR_CHARS)
 
 
-def _unsupported(s: Scanner, at: int, message: str) -> SelectorError:
+def _unsupported(at: int, message: str) -> SelectorError:
     return SelectorError(
         f'{message}; the read API evaluates {METRIC}{{label op "value", ...}} selectors and '
         "constants only (docs/interop.md)",
