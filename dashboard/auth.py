@@ -33,7 +33,14 @@ from dashboard.settings import DashboardSettings
 from dashboard.telemetry import DashboardTelemetry
 from dashboard.throttle import LoginThrottle
 
-__all__ = ["CSRF_COOKIE", "PUBLIC_PATHS", "check_credentials", "install_auth", "login_throttle"]
+__all__ = [
+    "CSRF_COOKIE",
+    "PUBLIC_PATHS",
+    "check_credentials",
+    "install_auth",
+    "login_throttle",
+    "same_secret",
+]
 
 CSRF_COOKIE = "_csrf_token"  # the cookie name dash-renderer reads for its X-CSRFToken header
 PUBLIC_PATHS = ("/login", "/metrics", "/healthz")
@@ -68,7 +75,8 @@ def check_credentials(settings: DashboardSettings, user: str, password: str) -> 
     return False
 
 
-def _same(a: object, b: object) -> bool:
+def same_secret(a: object, b: object) -> bool:
+    """Both non-empty strings and equal, compared in constant time."""
     return (
         isinstance(a, str)
         and isinstance(b, str)
@@ -132,7 +140,7 @@ def install_auth(
     def login() -> BaseResponse:
         if request.method == "GET":
             return login_page()
-        if not _same(request.form.get("csrf_token"), session.get("login_csrf")):
+        if not same_secret(request.form.get("csrf_token"), session.get("login_csrf")):
             metrics.refused.labels("csrf").inc()
             return login_page("The form expired; please sign in again.", 400)
         # Before the password hash (scrypt) runs: a refused attempt costs nothing.
@@ -158,7 +166,7 @@ def install_auth(
     @server.route("/logout", methods=["POST"])
     def logout() -> BaseResponse:
         token = request.form.get("csrf_token") or request.headers.get("X-CSRFToken")
-        if not _same(token, session.get("csrf")):
+        if not same_secret(token, session.get("csrf")):
             metrics.refused.labels("csrf").inc()
             return Response("CSRF token missing or wrong", status=400)
         sessions.close(session)
@@ -175,7 +183,7 @@ def install_auth(
             if (
                 request.authorization.type == "bearer"
                 and settings.token
-                and _same(request.authorization.token, settings.token)
+                and same_secret(request.authorization.token, settings.token)
             ):
                 return None
             metrics.refused.labels("bad_token").inc()
@@ -186,7 +194,7 @@ def install_auth(
                 return _refuse(401, "unauthorized", "login required")
             return redirect("/login?next=" + quote(request.full_path.rstrip("?"), safe="/?=&"))
         sent = request.headers.get("X-CSRFToken") or request.form.get("csrf_token")
-        if request.method not in _SAFE and not _same(sent, session.get("csrf")):
+        if request.method not in _SAFE and not same_secret(sent, session.get("csrf")):
             metrics.refused.labels("csrf").inc()
             return _refuse(
                 403,

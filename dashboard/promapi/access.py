@@ -24,7 +24,7 @@ from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-from dashboard.auth import check_credentials
+from dashboard.auth import check_credentials, same_secret
 from dashboard.sessions import SignedSessions
 from dashboard.settings import DashboardSettings
 from dashboard.telemetry import DashboardTelemetry
@@ -82,14 +82,14 @@ class Access:
             )
         if not self._sessions.valid(session):
             return self._refuse("no_session", 401, "authentication required (Bearer or Basic)")
-        if method not in _SAFE and not _same(csrf, session.get("csrf")):
+        if method not in _SAFE and not same_secret(csrf, session.get("csrf")):
             return self._refuse(
                 "csrf", 403, "CSRF token missing or wrong (X-CSRFToken header)", "forbidden"
             )
         return None
 
     def _bearer(self, token: str | None) -> Refusal | None:
-        if self._settings.token and _same(token, self._settings.token):
+        if self._settings.token and same_secret(token, self._settings.token):
             return None
         return self._refuse("bad_token", 401, "invalid bearer token")
 
@@ -122,12 +122,3 @@ class Access:
     ) -> Refusal:
         self._telemetry.refused.labels(reason).inc()
         return Refusal(status, error_type, message)
-
-
-def _same(a: object, b: object) -> bool:
-    return (
-        isinstance(a, str)
-        and isinstance(b, str)
-        and bool(a)
-        and hmac.compare_digest(a.encode(), b.encode())
-    )
