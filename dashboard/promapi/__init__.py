@@ -6,7 +6,7 @@ dashboard's auth. Each function of each stored query is one series
 the errors are in docs/interop.md ("Prometheus read API out").
 
 Modules: :mod:`~dashboard.promapi.selector` (the PromQL subset; :mod:`.scan` and the
-backtracking-free :mod:`.regex`), :mod:`.params` (times, durations, steps), :mod:`.evaluate`
+RE2-backed :mod:`.regex`), :mod:`.params` (times, durations, steps), :mod:`.evaluate`
 and :mod:`.run` (series and points from stored windows), :mod:`.shape` (the JSON),
 :mod:`.access` (auth), :mod:`.routes` (the blueprint), :mod:`.settings` and
 :mod:`.telemetry`.

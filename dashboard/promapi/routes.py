@@ -144,13 +144,19 @@ def build_promapi(
             raise ParamError('invalid parameter "query": missing')
         return parse_expr(raw)
 
-    def matches(required: bool) -> list[Selector]:
+    def matches(required: bool, limit: Deadline) -> list[Selector]:
         raw = request.values.getlist("match[]")
         if required and not raw:
             raise ParamError("no match[] parameter provided")
         if len(raw) > 64:
             raise ParamError("at most 64 match[] parameters")
-        return [parse_selector(m) for m in raw]
+        out = []
+        for m in raw:
+            # Compiling a selector's regexes may take RE2 tens of ms (32 matchers of up to
+            # 10,000 instructions each): 64 of them count against the deadline.
+            out.append(parse_selector(m))
+            limit.check()
+        return out
 
     def ms(seconds: float) -> int:
         return round(seconds * 1000)
@@ -181,18 +187,20 @@ def build_promapi(
 
     @api.route("/series", methods=["GET", "POST"])
     def series() -> Response:
-        selectors = matches(required=True)
+        limit = deadline()
+        selectors = matches(True, limit)
         _times()
-        found = evaluator.series(selectors, deadline())
+        found = evaluator.series(selectors, limit)
         return jsonify(
             success(sorted((dict(s.labels) for s in found), key=lambda d: sorted(d.items())))
         )
 
     @api.route("/labels", methods=["GET", "POST"])
     def labels() -> Response:
-        selectors = matches(required=False)
+        limit = deadline()
+        selectors = matches(False, limit)
         _times()
-        if selectors and not evaluator.series(selectors, deadline()):
+        if selectors and not evaluator.series(selectors, limit):
             return jsonify(success([]))
         return jsonify(success(sorted(LABELS)))
 
@@ -202,9 +210,10 @@ def build_promapi(
             c.isascii() and (c.isalnum() or c == "_") for c in name
         ):
             raise ParamError(f"invalid label name: {name[:60]!r}")
-        selectors = matches(required=False) or [parse_selector(METRIC)]
+        limit = deadline()
+        selectors = matches(False, limit) or [parse_selector(METRIC)]
         _times()
-        found = evaluator.series(selectors, deadline())
+        found = evaluator.series(selectors, limit)
         return jsonify(success(sorted({s.labels[name] for s in found if name in s.labels})))
 
     @api.route("/status/buildinfo", methods=["GET"])

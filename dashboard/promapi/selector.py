@@ -15,7 +15,7 @@ names or labels) is refused with :class:`SelectorError` and its position.
 
 Parsing is one left-to-right scan, linear in the text, which is capped at
 :data:`MAX_EXPR_CHARS` characters and :data:`MAX_MATCHERS` matchers; regular expressions
-compile through :mod:`dashboard.promapi.regex`, which never backtracks.
+compile through :mod:`dashboard.promapi.regex` (RE2, which never backtracks).
 """
 
 from __future__ import annotations

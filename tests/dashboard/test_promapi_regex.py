@@ -1,24 +1,32 @@
-"""The label matchers' regular expressions (dashboard.promapi.regex): the same whole-value
-matches as Python's re (ASCII classes, as RE2) on generated patterns, in time linear in the
-value whatever the pattern, and a clear error for anything outside the subset."""
+"""The label matchers' regular expressions (dashboard.promapi.regex, on RE2): the same
+whole-value matches as Python's re (ASCII classes, as RE2) on generated patterns both accept,
+the literal-alternation fast path the same as RE2, time linear in the value whatever the
+pattern, and RegexError (never another exception) for anything refused."""
 
 from __future__ import annotations
 
-import contextlib
 import re
 import time
 
 import pytest
+import re2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashboard.promapi.regex import MAX_PATTERN_CHARS, MAX_PROGRAM, RegexError, compile_regex
-from dashboard.promapi.regex_syntax import MAX_DEPTH
+from dashboard.promapi.regex import (
+    MAX_PATTERN_CHARS,
+    MAX_PROGRAM,
+    RegexError,
+    compile_regex,
+)
 
 pytestmark = pytest.mark.unit
 
 _LEAVES = st.sampled_from(
-    ["a", "b", "-", r"\.", ".", "[ab]", "[^a]", "[a-c]", r"\d", r"\w", r"\s", "[.-]", r"[\d-]"]
+    [
+        *("a", "b", "-", "é", r"\.", ".", "[ab]", "[^a]", "[a-c]", "[.-]", r"[\d-]", "[^-]"),
+        *(r"\d", r"\w", r"\s", r"\D", r"\W", r"\b", "^", "$", "(?i:A)", "(?s:.)"),
+    ]
 )
 
 
@@ -31,55 +39,77 @@ patterns = st.recursive(
     lambda inner: st.one_of(
         st.lists(inner, min_size=1, max_size=3).map("".join),
         st.lists(inner, min_size=2, max_size=3).map(lambda xs: "(?:" + "|".join(xs) + ")"),
-        st.tuples(st.sampled_from(["", "*", "+", "?", "{2}", "{1,2}", "{0,}", "*?"]), inner).map(
-            lambda t: _wrap(*t)
-        ),
+        st.tuples(
+            st.sampled_from(["", "*", "+", "?", "{2}", "{1,2}", "{0,}", "*?", "+?"]), inner
+        ).map(lambda t: _wrap(*t)),
     ),
     max_leaves=8,
 )
-values = st.text(alphabet="ab-.1 \n_", max_size=8)
+values = st.text(alphabet="ab-.1 \n_éA", max_size=8)
 
 
 @settings(max_examples=400)
 @given(patterns, st.lists(values, min_size=1, max_size=5))
 def test_same_whole_value_matches_as_python_re(pattern: str, subjects: list[str]) -> None:
-    ours = compile_regex(pattern)
+    try:
+        # Python's $ also matches before a final newline; RE2's (without (?m)) is \z.
+        python = re.compile(pattern.replace("$", r"\Z"), re.ASCII)
+    except re.error:
+        return
+    try:
+        ours = compile_regex(pattern)
+    except RegexError:  # only a limit may refuse what both engines' syntax shares
+        pytest.fail(f"refused {pattern!r}")
     for subject in subjects:
-        assert ours.matches(subject) == bool(re.fullmatch(pattern, subject, re.ASCII)), (
-            pattern,
-            subject,
-        )
+        assert ours.matches(subject) == bool(python.fullmatch(subject)), (pattern, subject)
+
+
+words = st.lists(st.text(alphabet="ab.|()\\-é_ *$", max_size=6), min_size=1, max_size=6)
 
 
 @settings(max_examples=300)
-@given(st.text(max_size=200))
+@given(words, st.sampled_from(["{}", "({})", "(?:{})"]), st.lists(values, max_size=4))
+def test_literal_alternations_match_as_re2(
+    alternatives: list[str], frame: str, subjects: list[str]
+) -> None:
+    """Grafana's multi-value variables: regex-escaped values joined by | are a set lookup
+    that answers as RE2 does."""
+    pattern = frame.format("|".join(re.escape(w) for w in alternatives))
+    compiled = compile_regex(pattern)
+    assert compiled._literals is not None, pattern
+    for subject in [*subjects, *alternatives]:
+        assert compiled.matches(subject) == (re2.fullmatch(pattern, subject) is not None)
+
+
+any_text = st.lists(
+    st.one_of(st.characters(), st.sampled_from(["\ud800", "\udfff", "\\C", "\\Q", "\\E"])),
+    max_size=100,
+).map("".join)
+
+
+@settings(max_examples=300)
+@given(
+    st.one_of(any_text, st.text(alphabet="ab()[]{}|*+?.^$\\-,0123456789:CQEpP<>=!", max_size=60))
+)
 def test_any_text_compiles_or_is_a_regex_error(text: str) -> None:
     try:
         compiled = compile_regex(text)
     except RegexError as exc:
-        assert 0 <= exc.position <= max(len(text), MAX_PATTERN_CHARS)
+        assert str(exc) and len(str(exc)) < 200
         return
-    compiled.matches("abc")
-
-
-@settings(max_examples=300)
-@given(st.text(alphabet="ab()[]{}|*+?.^$\\-,0123456789:", max_size=60))
-def test_regex_punctuation_soup_compiles_or_is_a_regex_error(text: str) -> None:
-    with contextlib.suppress(RegexError):
-        compile_regex(text).matches("ab" * 20)
+    compiled.matches("ab" * 20)
+    compiled.matches("\ud800 é")
 
 
 @pytest.mark.parametrize(
-    "pattern", ["(a+)+b", "(a|a)*c", "(.*)*x", "(a*)*b", "((a?){30}){1,30}b", "(?:a|aa)+b"]
+    "pattern",
+    ["(a+)+b", "(a|a)*c", "(.*)*x", "(a*)*b", "((a?){30}){1,30}b", "(?:a|aa)+b", "(a|aa)*$b"],
 )
 def test_patterns_that_blow_up_a_backtracker_stay_linear(pattern: str) -> None:
-    value = "a" * 200  # Python's re needs far beyond the age of the universe for some of these
+    value = "a" * 20_000  # Python's re needs far beyond the age of the universe for some
     began = time.perf_counter()
-    try:
-        assert not compile_regex(pattern).matches(value)
-    except RegexError as exc:  # a pattern too large to compile is refused, also fine
-        assert "steps" in str(exc)
-    assert time.perf_counter() - began < 2.0
+    assert not compile_regex(pattern).matches(value)
+    assert time.perf_counter() - began < 1.0
 
 
 @pytest.mark.parametrize(
@@ -87,15 +117,24 @@ def test_patterns_that_blow_up_a_backtracker_stay_linear(pattern: str) -> None:
     [
         ("web-.*", "web-1", True),
         ("web-.*", "xweb-1", False),  # anchored, as in Prometheus
+        ("web-.", "web-1x", False),
         ("^p9.*$", "p99", True),
         ("p50|p99", "p99", True),
+        ("p50|p99", "p50x", False),
         ("(p50|p99)", "p95", False),
         (r"cpu\.util", "cpu.util", True),
         (r"cpu\.util", "cpuXutil", False),
         ("[^0-9]+", "abc", True),
         (r"\D+", "abc", True),
-        (r"a\x41", "aA", False),  # \x is no escape here: refused below, not a silent mismatch
-    ][:-1],
+        (r"\d", "٣", False),  # ASCII, as in RE2 and Go
+        ("a.b", "a\nb", False),  # '.' is not a newline (Prometheus 2.x)
+        ("(?i)P99", "p99", True),  # RE2's flags, as Prometheus accepts them
+        (r"\pL+", "naïve", True),
+        ("a^b", "ab", False),
+        (r"\Q.*\E", ".*", True),
+        (r"\Q.*\E", "ab", False),
+        (r"\QA\C\E", "A\\C", True),  # quoted: not the byte escape
+    ],
 )
 def test_examples(pattern: str, value: str, expected: bool) -> None:
     assert compile_regex(pattern).matches(value) is expected
@@ -104,43 +143,42 @@ def test_examples(pattern: str, value: str, expected: bool) -> None:
 @pytest.mark.parametrize(
     ("pattern", "words"),
     [
-        ("(?i)abc", "flags"),
-        ("a(?=b)", "flags"),
-        (r"(a)\1", "escape"),
-        (r"\p{L}", "escape"),
-        ("a**", "quantifier"),
-        ("*a", "nothing to repeat"),
-        ("a{2,1}", "repeat"),
-        ("a{1001}", "repeat"),
-        ("(a", "missing ')'"),
-        ("a)", "unbalanced"),
-        ("[a", "missing ']'"),
-        ("[z-a]", "reversed"),
-        ("a^b", "only supported at the start"),
-        ("a$b", "only supported at the end"),
-        ("(" * (MAX_DEPTH + 2), "nest"),
-        ("a{1000}" * 3, "steps"),
+        ("a(?=b)", "invalid perl operator"),
+        (r"(a)\1", "invalid escape"),
+        ("a**", "bad repetition"),
+        ("*a", "no argument for repetition"),
+        ("a{2,1}", "invalid repetition size"),
+        ("a{1001}", "invalid repetition size"),
+        ("(a", "missing )"),
+        ("a)|(b", "unexpected )"),  # refused, not wrapped into ^(?:a)|(b)$
+        ("[a", "missing ]"),
+        ("[z-a]", "invalid character class range"),
+        ("\\", "trailing \\"),
+        (r"a\C", r"\C"),
+        ("\ud800+", "not valid Unicode"),  # a bare literal is a set lookup: accepted
+        (r"\p{L}{1000}", "too large"),
+        ("x" * 16_000 + ".*", f"more than {MAX_PROGRAM}"),
         ("x" * (MAX_PATTERN_CHARS + 1), "at most"),
-        ("a{x}", "repeat"),
-        ("\\", "backslash"),
+        ("(" * 5000, "missing )"),
     ],
 )
-def test_outside_the_subset_is_a_clear_error(pattern: str, words: str) -> None:
-    with pytest.raises(RegexError, match=re.escape(words)):
-        compile_regex(pattern)
-
-
-def test_program_bound_is_what_limits_matching_time() -> None:
-    big = "(?:" + "|".join(f"[a-z]{i}x" for i in range(100)) + ")*"  # not a literal alternation
-    compiled = compile_regex(big)
-    assert len(compiled._prog) <= MAX_PROGRAM
+def test_refused_with_a_clear_error(pattern: str, words: str) -> None:
     began = time.perf_counter()
-    compiled.matches("a0x" * 60)
-    assert time.perf_counter() - began < 2.0
+    with pytest.raises(RegexError, match=re.escape(words)) as caught:
+        compile_regex(pattern)
+    assert len(str(caught.value)) < 200  # RE2 quotes the pattern; kept short
+    assert time.perf_counter() - began < 1.0  # max_mem bounds the work of a refusal
 
 
 def test_literal_alternations_are_a_set_lookup() -> None:
-    ids = [f"0000000{i}-aaaa-bbbb-cccc-dddddddddddd" for i in range(300)]
-    compiled = compile_regex("(" + "|".join(ids) + ")")
+    ids = [f"0000000{i}-aaaa-bbbb-cccc-dddddddddddd" for i in range(400)]
+    compiled = compile_regex("(" + "|".join(ids) + ")")  # past MAX_PROGRAM through RE2
     assert compiled._literals is not None
     assert compiled.matches(ids[123]) and not compiled.matches(ids[123] + "x")
+    for pattern in ["(a)|(b)", "a|b*", r"a\d", "(?i:a|b)"]:
+        assert compile_regex(pattern)._literals is None, pattern
+    assert compile_regex("(a)|(b)").matches("b")
+
+
+def test_a_pattern_at_the_cap_is_accepted() -> None:
+    assert compile_regex("a" * MAX_PATTERN_CHARS).matches("a" * MAX_PATTERN_CHARS)
