@@ -19,7 +19,7 @@ from ingest.errors import ApiError, json_response
 from ingest.interop.runtime import Interop, InteropTelemetry
 from ingest.interop.settings import InteropSettings
 from ingest.publisher import KafkaPublisher, Publisher
-from ingest.routes import health, remote_write, samples
+from ingest.routes import health, otlp, remote_write, samples
 from ingest.settings import IngestSettings
 from ingest.telemetry import IngestTelemetry
 from ingest.validate import Validator
@@ -89,6 +89,7 @@ def create_app(
     )
     app.include_router(samples.router)
     app.include_router(remote_write.router)
+    app.include_router(otlp.router)
     app.include_router(health.router)
 
     @app.exception_handler(ApiError)

@@ -45,13 +45,15 @@ class Tally:
 
 
 class Points:
-    """Samples by (server, ts) -> {metric: value}: the snapshots the validator reads. A
-    second sample of the same server, metric and ts is combined by ``merge`` (None: kept
-    out and counted as ``duplicate``)."""
+    """Samples by (server, ts) -> {metric: value}: the snapshots the validator reads, and how
+    many of the protocol's points each holds (an OTLP histogram point makes up to three
+    samples). A second sample of the same server, metric and ts is combined by ``merge``
+    (None: kept out and counted as rejected, ``duplicate``)."""
 
     def __init__(self, tally: Tally) -> None:
         self.tally = tally
         self.snapshots: dict[tuple[str, float], dict[str, float]] = {}
+        self.points: Counter[tuple[str, float]] = Counter()
         self.samples = 0
 
     def add(
@@ -61,27 +63,35 @@ class Points:
         metric: str,
         value: float,
         merge: Callable[[float, float], float] | None = None,
-    ) -> None:
-        metrics = self.snapshots.setdefault((server, ts), {})
+        new_point: bool = True,
+    ) -> bool:
+        """False when the sample was a duplicate and kept out."""
+        key = (server, ts)
+        metrics = self.snapshots.setdefault(key, {})
         if metric in metrics:
             if merge is None:
-                self.tally.count(
-                    "rejected",
-                    "duplicate",
-                    problem=f"two series map to {metric!r} on {server!r} at ts {ts!r}",
-                )
-                return
+                if new_point:
+                    self.tally.count(
+                        "rejected",
+                        "duplicate",
+                        problem=f"two series map to {metric!r} on {server!r} at ts {ts!r}",
+                    )
+                return False
             metrics[metric] = merge(metrics[metric], value)
-            self.tally.count("accepted", "merged")
-            return
-        metrics[metric] = value
-        self.samples += 1
+        else:
+            metrics[metric] = value
+            self.samples += 1
+        if new_point:
+            self.points[key] += 1
+        return True
 
 
 def to_decoded(points: Points, validator: Validator, record_max_bytes: int) -> Decoded:
-    """Validates the snapshots with the ingest's validator; the refused ones count as
-    ``rejected`` in the tally by the validator's reason. No samples: an empty batch, nothing
-    to publish. A batch the validator refuses whole is a 400 (never worth a retry)."""
+    """Validates the snapshots with the ingest's validator; the points of the snapshots it
+    refuses count as ``rejected`` by its reason, the others as ``accepted``. No samples: an
+    empty batch, nothing to publish. A batch the validator refuses whole is a 400 (never
+    worth a retry)."""
+    total = sum(points.points.values())
     if not points.samples:
         return Batch(0, 0, {}), {}
     items = list(points.snapshots.items())
@@ -95,9 +105,12 @@ def to_decoded(points: Points, validator: Validator, record_max_bytes: int) -> D
     except ApiError as exc:
         if exc.status != 422:
             raise
-        points.tally.count("rejected", exc.reason, points.samples, exc.detail)
+        points.tally.count("rejected", exc.reason, total, exc.detail)
         raise bad_request(exc.detail, exc.reason, at="body") from None
+    refused = 0
     for rejection in batch.rejected:
-        points.tally.count("rejected", rejection.reason, rejection.samples, rejection.detail)
-    points.tally.count("accepted", "ok", batch.samples)
+        n = points.points[items[rejection.index][0]]
+        refused += n
+        points.tally.count("rejected", rejection.reason, n, rejection.detail)
+    points.tally.count("accepted", "ok", total - refused)
     return batch, to_records(batch.by_metric, record_max_bytes)

@@ -13,6 +13,9 @@ keep in step with the protobuf runtime. The fields are those of Prometheus'
 Metadata and exemplars are not declared (a parser skips unknown fields); native histograms
 are declared as opaque bytes, only to be counted and dropped. The classes live in a private
 descriptor pool, so another ``prometheus`` package loaded in the process cannot clash.
+
+``Status`` is ``google.rpc.Status`` (code, message; details as opaque bytes), the body of
+OTLP/HTTP's error answers, built the same way so that the runtime needs no googleapis package.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-__all__ = ["WriteRequest"]
+__all__ = ["Status", "WriteRequest"]
 
 _F = descriptor_pb2.FieldDescriptorProto
 
@@ -59,9 +62,31 @@ def _build() -> Any:
     _message(
         file, "WriteRequest", [("timeseries", 1, _F.TYPE_MESSAGE, rep, ".prometheus.TimeSeries")]
     )
+    return _class(file, "prometheus.WriteRequest")
+
+
+def _class(file: Any, name: str) -> Any:
     pool = descriptor_pool.DescriptorPool()
     pool.Add(file)
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("prometheus.WriteRequest"))
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(name))
+
+
+def _status() -> Any:
+    file = descriptor_pb2.FileDescriptorProto(
+        name="apm/google_rpc_status.proto", package="google.rpc", syntax="proto3"
+    )
+    opt, rep = _F.LABEL_OPTIONAL, _F.LABEL_REPEATED
+    _message(
+        file,
+        "Status",
+        [
+            ("code", 1, _F.TYPE_INT32, opt, ""),
+            ("message", 2, _F.TYPE_STRING, opt, ""),
+            ("details", 3, _F.TYPE_BYTES, rep, ""),
+        ],
+    )
+    return _class(file, "google.rpc.Status")
 
 
 WriteRequest: Any = _build()
+Status: Any = _status()

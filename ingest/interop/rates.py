@@ -55,18 +55,24 @@ class RateState:
             last = self._last.get(key)
             if last is not None:
                 self._last.move_to_end(key)
-            if last is None or (start and start != last.start) or values[0] < last.values[0]:
-                kind = "first" if last is None else "reset"
-                self._put(key, _Last(start, t, values))
-                return Step(kind)
+            if last is None or (start and start != last.start):
+                return self._restart(key, last, start, t, values)
             if t == last.t and values == last.values:  # sent again
                 if last.before is None or last.before_t is None:
                     return Step("first")
                 return Step("rate", _rates(last.before_t, last.before, t, values))
             if t <= last.t:
                 return Step("out_of_order")
+            if values[0] < last.values[0]:  # the counter went down: restarted
+                return self._restart(key, last, start, t, values)
             self._last[key] = _Last(start or last.start, t, values, last.t, last.values)
             return Step("rate", _rates(last.t, last.values, t, values))
+
+    def _restart(
+        self, key: Hashable, last: _Last | None, start: int, t: float, values: tuple[float, ...]
+    ) -> Step:
+        self._put(key, _Last(start, t, values))
+        return Step("first" if last is None else "reset")
 
     def _put(self, key: Hashable, last: _Last) -> None:
         self._last[key] = last
