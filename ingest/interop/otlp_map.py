@@ -145,7 +145,7 @@ class _Mapper:
                 )
             rates = tuple(v / span for v in values)
         elif temporality == _CUMULATIVE:
-            step = self.rates.step(key, point.start_time_unix_nano, ts, values)
+            step = self.rates.step(key, point.start_time_unix_nano, point.time_unix_nano, values)
             if step.kind != "rate":
                 self.tally.count("dropped", step.kind)
                 return False
