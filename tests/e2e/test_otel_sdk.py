@@ -111,7 +111,9 @@ def test_an_otel_sdk_app_gets_exact_results(platform: Platform):  # noqa: F811
     provider.shutdown()
     assert results and all(r is MetricExportResult.SUCCESS for r in results), results
 
-    for metric, rows in _expected(exported, prefix).items():
+    expected = _expected(exported, prefix)
+    assert set(expected) == set(metrics) and all(len(rows) >= 20 for rows in expected.values())
+    for metric, rows in expected.items():
         by_window: dict[float, list[float]] = defaultdict(list)
         for ts, value in rows:
             by_window[math.floor(ts / WINDOW) * WINDOW].append(value)
