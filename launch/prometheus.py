@@ -65,8 +65,9 @@ class ScrapeTarget:
 @dataclass(frozen=True)
 class RemoteWrite:
     """Where and how Prometheus sends what it scrapes. ``keep``: regular expressions over the
-    metric name (``__name__``); only matching series are sent (all when empty), so a test
-    creates one topic per series it reads rather than one per series the exporter has.
+    metric name (``__name__``), and ``keep_labels``: a regular expression per label; only the
+    series matching all of them are sent (all series when both are empty), so a test creates
+    one topic per series it reads rather than one per series the exporter has.
 
     The queue is tuned to send within ``batch_send_deadline_s`` of a scrape and to retry
     quickly (Prometheus retries 5xx, and 429 with ``retry_on_http_429``; it drops on other
@@ -75,6 +76,7 @@ class RemoteWrite:
     url: str
     credentials_file: Path | None = None  # the bearer token (an ingest API key)
     keep: Sequence[str] = ()
+    keep_labels: Mapping[str, str] = field(default_factory=dict)
     batch_send_deadline_s: float = 1.0
     max_samples_per_send: int = 500
     capacity: int = 2500
@@ -102,13 +104,13 @@ class RemoteWrite:
                 "type": "Bearer",
                 "credentials_file": str(self.credentials_file),
             }
-        if self.keep:
+        rules = [{"__name__": "|".join(f"(?:{p})" for p in self.keep)}] if self.keep else []
+        rules += [{label: regex} for label, regex in sorted(self.keep_labels.items())]
+        if rules:  # keep rules apply one after the other: a series must pass them all
             entry["write_relabel_configs"] = [
-                {
-                    "source_labels": ["__name__"],
-                    "regex": "|".join(f"(?:{pattern})" for pattern in self.keep),
-                    "action": "keep",
-                }
+                {"source_labels": [label], "regex": regex, "action": "keep"}
+                for rule in rules
+                for label, regex in rule.items()
             ]
         return entry
 

@@ -31,7 +31,11 @@ def _doc(tmp_path: Path, **remote: object) -> dict:
     return prometheus.config(
         [prometheus.ScrapeTarget("ingest", "127.0.0.1:18001", {"instance": "peer-1"})],
         prometheus.RemoteWrite(
-            "http://127.0.0.1:18001/api/v1/write", token, keep=("apm_ingest_.*", "up"), **remote
+            "http://127.0.0.1:18001/api/v1/write",
+            token,
+            keep=("apm_ingest_.*", "up"),
+            keep_labels={"reason": "value", "outcome": "rejected"},
+            **remote,
         ),
     )
 
@@ -52,7 +56,9 @@ def test_scrapes_each_second_and_sends_only_the_kept_series_with_the_key_from_a_
         "credentials_file": str(tmp_path / "ingest.key"),
     }
     assert write["write_relabel_configs"] == [
-        {"source_labels": ["__name__"], "regex": "(?:apm_ingest_.*)|(?:up)", "action": "keep"}
+        {"source_labels": ["__name__"], "regex": "(?:apm_ingest_.*)|(?:up)", "action": "keep"},
+        {"source_labels": ["outcome"], "regex": "rejected", "action": "keep"},
+        {"source_labels": ["reason"], "regex": "value", "action": "keep"},
     ]
     queue = write["queue_config"]
     assert queue["batch_send_deadline"] == "1000ms" and queue["retry_on_http_429"] is True
