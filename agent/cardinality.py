@@ -5,7 +5,8 @@ topic, so names that grow without bound must not be made in the first place.
   (``net_exclude``, ``disk_exclude_fstypes``, ``disk_exclude_mounts``; shell globs).
 - DogStatsD tags that look unbounded (ids, uuids, long hex, numbers-only or per-request values)
   are dropped from names by default (``statsd_drop_unbounded_tags``), except for keys in
-  ``statsd_tags_keep``.
+  ``statsd_tags_keep`` (the rule is :mod:`apm.labels`, shared with the ingest's OTLP and
+  remote_write intake).
 - At most ``max_metric_names`` distinct names per agent run; a new name past it is refused,
   counted (``agent.names.refused``) and logged once. The agent's own ``agent.*`` names always
   pass: they are what reports the refusals.
@@ -15,10 +16,12 @@ from __future__ import annotations
 
 import fnmatch
 import logging
-import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+# The naming guard is shared with the ingest's OTLP and remote_write intake; re-exported here.
+from apm.labels import TAGS_KEEP, unbounded_tag
 
 __all__ = [
     "DISK_EXCLUDE_FSTYPES",
@@ -101,29 +104,6 @@ DISK_EXCLUDE_MOUNTS = (
     "/var/lib/lxcfs*",
     "/snap/*",
 )
-# Tag keys whose values are few however they look (HTTP status codes, ports, shards).
-TAGS_KEEP = (
-    "status",
-    "status_code",
-    "http_status",
-    "code",
-    "port",
-    "shard",
-    "partition",
-    "version",
-)
-
-_ID_KEYS = re.compile(
-    r"(?:.*[_.\-])?(?:id|ids|uuid|guid|trace|span|session|request|req|user|email|ip|addr"
-    r"|client_ip|remote_addr|url|uri|query|nonce|token|timestamp|ts|time)",
-    re.IGNORECASE,
-)
-_UUID = re.compile(
-    r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}"
-)
-_LONG_HEX = re.compile(r"(?=[0-9a-fA-F]*[0-9])[0-9a-fA-F]{12,}")
-_NUMBERS_ONLY = re.compile(r"[+\-]?[0-9][0-9.:_\-]*")
-_TOKEN = re.compile(r"(?=(?:[^0-9]*[0-9]){4})(?=.*[A-Za-z])[A-Za-z0-9_\-+/=]{16,}")
 
 
 @dataclass(frozen=True)
@@ -137,25 +117,6 @@ class Filters:
 
 def matches(name: str, patterns: Iterable[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
-
-
-def unbounded_tag(tag: str, keep: Iterable[str] = TAGS_KEEP) -> bool:
-    """Whether a DogStatsD tag (``key:value`` or a bare ``value``) looks like it takes a new
-    value per request, user or process, and so would make a new metric name each time."""
-    key, sep, value = tag.partition(":")
-    if not sep:
-        key, value = "", tag
-    if key and key.lower() in {k.lower() for k in keep}:
-        return False
-    if key and _ID_KEYS.fullmatch(key):
-        return True
-    return bool(
-        len(value) > 64
-        or _UUID.search(value)
-        or _LONG_HEX.search(value)
-        or _NUMBERS_ONLY.fullmatch(value)
-        or _TOKEN.search(value)
-    )
 
 
 class NameLimit:

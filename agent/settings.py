@@ -14,7 +14,8 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
-from agent.cardinality import DISK_EXCLUDE_FSTYPES, DISK_EXCLUDE_MOUNTS, NET_EXCLUDE, TAGS_KEEP
+from agent.cardinality import DISK_EXCLUDE_FSTYPES, DISK_EXCLUDE_MOUNTS, NET_EXCLUDE
+from apm.labels import TAGS_KEEP
 from apm.model import server_name_error
 from apm.settings import PROJECT_ROOT, env_config
 

@@ -16,8 +16,10 @@ from apm.errors import error_body, status_error
 from ingest.auth import KeyFile
 from ingest.deps import State
 from ingest.errors import ApiError, json_response
+from ingest.interop.runtime import Interop, InteropTelemetry
+from ingest.interop.settings import InteropSettings
 from ingest.publisher import KafkaPublisher, Publisher
-from ingest.routes import health, samples
+from ingest.routes import health, otlp, remote_write, samples
 from ingest.settings import IngestSettings
 from ingest.telemetry import IngestTelemetry
 from ingest.validate import Validator
@@ -39,8 +41,10 @@ def create_app(
     settings: IngestSettings | None = None,
     publisher: Publisher | None = None,
     keys: KeyFile | None = None,
+    interop: InteropSettings | None = None,
 ) -> FastAPI:
-    """The app. ``publisher`` defaults to Kafka; it is closed (flushed) at shutdown."""
+    """The app. ``publisher`` defaults to Kafka; it is closed (flushed) at shutdown.
+    ``interop`` configures the OTLP and remote_write intake (docs/interop.md)."""
     settings = settings or IngestSettings()
     publisher = publisher if publisher is not None else KafkaPublisher(settings)
     keys = keys if keys is not None else KeyFile(settings.keys_file, settings.keys_recheck_s)
@@ -80,7 +84,12 @@ def create_app(
 
     app = FastAPI(title="APM ingest", version="1", description=DESCRIPTION, lifespan=lifespan)
     app.state.ingest = state
+    app.state.interop = Interop(
+        interop or InteropSettings(), InteropTelemetry(state.telemetry.registry)
+    )
     app.include_router(samples.router)
+    app.include_router(remote_write.router)
+    app.include_router(otlp.router)
     app.include_router(health.router)
 
     @app.exception_handler(ApiError)

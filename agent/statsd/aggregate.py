@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from agent.cardinality import TAGS_KEEP, unbounded_tag
 from agent.statsd.parse import MalformedLine, metric_name, parse_line
+from apm.labels import TAGS_KEEP, unbounded_tag
 
 __all__ = ["StatsdAggregator"]
 

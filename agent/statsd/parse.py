@@ -8,17 +8,15 @@ DogStatsD messages that carry no metric: they are ignored, not counted as malfor
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from typing import NamedTuple
 
+from apm.labels import base_name, tag_part
 from apm.model import metric_name_error
 
 __all__ = ["KINDS", "Line", "MalformedLine", "metric_name", "parse_line"]
 
 KINDS = {"c": "counter", "g": "gauge", "ms": "timer", "h": "timer", "d": "timer", "s": "set"}
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
-_TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_\-]+")
 
 
 class MalformedLine(ValueError):
@@ -81,14 +79,12 @@ def metric_name(
     that ``drop`` does not refuse becomes a sorted ``.key_value`` suffix; with 'drop' tags are
     ignored. Characters outside the naming rule become '_'. Raises MalformedLine when no valid
     name results."""
-    name = _UNSAFE.sub("_", raw).strip(".")
+    name = base_name(raw)
     if prefix:
         name = f"{prefix.rstrip('.')}.{name}"
     if tags and tag_mode == "name":
         parts = sorted(
-            _TAG_UNSAFE.sub("_", tag.replace(":", "_", 1)).strip("_")
-            for tag in tags.split(",")
-            if tag and (drop is None or not drop(tag))
+            tag_part(tag) for tag in tags.split(",") if tag and (drop is None or not drop(tag))
         )
         name = ".".join([name, *(p for p in parts if p)])
     if (error := metric_name_error(name)) is not None:

@@ -10,7 +10,9 @@ has not acknowledged by then (the agent's timeout is set above it).
 
 from __future__ import annotations
 
+import functools
 import time
+from collections.abc import Callable
 
 import anyio
 from fastapi import APIRouter, Request, Response
@@ -22,12 +24,16 @@ from ingest.publisher import PublishUnavailable, to_records
 from ingest.schema import ERROR_RESPONSES, REQUEST_BODY, Accepted
 from ingest.validate import Batch, count_samples
 
-__all__ = ["router"]
+__all__ = ["Decoded", "intake", "router"]
 
 router = APIRouter(tags=["samples"])
 
 
-def _decode(state: State, raw: bytes, gzipped: bool) -> tuple[Batch, dict[str, list[bytes]]]:
+# A decoded request: its validated batch and that batch's Kafka records (topic -> values).
+Decoded = tuple[Batch, dict[str, list[bytes]]]
+
+
+def _decode(state: State, raw: bytes, gzipped: bool) -> Decoded:
     """Inflate, count, parse, validate and encode: the CPU-heavy part, on a worker thread."""
     s = state.settings
     doc = decode_body(raw, gzipped, s.max_decompressed_bytes, s.max_json_values)
@@ -70,6 +76,27 @@ def _body(batch: Batch, listed: int) -> dict[str, object]:
     openapi_extra={"requestBody": REQUEST_BODY},
 )
 async def post_samples(request: Request, state: ServiceDep, _key: AuthDep) -> Response:
+    def prepare() -> Callable[[bytes], Decoded]:
+        gzipped = check_media(
+            request.headers.get("content-type"), request.headers.get("content-encoding")
+        )
+        return functools.partial(_decode, state, gzipped=gzipped)
+
+    batch, _records = await intake(request, state, prepare)
+    return json_response(_body(batch, state.settings.max_listed_rejections), 202)
+
+
+async def intake(
+    request: Request, state: State, prepare: Callable[[], Callable[[bytes], Decoded]]
+) -> Decoded:
+    """The one path every protocol's POST takes: admission, the answer deadline, the body
+    read within ``max_body_bytes``, decoding on a parse thread, publishing on a publish
+    thread; returns only once Kafka acknowledged every record (or there were none). Raises
+    ApiError (counted in /metrics) otherwise.
+
+    ``prepare`` checks the headers (a 415 is raised before the body is read) and returns the
+    decoder: raw body -> the validated batch and its records (ingest.records.to_records), run
+    off the event loop."""
     settings = state.settings
     slot = state.gate.enter()
     if slot is None:
@@ -82,22 +109,21 @@ async def post_samples(request: Request, state: ServiceDep, _key: AuthDep) -> Re
     phase = "read"
     try:
         with anyio.move_on_after(settings.answer_timeout_s) as scope:
-            gzipped = check_media(
-                request.headers.get("content-type"), request.headers.get("content-encoding")
-            )
+            decode = prepare()
             raw = await read_limited(
                 request.stream(), request.headers.get("content-length"), settings.max_body_bytes
             )
             phase = "parse"
             batch, records = await anyio.to_thread.run_sync(
-                _decode, state, raw, gzipped, limiter=state.parse_limiter
+                decode, raw, limiter=state.parse_limiter
             )
             del raw
             phase = "publish"
             started = time.perf_counter()
             # Abandoned at the deadline: the thread goes on (and keeps its slot) until the
             # publisher's own timeout, but the caller hears 503 before its own timeout.
-            published = await anyio.to_thread.run_sync(
+            # Nothing to publish (a request of stale markers only): nothing to wait for.
+            published = not records or await anyio.to_thread.run_sync(
                 _publish,
                 state,
                 slot,
@@ -119,7 +145,7 @@ async def post_samples(request: Request, state: ServiceDep, _key: AuthDep) -> Re
     finally:
         slot.release("route")
     state.telemetry.accepted(batch.samples, batch.snapshots, batch.rejected)
-    return json_response(_body(batch, settings.max_listed_rejections), 202)
+    return batch, records
 
 
 def _late(phase: str, limit: float, retry_after_s: int) -> ApiError:

@@ -1,0 +1,109 @@
+"""OTLP/HTTP metrics, the wire side: media types, gzip, the protobuf and JSON encodings of
+``ExportMetricsServiceRequest`` (opentelemetry-proto), and the answers: a full or partial
+success (``ExportMetricsServiceResponse.partial_success``) or a ``google.rpc.Status``, in the
+request's own encoding, as the OTLP specification's "OTLP/HTTP Response" section says."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+    ExportMetricsServiceResponse,
+)
+from starlette.responses import Response
+
+from ingest.body import count_values, gunzip
+from ingest.errors import ApiError
+from ingest.interop.points import bad_request
+from ingest.interop.prompb import Status
+
+__all__ = ["JSON", "PROTOBUF", "check_headers", "decode_export", "error_answer", "success_answer"]
+
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+# google.rpc.Code of each HTTP status the intake answers with.
+_GRPC_CODE = {400: 3, 401: 16, 408: 4, 413: 8, 415: 3, 429: 8, 500: 13, 503: 14}
+
+
+def check_headers(content_type: str | None, content_encoding: str | None) -> tuple[str, bool]:
+    """The request's media type (protobuf or JSON) and whether it is gzipped; 415 else."""
+    media = (content_type or "").split(";")[0].strip().lower()
+    if media not in (PROTOBUF, JSON):
+        raise ApiError(
+            415,
+            "unsupported_media_type",
+            f"Content-Type must be {PROTOBUF} or {JSON}, got {content_type!r}",
+            at="header:Content-Type",
+            reason="media_type",
+        )
+    encoding = (content_encoding or "identity").strip().lower()
+    if encoding not in ("identity", "gzip"):
+        raise ApiError(
+            415,
+            "unsupported_media_type",
+            f"Content-Encoding must be gzip or identity, got {content_encoding!r}",
+            at="header:Content-Encoding",
+            reason="encoding",
+        )
+    return media, encoding == "gzip"
+
+
+def decode_export(
+    raw: bytes, media: str, gzipped: bool, max_inflated: int, max_json_values: int
+) -> Any:
+    """The ExportMetricsServiceRequest in ``raw``: 400 when it is not one, 413 past a limit
+    (gzip bombs stop at ``max_inflated``; JSON values are counted before parsing)."""
+    if gzipped:
+        raw = gunzip(raw, max_inflated)
+    elif len(raw) > max_inflated:
+        raise ApiError(
+            413,
+            "too_large",
+            f"the body exceeds {max_inflated} bytes",
+            at="body",
+            reason="too_large",
+        )
+    request = ExportMetricsServiceRequest()
+    if media == PROTOBUF:
+        try:
+            request.ParseFromString(raw)
+        except (DecodeError, ValueError, RecursionError) as exc:
+            raise bad_request(
+                f"the body is not a protobuf ExportMetricsServiceRequest: {exc}", "malformed"
+            ) from None
+        return request
+    count_values(raw, max_json_values)
+    try:
+        json_format.Parse(raw.decode("utf-8"), request, ignore_unknown_fields=True)
+    except (json_format.ParseError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        message = str(exc)[:300]
+        raise bad_request(
+            f"the body is not an OTLP JSON ExportMetricsServiceRequest: {message}", "malformed"
+        ) from None
+    return request
+
+
+def _encode(message: Any, media: str) -> bytes:
+    if media == JSON:
+        return json_format.MessageToJson(message, indent=None).encode()
+    return bytes(message.SerializeToString())
+
+
+def success_answer(media: str, rejected_points: int, error_message: str) -> Response:
+    """200, with ``partial_success`` filled when some points were refused."""
+    response = ExportMetricsServiceResponse()
+    if rejected_points or error_message:
+        response.partial_success.rejected_data_points = rejected_points
+        response.partial_success.error_message = error_message
+    return Response(_encode(response, media), status_code=200, media_type=media)
+
+
+def error_answer(error: ApiError, media: str) -> Response:
+    """A 4xx or 5xx with a google.rpc.Status body (Retry-After kept)."""
+    status = Status(code=_GRPC_CODE.get(error.status, 2), message=f"{error.error}: {error.detail}")
+    return Response(
+        _encode(status, media), status_code=error.status, headers=error.headers, media_type=media
+    )

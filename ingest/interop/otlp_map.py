@@ -1,0 +1,263 @@
+"""OTLP metrics onto the model, as the agent maps StatsD (agent/statsd/aggregate.py):
+
+- server: the resource's ``host.name``, else ``service.instance.id``, else
+  ``otlp_default_server``; metric: the instrument name (``/`` and other characters outside the
+  rule made ``_``, dots kept) plus the chosen point attributes as name parts (apm.labels);
+- a gauge point, and a cumulative non-monotonic sum (an UpDownCounter: a level), is a sample
+  of its value at its time;
+- a cumulative monotonic sum (a counter) becomes its rate per second against the series'
+  previous point (ingest.interop.rates); a delta sum is its value / its interval;
+- a histogram (explicit or exponential) becomes ``<name>.count`` and ``<name>.sum`` per second
+  (as sums: rates when cumulative, / interval when delta) and ``<name>.max`` (the max the
+  point reports: of its interval when delta, since the series' start when cumulative); a
+  summary becomes ``.count`` and ``.sum`` rates and its 1.0 quantile as ``.max``.
+
+Samples that land on the same server, name and time (attributes left out of the name) are
+summed when they are rates or counts, the larger kept for ``.max``, as the agent's StatsD
+buckets do; two gauges there are a duplicate (the first kept).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from apm.labels import LabelPolicy, labelled_name, server_from_label
+from apm.model import metric_name_error
+from ingest.errors import ApiError
+from ingest.interop.points import Points, Tally
+from ingest.interop.rates import RateState
+from ingest.interop.settings import InteropSettings
+
+__all__ = ["map_export"]
+
+_DELTA, _CUMULATIVE = 1, 2
+_NO_RECORDED_VALUE = 1
+_SERVER_KEYS = ("host.name", "service.instance.id")
+
+
+def _add(a: float, b: float) -> float:
+    return a + b
+
+
+def _text(value: Any) -> str | None:
+    """An AnyValue as a name part's text; None for arrays, maps and bytes."""
+    kind = value.WhichOneof("value")
+    if kind == "string_value":
+        return str(value.string_value)
+    if kind == "bool_value":
+        return "true" if value.bool_value else "false"
+    if kind == "int_value":
+        return str(value.int_value)
+    if kind == "double_value":
+        return repr(value.double_value)
+    return None
+
+
+def _server(resource: Any, default: str) -> tuple[str | None, str]:
+    found = {kv.key: _text(kv.value) for kv in resource.attributes if kv.key in _SERVER_KEYS}
+    for key in _SERVER_KEYS:
+        raw = found.get(key)
+        if raw:
+            return server_from_label(raw), f"{key}={raw[:60]!r}"
+    return default, "otlp_default_server"
+
+
+class _Mapper:
+    def __init__(
+        self, settings: InteropSettings, policy: LabelPolicy, rates: RateState, tally: Tally
+    ) -> None:
+        self.settings = settings
+        self.policy = policy
+        self.rates = rates
+        self.tally = tally
+        self.points = Points(tally)
+
+    def reject(self, reason: str, problem: str, n: int = 1) -> None:
+        self.tally.count("rejected", reason, n, problem)
+
+    def metric(self, server: str, metric: Any) -> None:
+        kind = metric.WhichOneof("data")
+        if kind is None:
+            return
+        data = getattr(metric, kind)
+        for point in data.data_points:
+            try:
+                self.point(server, metric.name, kind, data, point)
+            except _Refused as exc:
+                self.reject(exc.reason, f"{metric.name[:80]!r}: {exc}")
+
+    def point(self, server: str, name: str, kind: str, data: Any, point: Any) -> None:
+        if point.flags & _NO_RECORDED_VALUE:
+            self.tally.count("dropped", "no_recorded_value")
+            return
+        if len(point.attributes) > self.settings.otlp_max_attributes:
+            raise _Refused(
+                "too_many_attributes",
+                f"{len(point.attributes)} attributes, more than otlp_max_attributes "
+                f"({self.settings.otlp_max_attributes})",
+            )
+        if not point.time_unix_nano:
+            raise _Refused("ts", "the point has no time_unix_nano")
+        items: list[tuple[str, str]] = []
+        for kv in point.attributes:
+            text = _text(kv.value)
+            if text is None:
+                self.tally.labels_dropped += 1
+            else:
+                items.append((kv.key, text))
+        named = labelled_name(name, items, self.policy)
+        self.tally.labels_dropped += named.dropped
+        if named.name is None:
+            raise _Refused("metric_name", str(named.error))
+        ts = point.time_unix_nano / 1e9
+        key = (server, name, kind, tuple(sorted(items)))
+        temporality = getattr(data, "aggregation_temporality", _CUMULATIVE)  # gauges: none
+        if kind == "gauge" or (
+            kind == "sum" and not data.is_monotonic and temporality == _CUMULATIVE
+        ):
+            self.sample(server, ts, named.name, _number(point), None)
+        elif kind == "sum":
+            self.sums(server, ts, named.name, key, point, temporality, (_number(point),), "")
+        else:
+            self.histogram(server, ts, named.name, key, kind, point, temporality)
+
+    def sums(
+        self,
+        server: str,
+        ts: float,
+        name: str,
+        key: Hashable,
+        point: Any,
+        temporality: int,
+        values: tuple[float, ...],
+        suffixes: tuple[str, ...] | str,
+    ) -> bool:
+        """Per-second values of cumulative (rates) or delta (/ interval) sums; False when the
+        point gave none (the first of a cumulative series, a reset)."""
+        names = [name + s for s in suffixes] if isinstance(suffixes, tuple) else [name]
+        if temporality == _DELTA:
+            span = (point.time_unix_nano - point.start_time_unix_nano) / 1e9
+            if not point.start_time_unix_nano or span <= 0:
+                raise _Refused(
+                    "interval", "a delta point needs start_time_unix_nano before its time"
+                )
+            rates = tuple(v / span for v in values)
+        elif temporality == _CUMULATIVE:
+            step = self.rates.step(key, point.start_time_unix_nano, ts, values)
+            if step.kind != "rate":
+                self.tally.count("dropped", step.kind)
+                return False
+            rates = step.rates
+        else:
+            raise _Refused("temporality", "aggregation_temporality is unspecified")
+        for i, (metric, rate) in enumerate(zip(names, rates, strict=True)):
+            self.sample(server, ts, metric, rate, _add, new_point=i == 0)
+        return True
+
+    def histogram(
+        self,
+        server: str,
+        ts: float,
+        name: str,
+        key: Hashable,
+        kind: str,
+        point: Any,
+        temporality: int,
+    ) -> None:
+        top: float | None = None
+        if kind == "summary":
+            temporality = _CUMULATIVE
+            top = next((q.value for q in point.quantile_values if q.quantile == 1.0), None)
+        elif point.HasField("max"):
+            top = point.max
+        names = (name + ".count", name + ".sum", name + ".max")
+        for metric in names:
+            if metric_name_error(metric):
+                raise _Refused("metric_name", f"{metric[:80]!r} is over the name length")
+        for value in (point.sum, top or 0.0):  # checked before the rate state moves
+            if not math.isfinite(value):
+                raise _Refused("value", f"{value} is not finite")
+        given = self.sums(
+            server,
+            ts,
+            name,
+            key,
+            point,
+            temporality,
+            (float(point.count), point.sum),
+            (".count", ".sum"),
+        )
+        if top is not None and point.count:
+            self.sample(server, ts, names[2], top, max, new_point=not given)
+
+    def sample(
+        self,
+        server: str,
+        ts: float,
+        metric: str,
+        value: float,
+        merge: Callable[[float, float], float] | None,
+        new_point: bool = True,
+    ) -> None:
+        if not math.isfinite(value):
+            raise _Refused("value", f"value {value} is not finite")
+        self.points.add(server, ts, metric, value, merge, new_point)
+
+
+class _Refused(Exception):
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+
+
+def _number(point: Any) -> float:
+    kind = point.WhichOneof("value")
+    if kind == "as_double":
+        return float(point.as_double)
+    if kind == "as_int":
+        return float(point.as_int)
+    raise _Refused("value", "the point has no value")
+
+
+def map_export(
+    request: Any,
+    settings: InteropSettings,
+    policy: LabelPolicy,
+    rates: RateState,
+    tally: Tally,
+) -> Points:
+    """The samples of an ExportMetricsServiceRequest; a request with more than
+    ``otlp_max_points`` data points is a 413, a bad point costs only itself."""
+    total = sum(
+        len(getattr(m, m.WhichOneof("data")).data_points)
+        for rm in request.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.WhichOneof("data")
+    )
+    if total > settings.otlp_max_points:
+        raise ApiError(
+            413,
+            "too_large",
+            f"the request holds {total} data points, more than otlp_max_points "
+            f"({settings.otlp_max_points})",
+            at="body",
+            reason="too_large",
+        )
+    mapper = _Mapper(settings, policy, rates, tally)
+    for rm in request.resource_metrics:
+        server, source = _server(rm.resource, settings.otlp_default_server)
+        metrics = [m for sm in rm.scope_metrics for m in sm.metrics]
+        if server is None:
+            n = sum(
+                len(getattr(m, m.WhichOneof("data")).data_points)
+                for m in metrics
+                if m.WhichOneof("data")
+            )
+            mapper.reject("server_name", f"the resource's {source} makes no valid server name", n)
+            continue
+        for metric in metrics:
+            mapper.metric(server, metric)
+    return mapper.points

@@ -1,0 +1,43 @@
+"""InteropSettings: the OTLP and remote_write intake's knobs, from ``APM_INGEST_*`` (the
+ingest's prefix; the request limits they share, such as ``max_body_bytes``, are
+IngestSettings')."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings
+
+from apm.labels import LABELS_KEEP
+from apm.settings import env_config
+
+__all__ = ["InteropSettings"]
+
+
+class InteropSettings(BaseSettings):
+    model_config = env_config("APM_INGEST_")
+
+    # Prometheus remote_write (POST /api/v1/write). The server is the value of
+    # remote_write_server_label, else remote_write_default_server. Labels in
+    # remote_write_name_labels ("*": all) and not in remote_write_ignore_labels become name
+    # parts (__name__ and the server label never do).
+    remote_write_server_label: str = "instance"
+    remote_write_default_server: str = "prometheus"
+    remote_write_name_labels: list[str] = Field(default_factory=lambda: ["*"])
+    remote_write_ignore_labels: list[str] = Field(default_factory=lambda: ["job"])
+    remote_write_max_series: int = Field(default=50_000, ge=1)
+    remote_write_max_labels: int = Field(default=64, ge=1)
+
+    # OTLP/HTTP (POST /otlp/v1/metrics). The server is the resource's host.name, else
+    # service.instance.id, else otlp_default_server. Data point attributes in
+    # otlp_name_attributes ("*": all) and not in otlp_ignore_attributes become name parts.
+    otlp_default_server: str = "otlp"
+    otlp_name_attributes: list[str] = Field(default_factory=lambda: ["*"])
+    otlp_ignore_attributes: list[str] = Field(default_factory=list)
+    otlp_max_points: int = Field(default=50_000, ge=1)
+    otlp_max_attributes: int = Field(default=64, ge=1)
+    # The previous point of each cumulative series (rates), per ingest process, LRU.
+    otlp_rate_series_max: int = Field(default=100_000, ge=1)
+
+    # The cardinality guard of DogStatsD tags (apm.labels), for labels and attributes.
+    drop_unbounded_labels: bool = True
+    labels_keep: list[str] = Field(default_factory=lambda: list(LABELS_KEEP))
