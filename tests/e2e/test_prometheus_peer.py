@@ -33,6 +33,9 @@ WINDOWS = 4  # compared
 FUNCTIONS = ("min", "max", "avg", "count", "sum", "p50", "p90", "p99")
 SERIES = 'apm_ingest_samples_total{outcome="rejected",reason="value"}'
 LABELS = {"__name__": "apm_ingest_samples_total", "outcome": "rejected", "reason": "value"}
+# The ingest's documented mapping (docs/interop.md, remote_write): __name__ plus each label
+# but the server label (instance) and job as a sorted `.key_value` part; instance = server.
+METRIC = "apm_ingest_samples_total.outcome_rejected.reason_value"
 
 
 @dataclass
@@ -44,13 +47,6 @@ class Peer:
     job: str
     keyspace: str
     home: Path
-
-
-def _platform_metric(labels: dict[str, str]) -> str:
-    """The platform's metric name for a remote_write series: the ingest's own mapping."""
-    from ingest.interop.remote_write import metric_name  # type: ignore[import-not-found]
-
-    return str(metric_name(labels))
 
 
 def _post_bad_batch(peer: Peer, samples: int) -> None:
@@ -143,7 +139,7 @@ def _clean_up(kafka_bootstrap: str, keyspace: str) -> None:
     from storage.settings import StorageSettings
 
     with contextlib.suppress(Exception):
-        delete_topics(kafka_bootstrap, [topic_for(_platform_metric(LABELS))])
+        delete_topics(kafka_bootstrap, [topic_for(METRIC)])
     with (
         contextlib.suppress(Exception),
         Repository.connect(StorageSettings(keyspace=keyspace)) as repo,
@@ -200,7 +196,7 @@ def _numpy(values: list[float]) -> dict[str, float]:
 def test_stored_windows_equal_numpy_over_the_samples_prometheus_serves(peer: Peer):
     from launch import prometheus
 
-    metric = _platform_metric(LABELS)
+    metric = METRIC
     selector = f'{SERIES[:-1]},job="{peer.job}",instance="{peer.instance}"}}'
     # The series reached Prometheus (and so the ingest's topic) before the query is stored.
     deadline = time.monotonic() + 60
