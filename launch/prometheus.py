@@ -45,6 +45,7 @@ __all__ = [
     "by_window",
     "config",
     "find_binary",
+    "query_range",
     "raw_samples",
     "write_config",
 ]
@@ -240,18 +241,47 @@ def raw_samples(
     query = f"{selector}[{end_ms - start_ms + 1000}ms]"  # a second wider; filtered below
     params = urllib.parse.urlencode({"query": query, "time": f"{end_ms / 1000:.3f}"})
     url = f"{base_url}/api/v1/query?{params}"
-    answer = json.loads((get or _get)(url, timeout_s))
-    if answer.get("status") != "success":
-        raise ValueError(f"{query}: {answer.get('errorType')}: {answer.get('error')}")
-    data = answer["data"]
-    if data["resultType"] != "matrix":
-        raise ValueError(f"{query}: expected a matrix, got {data['resultType']}")
-    if len(data["result"]) > 1:
-        found = [series["metric"] for series in data["result"]]
-        raise ValueError(f"{selector} names {len(found)} series, not one: {found}")
-    values = data["result"][0]["values"] if data["result"] else []
+    data = _answer(query, (get or _get)(url, timeout_s))
+    values = _one_series(selector, data)
     samples = [(round(float(t) * 1000), float(v)) for t, v in values]
     return [(t, v) for t, v in samples if start_ms <= t < end_ms]
+
+
+def query_range(
+    base_url: str,
+    query: str,
+    start_s: float,
+    end_s: float,
+    step_s: float,
+    *,
+    timeout_s: float = 10.0,
+    get: Callable[[str, float], bytes] | None = None,
+) -> list[tuple[int, float]]:
+    """``/api/v1/query_range`` of a PromQL expression with one series in its result: its
+    (timestamp in ms, value) points, evaluated at ``start_s``, ``start_s + step_s`` ... up to
+    ``end_s``. Prometheus' own functions (``min_over_time`` ...) at the ends of windows."""
+    params = urllib.parse.urlencode(
+        {"query": query, "start": f"{start_s:.3f}", "end": f"{end_s:.3f}", "step": f"{step_s:g}"}
+    )
+    data = _answer(query, (get or _get)(f"{base_url}/api/v1/query_range?{params}", timeout_s))
+    return [(round(float(t) * 1000), float(v)) for t, v in _one_series(query, data)]
+
+
+def _answer(query: str, body: bytes) -> dict[str, Any]:
+    answer = json.loads(body)
+    if answer.get("status") != "success":
+        raise ValueError(f"{query}: {answer.get('errorType')}: {answer.get('error')}")
+    data: dict[str, Any] = answer["data"]
+    if data["resultType"] != "matrix":
+        raise ValueError(f"{query}: expected a matrix, got {data['resultType']}")
+    return data
+
+
+def _one_series(query: str, data: Mapping[str, Any]) -> list[list[Any]]:
+    if len(data["result"]) > 1:
+        found = [series["metric"] for series in data["result"]]
+        raise ValueError(f"{query} names {len(found)} series, not one: {found}")
+    return list(data["result"][0]["values"]) if data["result"] else []
 
 
 def _get(url: str, timeout_s: float) -> bytes:

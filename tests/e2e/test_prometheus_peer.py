@@ -3,7 +3,8 @@
 /api/v1/write, on the real Kafka; a stored query over one of its series runs through the real
 aggregator into the real Cassandra. The windows stored must equal numpy over exactly the raw
 samples that Prometheus itself serves for the same range through its own HTTP API (a range
-vector at the end time), window by window: the same samples, the same windows.
+vector at the end time), window by window: the same samples, the same windows; and they equal
+Prometheus' own ``min_over_time`` ... ``quantile_over_time`` over those windows.
 
 The series is ``apm_ingest_samples_total{outcome="rejected",reason="value"}``, a counter the
 test drives: a thread posts batches of bad samples (refused 422, so nothing reaches Kafka) of
@@ -193,6 +194,36 @@ def _numpy(values: list[float]) -> dict[str, float]:
     }
 
 
+# Prometheus' own function for each of the platform's, over one window's range vector.
+PROMQL = {
+    "min": "min_over_time({})",
+    "max": "max_over_time({})",
+    "avg": "avg_over_time({})",
+    "count": "count_over_time({})",
+    "sum": "sum_over_time({})",
+    "p50": "quantile_over_time(0.5, {})",
+    "p90": "quantile_over_time(0.9, {})",
+    "p99": "quantile_over_time(0.99, {})",
+}
+
+
+def _prometheus_windows(url: str, selector: str, start: int, end: int) -> dict[int, dict]:
+    """Prometheus' own *_over_time of each window [ws, ws + WINDOW_S), evaluated by its
+    query_range at ws + WINDOW_S - 1 ms over ``[WINDOW_S s - 1 ms]``: Prometheus 2.x range
+    vectors hold both ends, so that is exactly the window's milliseconds."""
+    from launch import prometheus
+
+    vector = f"{selector}[{WINDOW_S * 1000 - 1}ms]"
+    out: dict[int, dict] = {}
+    for key, template in PROMQL.items():
+        points = prometheus.query_range(
+            url, template.format(vector), start + WINDOW_S - 0.001, end - 0.001, WINDOW_S
+        )
+        for ms, value in points:
+            out.setdefault((ms + 1) // 1000 - WINDOW_S, {})[key] = value
+    return out
+
+
 def test_stored_windows_equal_numpy_over_the_samples_prometheus_serves(peer: Peer):
     from launch import prometheus
 
@@ -229,6 +260,12 @@ def test_stored_windows_equal_numpy_over_the_samples_prometheus_serves(peer: Pee
     assert all(len(v) >= WINDOW_S - 2 for v in served.values()), served  # scraped each second
     assert len({v for values in served.values() for v in values}) > WINDOWS  # values change
     want = {ws: _numpy(values) for ws, values in served.items()}
+    # Prometheus' own functions over the same windows agree with numpy over its raw samples
+    # (quantile_over_time interpolates as numpy's "linear" does).
+    own = _prometheus_windows(peer.prometheus_url, selector, start, end)
+    assert sorted(own) == sorted(want), own
+    for ws, values in want.items():
+        assert own[ws] == pytest.approx(values, rel=1e-12), (ws, own[ws], served[ws])
 
     deadline = time.monotonic() + 180
     with _repository(peer) as repo:
@@ -241,6 +278,7 @@ def test_stored_windows_equal_numpy_over_the_samples_prometheus_serves(peer: Pee
                 f"held the samples Prometheus serves {[(ws, len(v)) for ws, v in served.items()]}"
             )
             time.sleep(2)
+    complete_after = time.time() - end
 
     for ws, values in want.items():
         have = got[ws].values
@@ -249,3 +287,11 @@ def test_stored_windows_equal_numpy_over_the_samples_prometheus_serves(peer: Pee
             assert have[key] == values[key], (ws, key, have, values, served[ws])
         for key in ("avg", "p50", "p90", "p99"):
             assert have[key] == pytest.approx(values[key], rel=1e-12), (ws, key, served[ws])
+        assert have == pytest.approx(own[ws], rel=1e-12), (ws, have, own[ws])
+    # For the record (pytest -s): what was compared, and how soon the windows were complete.
+    print(
+        f"\nprometheus peer: {len(want)} windows of {WINDOW_S}s, samples "
+        f"{[len(v) for v in served.values()]}, values {raw[0][1]:g}..{raw[-1][1]:g}, all "
+        f"{len(FUNCTIONS)} functions equal; stored complete {complete_after:.1f}s after the "
+        "range ended"
+    )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import shutil
 import subprocess
 import time
@@ -150,6 +151,30 @@ def test_raw_samples_of_no_series_is_empty_and_of_two_series_or_an_error_raises(
 
 
 @unit
+def test_query_range_asks_for_the_steps_and_returns_the_one_series_points():
+    asked: list[str] = []
+
+    def get(url: str, timeout_s: float) -> bytes:
+        asked.append(url)
+        return _matrix([[109.999, "4"], [119.999, "NaN"]])
+
+    got = prometheus.query_range(
+        "http://p", "min_over_time(m[9999ms])", 109.999, 119.999, 10, get=get
+    )
+    assert got[0] == (109_999, 4.0) and got[1][0] == 119_999 and math.isnan(got[1][1])
+    assert urllib.parse.urlsplit(asked[0]).path == "/api/v1/query_range"
+    params = urllib.parse.parse_qs(urllib.parse.urlsplit(asked[0]).query)
+    assert params == {
+        "query": ["min_over_time(m[9999ms])"],
+        "start": ["109.999"],
+        "end": ["119.999"],
+        "step": ["10"],
+    }
+    with pytest.raises(ValueError, match="not one"):
+        prometheus.query_range("http://p", "m", 0, 1, 1, get=lambda u, t: _matrix([], []))
+
+
+@unit
 def test_by_window_uses_whole_milliseconds_and_puts_a_boundary_sample_in_the_next_window():
     samples = [(20_000, 3.0), (19_999, 2.0), (10_000, 1.0), (29_999, 4.0), (30_000, 5.0)]
     assert prometheus.by_window(samples, 10) == {10: [1.0, 2.0], 20: [3.0, 4.0], 30: [5.0]}
@@ -179,7 +204,7 @@ def test_the_real_server_starts_scrapes_each_second_answers_raw_samples_and_stop
         # Targets reach the scrape manager some 5 s after start (discovery's update period).
         deadline = time.monotonic() + 30
         while True:
-            end = time.time()
+            end = math.floor(time.time() * 1000) / 1000  # whole ms, as the API reads it
             got = prometheus.raw_samples(server.url, 'up{job="self",instance="me"}', end - 5, end)
             if len(got) >= 4 or time.monotonic() > deadline:
                 break
@@ -187,6 +212,11 @@ def test_the_real_server_starts_scrapes_each_second_answers_raw_samples_and_stop
         assert 4 <= len(got) <= 5 and {value for _, value in got} == {1.0}
         steps = [b - a for (a, _), (b, _) in itertools.pairwise(got)]
         assert all(900 <= step <= 1100 for step in steps), steps  # every second
+        # Its own count over the same milliseconds (2.x range vectors hold both ends).
+        counted = prometheus.query_range(
+            server.url, 'count_over_time(up{job="self"}[4999ms])', end - 0.001, end - 0.001, 1
+        )
+        assert counted == [(round(end * 1000) - 1, float(len(got)))]
         assert (tmp_path / "data").is_dir()
         with pytest.raises(ValueError, match="not one"):
             prometheus.raw_samples(server.url, '{job="self"}', end - 5, end)
