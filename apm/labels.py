@@ -25,6 +25,7 @@ __all__ = [
     "TAGS_KEEP",
     "LabelPolicy",
     "Named",
+    "Namer",
     "base_name",
     "labelled_name",
     "server_from_label",
@@ -166,3 +167,25 @@ def labelled_name(base: str, labels: Iterable[tuple[str, str]], policy: LabelPol
     name = ".".join([base_name(base), *sorted(parts)])
     error = metric_name_error(name)
     return Named(None, error, dropped) if error else Named(name, None, dropped)
+
+
+class Namer:
+    """:func:`labelled_name` under one policy, with the names of label sets seen before kept
+    (at most ``cache_size``; the cache is emptied when full, so a flood of distinct label
+    sets costs time, never memory). A hit skips the regexes of the guard: the same series
+    arrive every scrape or export. ``dropped`` is counted on every call, hit or not."""
+
+    def __init__(self, policy: LabelPolicy, cache_size: int = 100_000) -> None:
+        self.policy = policy
+        self.cache_size = cache_size
+        self._cache: dict[tuple[str, tuple[tuple[str, str], ...]], Named] = {}
+
+    def name(self, base: str, labels: tuple[tuple[str, str], ...]) -> Named:
+        key = (base, labels)
+        named = self._cache.get(key)
+        if named is None:
+            named = labelled_name(base, labels, self.policy)
+            if len(self._cache) >= self.cache_size:
+                self._cache.clear()
+            self._cache[key] = named
+        return named

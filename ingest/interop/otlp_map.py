@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from apm.labels import LabelPolicy, labelled_name, server_from_label
+from apm.labels import Namer, server_from_label
 from apm.model import metric_name_error
 from ingest.errors import ApiError
 from ingest.interop.points import Points, Tally
@@ -66,10 +66,10 @@ def _server(resource: Any, default: str) -> tuple[str | None, str]:
 
 class _Mapper:
     def __init__(
-        self, settings: InteropSettings, policy: LabelPolicy, rates: RateState, tally: Tally
+        self, settings: InteropSettings, names: Namer, rates: RateState, tally: Tally
     ) -> None:
         self.settings = settings
-        self.policy = policy
+        self.names = names
         self.rates = rates
         self.tally = tally
         self.points = Points(tally)
@@ -107,7 +107,7 @@ class _Mapper:
                 self.tally.labels_dropped += 1
             else:
                 items.append((kv.key, text))
-        named = labelled_name(name, items, self.policy)
+        named = self.names.name(name, tuple(items))
         self.tally.labels_dropped += named.dropped
         if named.name is None:
             raise _Refused("metric_name", str(named.error))
@@ -145,7 +145,7 @@ class _Mapper:
                 )
             rates = tuple(v / span for v in values)
         elif temporality == _CUMULATIVE:
-            step = self.rates.step(key, point.start_time_unix_nano, ts, values)
+            step = self.rates.step(key, point.start_time_unix_nano, point.time_unix_nano, values)
             if step.kind != "rate":
                 self.tally.count("dropped", step.kind)
                 return False
@@ -224,7 +224,7 @@ def _number(point: Any) -> float:
 def map_export(
     request: Any,
     settings: InteropSettings,
-    policy: LabelPolicy,
+    names: Namer,
     rates: RateState,
     tally: Tally,
 ) -> Points:
@@ -246,7 +246,7 @@ def map_export(
             at="body",
             reason="too_large",
         )
-    mapper = _Mapper(settings, policy, rates, tally)
+    mapper = _Mapper(settings, names, rates, tally)
     for rm in request.resource_metrics:
         server, source = _server(rm.resource, settings.otlp_default_server)
         metrics = [m for sm in rm.scope_metrics for m in sm.metrics]

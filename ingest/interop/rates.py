@@ -23,9 +23,9 @@ __all__ = ["RateState", "Step"]
 @dataclass(frozen=True)
 class _Last:
     start: int  # start_time_unix_nano of the series' current run
-    t: float
+    t: int  # time_unix_nano
     values: tuple[float, ...]
-    before_t: float | None = None  # the point before, for a point sent again
+    before_t: int | None = None  # the point before, for a point sent again
     before: tuple[float, ...] | None = None
 
 
@@ -48,9 +48,10 @@ class RateState:
     def size(self) -> int:
         return len(self._last)
 
-    def step(self, key: Hashable, start: int, t: float, values: tuple[float, ...]) -> Step:
-        """The rates of one cumulative point of series ``key`` (``values[0]`` must never go
-        down within a run: the counter, or a histogram's count)."""
+    def step(self, key: Hashable, start: int, t: int, values: tuple[float, ...]) -> Step:
+        """The rates of one cumulative point of series ``key`` at ``t`` (nanoseconds: the
+        interval is computed exactly, then made seconds). ``values[0]`` must never go down
+        within a run: the counter, or a histogram's count."""
         with self._lock:
             last = self._last.get(key)
             if last is not None:
@@ -69,7 +70,7 @@ class RateState:
             return Step("rate", _rates(last.t, last.values, t, values))
 
     def _restart(
-        self, key: Hashable, last: _Last | None, start: int, t: float, values: tuple[float, ...]
+        self, key: Hashable, last: _Last | None, start: int, t: int, values: tuple[float, ...]
     ) -> Step:
         self._put(key, _Last(start, t, values))
         return Step("first" if last is None else "reset")
@@ -81,6 +82,6 @@ class RateState:
             self._on_evict()
 
 
-def _rates(t0: float, v0: tuple[float, ...], t1: float, v1: tuple[float, ...]) -> tuple[float, ...]:
-    span = t1 - t0
+def _rates(t0: int, v0: tuple[float, ...], t1: int, v1: tuple[float, ...]) -> tuple[float, ...]:
+    span = (t1 - t0) / 1e9
     return tuple((b - a) / span for a, b in zip(v0, v1, strict=True))

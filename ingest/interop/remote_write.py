@@ -15,7 +15,7 @@ from collections.abc import Callable
 import cramjam
 from google.protobuf.message import DecodeError
 
-from apm.labels import LabelPolicy, labelled_name, server_from_label
+from apm.labels import Namer, server_from_label
 from ingest.errors import ApiError
 from ingest.interop.points import Points, Tally, bad_request, to_decoded
 from ingest.interop.prompb import WriteRequest
@@ -95,7 +95,7 @@ def _too_large(detail: str) -> ApiError:
 def map_write(
     request: object,
     settings: InteropSettings,
-    policy: LabelPolicy,
+    names: Namer,
     max_samples: int,
     tally: Tally,
 ) -> Points:
@@ -146,7 +146,7 @@ def map_write(
                 f"series {index}: {server_label}={server_raw[:60]!r} makes no valid server name",
             )
             continue
-        named = labelled_name(name, others, policy) if name else None
+        named = names.name(name, tuple(others)) if name else None
         if named is not None:
             tally.labels_dropped += named.dropped
         if named is None or named.name is None:
@@ -173,7 +173,7 @@ def _add_samples(points: Points, server: str, metric: str, samples: object, tall
 def remote_write_decoder(
     validator: Validator,
     settings: InteropSettings,
-    policy: LabelPolicy,
+    names: Namer,
     max_inflated: int,
     max_samples: int,
     record_max_bytes: int,
@@ -183,7 +183,7 @@ def remote_write_decoder(
 
     def decode(raw: bytes) -> Decoded:
         request = decode_write(raw, max_inflated)
-        points = map_write(request, settings, policy, max_samples, tally)
+        points = map_write(request, settings, names, max_samples, tally)
         return to_decoded(points, validator, record_max_bytes)
 
     return decode

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from apm.labels import LabelPolicy
+from apm.labels import LabelPolicy, Namer
 from ingest.errors import ApiError
 from ingest.interop.points import Tally
 from ingest.interop.rates import RateState
@@ -67,20 +67,27 @@ class InteropTelemetry:
 class Interop:
     settings: InteropSettings
     telemetry: InteropTelemetry
-    remote_write_policy: LabelPolicy = field(init=False)
-    otlp_policy: LabelPolicy = field(init=False)
+    remote_write_names: Namer = field(init=False)
+    otlp_names: Namer = field(init=False)
     rates: RateState = field(init=False)
 
     def __post_init__(self) -> None:
         s = self.settings
-        self.remote_write_policy = LabelPolicy.of(
-            s.remote_write_name_labels,
-            {"__name__", s.remote_write_server_label, *s.remote_write_ignore_labels},
-            s.drop_unbounded_labels,
-            s.labels_keep,
+        self.remote_write_names = Namer(
+            LabelPolicy.of(
+                s.remote_write_name_labels,
+                {"__name__", s.remote_write_server_label, *s.remote_write_ignore_labels},
+                s.drop_unbounded_labels,
+                s.labels_keep,
+            )
         )
-        self.otlp_policy = LabelPolicy.of(
-            s.otlp_name_attributes, s.otlp_ignore_attributes, s.drop_unbounded_labels, s.labels_keep
+        self.otlp_names = Namer(
+            LabelPolicy.of(
+                s.otlp_name_attributes,
+                s.otlp_ignore_attributes,
+                s.drop_unbounded_labels,
+                s.labels_keep,
+            )
         )
         self.rates = RateState(s.otlp_rate_series_max, self.telemetry.rate_evicted.inc)
         self.telemetry.rate_series.set_function(self.rates.size)

@@ -45,7 +45,7 @@ def _decode(
 ) -> Decoded:
     s = state.settings
     request = decode_export(raw, media, gzipped, s.max_decompressed_bytes, s.max_json_values)
-    points = map_export(request, interop.settings, interop.otlp_policy, interop.rates, tally)
+    points = map_export(request, interop.settings, interop.otlp_names, interop.rates, tally)
     decoded = to_decoded(points, state.validator, s.record_max_bytes)
     if tally.of("rejected") and not tally.of("accepted") and not tally.of("dropped"):
         # Nothing of it can ever be taken: OTLP's "bad data", not a partial success.

@@ -69,7 +69,7 @@ async def remote_write(request: Request, state: ServiceDep) -> Response:
             return remote_write_decoder(
                 state.validator,
                 interop.settings,
-                interop.remote_write_policy,
+                interop.remote_write_names,
                 settings.max_decompressed_bytes,
                 settings.max_samples,
                 settings.record_max_bytes,

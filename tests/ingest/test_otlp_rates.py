@@ -8,46 +8,48 @@ from ingest.interop.rates import RateState
 
 pytestmark = pytest.mark.unit
 
+S = 1_000_000_000  # the state takes nanoseconds
+
 
 def test_first_point_then_rates():
     state = RateState(10)
-    assert state.step("a", 1, 10.0, (5.0,)).kind == "first"
-    step = state.step("a", 1, 12.0, (9.0,))
+    assert state.step("a", 1, 10 * S, (5.0,)).kind == "first"
+    step = state.step("a", 1, 12 * S, (9.0,))
     assert (step.kind, step.rates) == ("rate", (2.0,))
 
 
 def test_a_point_sent_again_gives_the_same_rate_and_moves_nothing():
     state = RateState(10)
-    state.step("a", 1, 10.0, (5.0, 1.0))
-    first = state.step("a", 1, 12.0, (9.0, 3.0))
-    again = state.step("a", 1, 12.0, (9.0, 3.0))
+    state.step("a", 1, 10 * S, (5.0, 1.0))
+    first = state.step("a", 1, 12 * S, (9.0, 3.0))
+    again = state.step("a", 1, 12 * S, (9.0, 3.0))
     assert again == first
-    assert state.step("a", 1, 13.0, (10.0, 3.0)).rates == (1.0, 0.0)
+    assert state.step("a", 1, 13 * S, (10.0, 3.0)).rates == (1.0, 0.0)
 
 
 def test_a_counter_going_down_or_a_new_start_is_a_reset():
     state = RateState(10)
-    state.step("a", 1, 10.0, (5.0,))
-    assert state.step("a", 1, 11.0, (1.0,)).kind == "reset"
-    assert state.step("a", 1, 12.0, (3.0,)).rates == (2.0,)
-    assert state.step("a", 2, 13.0, (4.0,)).kind == "reset"
-    assert state.step("a", 2, 15.0, (8.0,)).rates == (2.0,)
+    state.step("a", 1, 10 * S, (5.0,))
+    assert state.step("a", 1, 11 * S, (1.0,)).kind == "reset"
+    assert state.step("a", 1, 12 * S, (3.0,)).rates == (2.0,)
+    assert state.step("a", 2, 13 * S, (4.0,)).kind == "reset"
+    assert state.step("a", 2, 15 * S, (8.0,)).rates == (2.0,)
 
 
 def test_an_older_point_gives_nothing_and_keeps_the_state():
     state = RateState(10)
-    state.step("a", 1, 10.0, (5.0,))
-    assert state.step("a", 1, 9.0, (4.0,)).kind == "out_of_order"
-    assert state.step("a", 1, 11.0, (6.0,)).rates == (1.0,)
+    state.step("a", 1, 10 * S, (5.0,))
+    assert state.step("a", 1, 9 * S, (4.0,)).kind == "out_of_order"
+    assert state.step("a", 1, 11 * S, (6.0,)).rates == (1.0,)
 
 
 def test_the_least_recently_seen_series_is_forgotten_past_the_bound():
     evicted = []
     state = RateState(2, lambda: evicted.append(1))
-    state.step("a", 1, 10.0, (1.0,))
-    state.step("b", 1, 10.0, (1.0,))
-    state.step("a", 1, 11.0, (2.0,))  # a is now the most recent
-    state.step("c", 1, 10.0, (1.0,))
+    state.step("a", 1, 10 * S, (1.0,))
+    state.step("b", 1, 10 * S, (1.0,))
+    state.step("a", 1, 11 * S, (2.0,))  # a is now the most recent
+    state.step("c", 1, 10 * S, (1.0,))
     assert state.size() == 2 and len(evicted) == 1
-    assert state.step("b", 1, 11.0, (2.0,)).kind == "first"  # b was forgotten
-    assert state.step("c", 1, 11.0, (2.0,)).kind == "rate"
+    assert state.step("b", 1, 11 * S, (2.0,)).kind == "first"  # b was forgotten
+    assert state.step("c", 1, 11 * S, (2.0,)).kind == "rate"
