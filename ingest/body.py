@@ -19,14 +19,19 @@ from ingest.errors import ApiError
 __all__ = ["check_media", "count_values", "decode_body", "gunzip", "parse_json", "read_limited"]
 
 
-def check_media(content_type: str | None, content_encoding: str | None) -> bool:
-    """True when the body is gzipped; raises 415 for anything but JSON, identity or gzip."""
+def check_media(
+    content_type: str | None,
+    content_encoding: str | None,
+    accepted: tuple[str, ...] = ("application/json",),
+) -> bool:
+    """True when the body is gzipped; raises 415 for a media type not in ``accepted`` (JSON
+    for the JSON contract; OTLP adds protobuf), or an encoding but identity or gzip."""
     media = (content_type or "").split(";")[0].strip().lower()
-    if media != "application/json":
+    if media not in accepted:
         raise ApiError(
             415,
             "unsupported_media_type",
-            f"Content-Type must be application/json, got {content_type!r}",
+            f"Content-Type must be {' or '.join(accepted)}, got {content_type!r}",
             at="header:Content-Type",
             reason="media_type",
         )

@@ -15,7 +15,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 )
 from starlette.responses import Response
 
-from ingest.body import count_values, gunzip
+from ingest.body import check_media, count_values, gunzip
 from ingest.errors import ApiError
 from ingest.interop.points import bad_request
 from ingest.interop.prompb import Status
@@ -30,25 +30,8 @@ _GRPC_CODE = {400: 3, 401: 16, 408: 4, 413: 8, 415: 3, 429: 8, 500: 13, 503: 14}
 
 def check_headers(content_type: str | None, content_encoding: str | None) -> tuple[str, bool]:
     """The request's media type (protobuf or JSON) and whether it is gzipped; 415 else."""
-    media = (content_type or "").split(";")[0].strip().lower()
-    if media not in (PROTOBUF, JSON):
-        raise ApiError(
-            415,
-            "unsupported_media_type",
-            f"Content-Type must be {PROTOBUF} or {JSON}, got {content_type!r}",
-            at="header:Content-Type",
-            reason="media_type",
-        )
-    encoding = (content_encoding or "identity").strip().lower()
-    if encoding not in ("identity", "gzip"):
-        raise ApiError(
-            415,
-            "unsupported_media_type",
-            f"Content-Encoding must be gzip or identity, got {content_encoding!r}",
-            at="header:Content-Encoding",
-            reason="encoding",
-        )
-    return media, encoding == "gzip"
+    gzipped = check_media(content_type, content_encoding, (PROTOBUF, JSON))
+    return (content_type or "").split(";")[0].strip().lower(), gzipped
 
 
 def decode_export(

@@ -31,7 +31,7 @@ from ingest.interop.otlp import (
 from ingest.interop.otlp_map import map_export
 from ingest.interop.points import Tally, bad_request, to_decoded
 from ingest.interop.runtime import Interop
-from ingest.routes.remote_write import retryable
+from ingest.routes.remote_write import for_senders
 from ingest.routes.samples import Decoded, intake
 
 __all__ = ["router"]
@@ -87,7 +87,7 @@ async def otlp_metrics(request: Request, state: ServiceDep) -> Response:
 
         await intake(request, state, prepare)
     except ApiError as exc:
-        error = retryable(exc)
+        error = for_senders(exc)
         interop.telemetry.answered("otlp", error.status, tally, error)
         return error_answer(error, media)
     interop.telemetry.answered("otlp", 200, tally, None)

@@ -23,18 +23,21 @@ from ingest.interop.remote_write import check_headers, remote_write_decoder
 from ingest.interop.runtime import Interop
 from ingest.routes.samples import Decoded, intake
 
-__all__ = ["retryable", "router"]
+__all__ = ["for_senders", "router"]
 
 router = APIRouter(tags=["interop"])
 _bearer = HTTPBearer(auto_error=False)
 
 
-def retryable(error: ApiError) -> ApiError:
-    """A 408 (the body was slow to arrive) is worth a retry, but remote_write senders and
-    OTLP exporters drop every 4xx except 429: it becomes a 503."""
+def for_senders(error: ApiError) -> ApiError:
+    """The ingest's answer as remote_write senders and OTLP exporters read it: they retry 429
+    and 5xx and drop every other 4xx. A 408 (the body was slow to arrive) is worth a retry:
+    it becomes a 503. A 422 (past the cap on new names, for good) is bad data: a 400."""
     if error.status == 408:
         error.status = 503
         error.headers = {**error.headers, "Retry-After": "1"}
+    elif error.status == 422:
+        error.status = 400
     return error
 
 
@@ -78,7 +81,7 @@ async def remote_write(request: Request, state: ServiceDep) -> Response:
 
         batch, _records = await intake(request, state, prepare)
     except ApiError as exc:
-        error = retryable(exc)
+        error = for_senders(exc)
         interop.telemetry.answered("remote_write", error.status, tally, error)
         return _text(error.status, f"{error.error}: {error.detail}", error.headers)
     refused = tally.of("rejected")

@@ -6,6 +6,9 @@ Bounds on one request (docs/ingest.md, Limits and Load shedding): admission into
 inflating, parsing and validating on ``parse_threads`` worker threads, never on the event
 loop; and an answer within ``answer_timeout_s`` of the request, 503 + Retry-After if Kafka
 has not acknowledged by then (the agent's timeout is set above it).
+
+:func:`intake` is that path without the JSON contract's own decoding and answer; the OTLP and
+remote_write routes (ingest/routes/otlp.py, remote_write.py) take it too.
 """
 
 from __future__ import annotations

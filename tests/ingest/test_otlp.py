@@ -375,3 +375,14 @@ def test_arbitrary_points_get_an_otlp_answer(client_once, values, kind):
         metrics.append(m)
     resp = post(client_once, request(metrics))
     assert resp.status_code in (200, 400), (resp.status_code, resp.content)
+
+
+@pytest.mark.parametrize(("status", "code"), [(429, 429), (422, 400)])
+def test_the_cap_on_new_names_is_429_to_retry_or_400_to_drop(make_client, status, code):
+    from tests.ingest.test_remote_write import _CappedPublisher
+
+    resp = post(
+        make_client(publisher=_CappedPublisher(status)), request([gauge("g", (1.0, now_ns()))])
+    )
+    assert resp.status_code == code
+    assert (resp.headers.get("Retry-After") == "7") == (status == 429)

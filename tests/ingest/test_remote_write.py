@@ -317,3 +317,38 @@ def test_arbitrary_series_get_a_protocol_answer(make_client_once, series):
 @pytest.fixture
 def make_client_once(make_client):
     return make_client()
+
+
+class _CappedPublisher:
+    """Refuses as the topic creator's cap on new names does (ingest/topics.py)."""
+
+    def __init__(self, status: int) -> None:
+        self.status = status
+
+    def publish(self, records):
+        from ingest.errors import ApiError
+
+        headers = {"Retry-After": "7"} if self.status == 429 else {}
+        raise ApiError(
+            self.status, "too_many_new_names", "cap", reason="new_names_rate", headers=headers
+        )
+
+    def ready(self) -> bool:
+        return True
+
+    def queue_depth(self) -> int:
+        return 0
+
+    def lingering(self) -> int:
+        return 0
+
+    def close(self, timeout_s: float) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("status", "answer"), [(429, 429), (422, 400)])
+def test_the_cap_on_new_names_is_429_to_retry_or_400_to_drop(make_client, status, answer):
+    client = make_client(publisher=_CappedPublisher(status))
+    got = post(client, write_request([({"__name__": "up"}, [(1.0, now_ms())])]))
+    assert got.status_code == answer
+    assert (got.headers.get("Retry-After") == "7") == (status == 429)
