@@ -53,6 +53,9 @@ def cassandra_yaml(layout: ClusterLayout, stack: StackSettings, node: str) -> st
             "endpoint_snitch": "SimpleSnitch",
             "auto_bootstrap": "false",
             "hinted_handoff_enabled": "true",
+            # The stack's one node turns it off; in a ring it routes reads away from a dead
+            # or slow replica before the failure detector has convicted it.
+            "dynamic_snitch": "true",
             "concurrent_compactors": "1",
         },
         ": ",

@@ -70,13 +70,8 @@ def engine_nodes(layout: ClusterLayout, stack: StackSettings | None = None) -> d
 def _groups(layout: ClusterLayout) -> list[tuple[str, ...]]:
     """Nodes started together, and waited for, before the next group."""
     seed, *others = layout.cassandra_nodes
-    return [
-        layout.kafka_nodes,
-        (seed,),
-        tuple(others),
-        ("spark-master",),
-        layout.spark_workers,
-    ]
+    groups = [layout.kafka_nodes, (seed,), tuple(others), ("spark-master",), layout.spark_workers]
+    return [group for group in groups if group]
 
 
 def _platform() -> ModuleType | None:
@@ -249,6 +244,7 @@ def start_node(
     """Starts one engine node again on its data dir; with ``wait``, until it is healthy
     (rejoined its quorum or ring, or registered with the master). Returns its pid."""
     layout = layout or ClusterLayout()
+    _check_jars(StackSettings())
     node = _node(layout, name)
     _launch(node, progress)
     proc = node.process()
