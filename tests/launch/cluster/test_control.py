@@ -42,6 +42,7 @@ class Cluster:
     def __init__(self, layout: ClusterLayout, code: dict[str, str] | None = None) -> None:
         self.layout, self.code = layout, code or {}
         self.order: list[str] = []
+        self.joined_asked: list[str] = []
 
     def node(self, name: str) -> Node:
         def command() -> list[str]:
@@ -56,6 +57,7 @@ class Cluster:
             command=command,
             # A node that dies at start never answers its probe (as a real engine).
             healthy=lambda: name not in self.code,
+            joined=lambda: self.joined_asked.append(name) is None,
         )
 
     def nodes(self, layout: ClusterLayout, stack: object = None) -> dict[str, Node]:
@@ -142,3 +144,24 @@ def test_tree_rss_counts_descendants_once() -> None:
     assert own > 0
     # A cycle in a (racy) /proc snapshot must not count a process twice.
     assert tree_rss(os.getpid(), children=lambda: {os.getpid(): [os.getpid()]}) == own
+
+
+def test_start_node_waits_for_rejoin_only_when_every_sibling_runs(
+    layout: ClusterLayout, fake: Callable[..., Cluster]
+) -> None:
+    cluster = fake()
+    try:
+        control.up(layout, lambda note: None)
+        assert set(cluster.joined_asked) == set(layout.engine_nodes)  # up checks membership
+        cluster.joined_asked.clear()
+        control.kill9("cassandra-1", layout)
+        control.start_node("cassandra-1", layout, lambda note: None)
+        assert cluster.joined_asked == ["cassandra-1"]  # cassandra-2 runs: must see it up
+
+        cluster.joined_asked.clear()
+        control.kill9("cassandra-1", layout)
+        control.kill9("cassandra-2", layout)
+        control.start_node("cassandra-1", layout, lambda note: None)
+        assert cluster.joined_asked == []  # its peer is down: healthy alone is enough
+    finally:
+        control.down(layout, lambda note: None)
