@@ -1,0 +1,179 @@
+"""The tested multi-node layout on one machine (env prefix ``APM_CLUSTER_``).
+
+One frozen settings class holds every address, port and heap of the cluster that
+``apm cluster up`` starts (docs/deploy.md leads with it), plus the values derived from them:
+the Kafka bootstrap, the Cassandra contact points and replication, the URLs of the load
+balancer and the dashboard, and :meth:`ClusterLayout.env`, the ``APM_*`` variables every
+platform process on the cluster runs with. compose and k8s are checked against ``env()``.
+
+All state lives under ``var/cluster/<node>/`` (data and ``<node>.log``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from apm.settings import PROJECT_ROOT, env_config
+
+__all__ = ["ClusterLayout"]
+
+
+class ClusterLayout(BaseSettings):
+    """``APM_CLUSTER_*``; tuples read from the environment as JSON (``[19092, 19093, 19094]``)."""
+
+    model_config = SettingsConfigDict(**{**env_config("APM_CLUSTER_"), "frozen": True})
+
+    root: Path = PROJECT_ROOT
+    var_dir: Path | None = Field(default=None, description="state; default <root>/var/cluster")
+    host: str = "127.0.0.1"  # Kafka, Spark and the platform's processes
+
+    # Kafka: combined broker + controller nodes, node ids 1..n, a controller quorum of n.
+    kafka_broker_ports: tuple[int, ...] = (19092, 19093, 19094)
+    kafka_controller_ports: tuple[int, ...] = (19192, 19193, 19194)
+    kafka_heap: str = "512m"
+    topic_replication: int = Field(default=3, ge=1)
+    min_insync_replicas: int = Field(default=2, ge=1)
+
+    # Cassandra: one node per loopback address, all on the same ports; seed = the first.
+    cassandra_hosts: tuple[str, ...] = ("127.0.0.21", "127.0.0.22", "127.0.0.23")
+    cassandra_port: int = 9042
+    cassandra_storage_port: int = 7000
+    cassandra_jmx_ports: tuple[int, ...] = (7211, 7212, 7213)
+    cassandra_heap: str = "768m"
+    cassandra_heap_new: str = "192m"
+    cassandra_dc: str = "datacenter1"
+    cassandra_rack: str = "rack1"
+
+    # Spark standalone, from the jars pyspark ships.
+    spark_master_port: int = 17077
+    spark_master_ui_port: int = 18080
+    spark_worker_ui_ports: tuple[int, ...] = (18081, 18082)
+    spark_worker_cores: int = 2
+    spark_worker_memory: str = "1536m"
+    spark_daemon_heap: str = "256m"
+
+    # The platform on top (launch.cluster.platform).
+    aggregator_shards: int = Field(default=2, ge=1)
+    aggregator_metrics_ports: tuple[int, ...] = (19102, 19103)
+    aggregator_cores_max: int = 1
+    aggregator_executor_memory: str = "768m"
+    aggregator_driver_memory: str = "768m"
+    ingest_ports: tuple[int, ...] = (18001, 18002)
+    lb_port: int = 18000
+    dashboard_port: int = 18050
+
+    rss_budget_gib: float = 12.0
+    start_timeout_s: float = 240.0
+    stop_timeout_s: float = 60.0
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ClusterLayout:
+        if len(self.kafka_broker_ports) != len(self.kafka_controller_ports):
+            raise ValueError("kafka_broker_ports and kafka_controller_ports differ in length")
+        if len(self.cassandra_hosts) != len(self.cassandra_jmx_ports):
+            raise ValueError("cassandra_hosts and cassandra_jmx_ports differ in length")
+        if len(self.aggregator_metrics_ports) != self.aggregator_shards:
+            raise ValueError("aggregator_metrics_ports needs one port per aggregator shard")
+        if self.topic_replication > len(self.kafka_broker_ports):
+            raise ValueError("topic_replication exceeds the number of Kafka brokers")
+        if self.min_insync_replicas > self.topic_replication:
+            raise ValueError("min_insync_replicas exceeds topic_replication")
+        return self
+
+    # --- where state lives --------------------------------------------------------------------
+
+    @property
+    def var(self) -> Path:
+        return self.var_dir or self.root / "var" / "cluster"
+
+    def home(self, node: str) -> Path:
+        return self.var / node
+
+    def log(self, node: str) -> Path:
+        return self.home(node) / f"{node}.log"
+
+    # --- node names ---------------------------------------------------------------------------
+
+    @property
+    def kafka_nodes(self) -> tuple[str, ...]:
+        return tuple(f"kafka-{i}" for i in range(1, len(self.kafka_broker_ports) + 1))
+
+    @property
+    def cassandra_nodes(self) -> tuple[str, ...]:
+        return tuple(f"cassandra-{i}" for i in range(1, len(self.cassandra_hosts) + 1))
+
+    @property
+    def spark_workers(self) -> tuple[str, ...]:
+        return tuple(f"spark-worker-{i}" for i in range(1, len(self.spark_worker_ui_ports) + 1))
+
+    @property
+    def engine_nodes(self) -> tuple[str, ...]:
+        """Every engine node, in start order."""
+        return (*self.kafka_nodes, *self.cassandra_nodes, "spark-master", *self.spark_workers)
+
+    # --- derived values -----------------------------------------------------------------------
+
+    @property
+    def kafka_bootstrap(self) -> str:
+        return ",".join(f"{self.host}:{p}" for p in self.kafka_broker_ports)
+
+    @property
+    def kafka_quorum_voters(self) -> str:
+        return ",".join(
+            f"{i}@{self.host}:{p}" for i, p in enumerate(self.kafka_controller_ports, start=1)
+        )
+
+    @property
+    def storage_hosts(self) -> str:
+        return ",".join(self.cassandra_hosts)
+
+    @property
+    def cassandra_seeds(self) -> str:
+        return self.cassandra_hosts[0]
+
+    @property
+    def storage_replication(self) -> str:
+        return (
+            f"{{'class': 'NetworkTopologyStrategy', "
+            f"'{self.cassandra_dc}': {len(self.cassandra_hosts)}}}"
+        )
+
+    @property
+    def spark_master_url(self) -> str:
+        return f"spark://{self.host}:{self.spark_master_port}"
+
+    @property
+    def spark_master_ui_url(self) -> str:
+        return f"http://{self.host}:{self.spark_master_ui_port}"
+
+    @property
+    def ingest_urls(self) -> tuple[str, ...]:
+        return tuple(f"http://{self.host}:{p}" for p in self.ingest_ports)
+
+    @property
+    def lb_url(self) -> str:
+        return f"http://{self.host}:{self.lb_port}"
+
+    @property
+    def dashboard_url(self) -> str:
+        return f"http://{self.host}:{self.dashboard_port}"
+
+    @property
+    def aggregator_shard_specs(self) -> tuple[str, ...]:
+        """``--shard`` of each aggregator: ``0/2``, ``1/2``."""
+        n = self.aggregator_shards
+        return tuple(f"{i}/{n}" for i in range(n))
+
+    def env(self) -> dict[str, str]:
+        """The ``APM_*`` variables every platform process on this cluster runs with."""
+        return {
+            "APM_KAFKA_BOOTSTRAP": self.kafka_bootstrap,
+            "APM_INGEST_TOPIC_REPLICATION": str(self.topic_replication),
+            "APM_STORAGE_HOSTS": self.storage_hosts,
+            "APM_STORAGE_PORT": str(self.cassandra_port),
+            "APM_STORAGE_REPLICATION": self.storage_replication,
+            "APM_AGGREGATOR_DRIVER_MEMORY": self.aggregator_driver_memory,
+        }
