@@ -295,3 +295,32 @@ def test_the_check_catches_drift(layout, compose):
     assert drifted("aggregator", "APM_STORAGE_PORT", "9043") != []
     assert disagreements({**cluster, "APM_NOPE": "1"}, good) == ["APM_NOPE: no process reads it"]
     assert disagreements(cluster, {**good, "aggregator": {}}) != []
+
+
+def test_deploy_doc_leads_with_the_layout_it_tests(layout):
+    """docs/deploy.md's first section gives the cluster's settings and every port, as run."""
+    doc = (PROJECT_ROOT / "docs" / "deploy.md").read_text()
+    lead = doc.split("\n## ")[1]
+    assert lead.startswith("The tested multi-node layout")
+    for var, value in layout.env().items():
+        assert f"| `{var}` | `{value}` |" in lead, var
+    ports = (
+        *layout.kafka_broker_ports,
+        *layout.kafka_controller_ports,
+        layout.cassandra_port,
+        layout.cassandra_storage_port,
+        *layout.cassandra_jmx_ports,
+        layout.spark_master_port,
+        layout.spark_master_ui_port,
+        *layout.spark_worker_ui_ports,
+        *layout.aggregator_metrics_ports,
+        *layout.ingest_ports,
+        layout.lb_port,
+        layout.dashboard_port,
+    )
+    table = lead.split("| node |")[1].split("\n\n")[0]
+    assert [p for p in ports if not re.search(rf"\b{p}\b", table)] == []
+    for host in layout.cassandra_hosts:
+        assert host.rsplit(".", 1)[1] in table
+    for heap in (layout.kafka_heap, layout.cassandra_heap, layout.aggregator_executor_memory):
+        assert heap in table

@@ -35,6 +35,7 @@ SETTINGS = (  # every settings class of a process; what they read is all that ma
     "loadgen.settings:LoadgenSettings",
     "agent.settings:AgentSettings",
     "launch.stack.config:StackSettings",
+    "launch.cluster.layout:ClusterLayout",
 )
 APM_NAME = re.compile(r"\bAPM_[A-Z0-9_]*[A-Z0-9]\b")
 # The platform's services, named as the tested cluster's nodes.
