@@ -38,6 +38,7 @@ SETTINGS = (  # every settings class of a process; what they read is all that ma
     "launch.cluster.layout:ClusterLayout",
 )
 APM_NAME = re.compile(r"\bAPM_[A-Z0-9_]*[A-Z0-9]\b")
+JAR_DIR = "/opt/apm/jars"  # the image's jar cache
 # The platform's services, named as the tested cluster's nodes.
 INGESTS = ("ingest-1", "ingest-2")
 AGGREGATORS = ("aggregator-0", "aggregator-1")
@@ -167,8 +168,11 @@ def test_spark_standalone_runs_the_aggregator_through_spark_submit(compose):
         command = services[name]["command"]
         assert command[0] == "spark-submit"
         assert command[command.index("--master") + 1] == "spark://spark-master:7077"
-        # Under spark-submit the driver's JVM is up before the job reads its settings.
+        # Under spark-submit the driver's JVM is up before the job reads its settings, and
+        # the job asks for no jars (aggregator.cli._local_jars): spark-submit hands them in.
         assert "--driver-memory" in command
+        jars = command[command.index("--jars") + 1].split(",")
+        assert jars == [f"{JAR_DIR}/spark/*.jar", f"{JAR_DIR}/apm/apm-aggregator-jvm.jar"]
         app = PROJECT_ROOT / command[command.index("--shard") - 1]
         assert app.is_file() and "aggregator" in app.read_text()
         # Each driver's own name, for the executors to call it back.
@@ -181,6 +185,17 @@ def test_spark_standalone_runs_the_aggregator_through_spark_submit(compose):
 
 # The only services meant to be reached from other hosts: both have their own auth.
 PUBLIC_SERVICES = {"nginx", "dashboard"}
+
+
+def test_the_image_holds_the_jars_spark_submit_hands_in():
+    """The connector from the project's pom, and the aggregator's operator built from
+    aggregator/jvm, where the aggregators' --jars look (and APM_STACK_JAR_CACHE says)."""
+    dockerfile = (COMPOSE_DIR / "Dockerfile").read_text()
+    assert "-DoutputDirectory=/jars/spark" in dockerfile
+    assert "-f aggregator/jvm/pom.xml package" in dockerfile
+    assert "apm-aggregator-jvm.jar /jars/apm/" in dockerfile
+    assert f"COPY --from=jars /jars {JAR_DIR}" in dockerfile
+    assert f"APM_STACK_JAR_CACHE={JAR_DIR}" in dockerfile
 
 
 def test_only_authenticated_services_are_published_beyond_loopback(compose):
