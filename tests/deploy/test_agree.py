@@ -1,14 +1,13 @@
 """compose, k8s and the tested cluster agree (issue 15).
 
 ``launch.cluster.layout.ClusterLayout`` is the layout ``apm cluster up`` starts and
-``make test-cluster`` tests; ``env()`` is what every platform process there runs with. Every such
-variable must reach each compose service and k8s workload whose settings class reads it, with a
-value that agrees: the same value, except the engines' addresses (loopback ports on the cluster,
-service names elsewhere: the same number of them) and heap sizes (per machine: set, any size).
-The shapes must agree too: Kafka brokers, RF and min.insync.replicas (acks=all is the ingest's
-own), the Cassandra ring, its DC and LOCAL_QUORUM, the aggregator shards, and the ingest replicas
-behind a load balancer that retries the other replica. ``disagreements`` is checked on drifted
-copies at the end, so this test can fail.
+``make test-cluster`` tests; ``env()`` is what every platform process there runs with. Every
+such variable must reach each compose service and k8s workload whose settings class reads it,
+with a value that agrees (tests/deploy/deploys.py says how). The shapes must agree too: Kafka
+brokers, RF and min.insync.replicas (acks=all is the ingest's own), the Cassandra ring, its DC
+and LOCAL_QUORUM, the aggregator shards, and the ingest replicas behind a load balancer that
+retries the other replica. ``disagreements`` is checked on drifted copies at the end, so this
+test can fail.
 """
 
 from __future__ import annotations
@@ -19,65 +18,21 @@ from typing import Any
 
 import pytest
 import yaml
-from pydantic_settings import BaseSettings
 
 from apm.settings import PROJECT_ROOT, env_names
 from launch.cluster.layout import ClusterLayout
+from tests.deploy.deploys import (
+    COMPOSE_DIR,
+    K8S,
+    ROLES,
+    classes,
+    compose_deploy,
+    disagreements,
+    k8s_deploy,
+    workload,
+)
 
 pytestmark = pytest.mark.unit
-
-COMPOSE_DIR = PROJECT_ROOT / "deploy" / "compose"
-K8S = PROJECT_ROOT / "deploy" / "k8s"
-ADDRESS_LISTS = {"APM_KAFKA_BOOTSTRAP", "APM_STORAGE_HOSTS"}  # the count must agree
-SIZES = {"APM_AGGREGATOR_DRIVER_MEMORY"}  # set, sized for the machine
-MAPS = {"APM_STORAGE_REPLICATION"}  # CQL map literals, compared as maps
-ROLES = ("ingest", "aggregator", "dashboard")
-Deploy = dict[str, dict[str, dict[str, str]]]  # role -> service or workload name -> its env
-
-
-def _classes(role: str) -> tuple[type[BaseSettings], ...]:
-    from aggregator.settings import AggregatorSettings
-    from dashboard.settings import DashboardSettings
-    from ingest.settings import IngestSettings
-    from storage.settings import StorageSettings
-
-    return {
-        "ingest": (IngestSettings,),
-        "aggregator": (AggregatorSettings, StorageSettings),
-        "dashboard": (DashboardSettings, StorageSettings),
-    }[role]
-
-
-def readers(var: str) -> list[str]:
-    """The roles whose settings classes read ``var``."""
-    return [r for r in ROLES if any(var in env_names(c) for c in _classes(r))]
-
-
-def _agree(var: str, want: str, got: str) -> bool:
-    if var in ADDRESS_LISTS:
-        return len(got.split(",")) == len(want.split(","))
-    if var in SIZES:
-        return bool(re.fullmatch(r"\d+[kmgKMG]?", got))
-    if var in MAPS:
-        return bool(ast.literal_eval(got) == ast.literal_eval(want))
-    return got == want
-
-
-def disagreements(cluster: dict[str, str], deploy: Deploy) -> list[str]:
-    """Where ``deploy`` does not run its processes with the cluster's variables."""
-    out = []
-    for var, want in sorted(cluster.items()):
-        if not readers(var):
-            out.append(f"{var}: no process reads it")
-        for role in readers(var):
-            if not deploy.get(role):
-                out.append(f"{var}: no {role} to give it to")
-            for name, env in sorted(deploy.get(role, {}).items()):
-                if var not in env:
-                    out.append(f"{name}: {var} is not set (the cluster: {want!r})")
-                elif not _agree(var, want, env[var]):
-                    out.append(f"{name}: {var}={env[var]!r}, the cluster: {want!r}")
-    return out
 
 
 @pytest.fixture
@@ -99,51 +54,6 @@ def compose() -> dict[str, Any]:
 def k8s() -> list[dict[str, Any]]:
     docs = [d for f in sorted(K8S.glob("*.yaml")) for d in yaml.safe_load_all(f.read_text())]
     return [d for d in docs if d]
-
-
-def _role(command: str) -> str | None:
-    for role, marker in (
-        ("ingest", "ingest serve"),
-        ("aggregator", "aggregator"),
-        ("dashboard", "dashboard serve"),
-    ):
-        if marker in command:
-            return role
-    return None
-
-
-def compose_deploy(compose: dict[str, Any]) -> Deploy:
-    out: Deploy = {r: {} for r in ROLES}
-    for name, service in compose["services"].items():
-        role = _role(" ".join(map(str, service.get("command", []))))
-        if role:
-            env = service.get("environment", {})
-            out[role][name] = {k: str(v) for k, v in env.items()}
-    return out
-
-
-def _workload(k8s: list[dict[str, Any]], name: str) -> dict[str, Any]:
-    return next(
-        o
-        for o in k8s
-        if o["kind"] in ("Deployment", "StatefulSet") and o["metadata"]["name"] == name
-    )
-
-
-def k8s_deploy(k8s: list[dict[str, Any]]) -> Deploy:
-    """What each workload's container sees: its ConfigMaps (envFrom), then its own env."""
-    configmaps = {o["metadata"]["name"]: o["data"] for o in k8s if o["kind"] == "ConfigMap"}
-    out: Deploy = {r: {} for r in ROLES}
-    for role in ROLES:
-        name = f"apm-{role}"
-        container = _workload(k8s, name)["spec"]["template"]["spec"]["containers"][0]
-        env: dict[str, str] = {}
-        for ref in container.get("envFrom", []):
-            if "configMapRef" in ref:
-                env.update(configmaps[ref["configMapRef"]["name"]])
-        env.update({e["name"]: e["value"] for e in container.get("env", []) if "value" in e})
-        out[role][name] = {k: str(v) for k, v in env.items()}
-    return out
 
 
 def test_compose_runs_the_platform_with_the_clusters_variables(layout, compose):
@@ -194,7 +104,7 @@ class _Producer:
 def _settings(cls: type[Any], env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Any:
     """``cls`` as the process would build it from ``env`` alone."""
     with monkeypatch.context() as patch:
-        for var in {v for role in ROLES for c in _classes(role) for v in env_names(c)}:
+        for var in {v for role in ROLES for c in classes(role) for v in env_names(c)}:
             patch.delenv(var, raising=False)
         for var, value in env.items():
             patch.setenv(var, value)
@@ -231,7 +141,7 @@ def test_two_aggregator_shards(layout, compose, k8s):
         assert command[command.index("--master") + 1].startswith("spark://")  # standalone
         shards.append(command[command.index("--shard") + 1])
     assert shards == list(layout.aggregator_shard_specs)
-    stateful = _workload(k8s, "apm-aggregator")
+    stateful = workload(k8s, "apm-aggregator")
     assert stateful["spec"]["replicas"] == layout.aggregator_shards
     args = " ".join(stateful["spec"]["template"]["spec"]["containers"][0]["args"])
     assert f'--shard "${{HOSTNAME##*-}}/{layout.aggregator_shards}"' in args
@@ -252,7 +162,7 @@ def test_ingest_replicas_behind_a_retrying_load_balancer(layout, compose, k8s):
     assert "nginx:80" in " ".join(compose["services"]["loadgen"]["command"])
     dashboard = compose_deploy(compose)["dashboard"]["dashboard"]
     assert len(dashboard["APM_DASHBOARD_INGEST_METRICS_URLS"].split(",")) == replicas
-    assert _workload(k8s, "apm-ingest")["spec"]["replicas"] == replicas
+    assert workload(k8s, "apm-ingest")["spec"]["replicas"] == replicas
     (service,) = [
         o for o in k8s if o["kind"] == "Service" and o["metadata"]["name"] == "apm-ingest"
     ]
