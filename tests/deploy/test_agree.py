@@ -13,6 +13,7 @@ test can fail.
 from __future__ import annotations
 
 import ast
+import os
 import re
 from typing import Any
 
@@ -38,8 +39,6 @@ pytestmark = pytest.mark.unit
 @pytest.fixture
 def layout(monkeypatch: pytest.MonkeyPatch) -> ClusterLayout:
     """The layout as shipped: no APM_CLUSTER_* of the caller's environment."""
-    import os
-
     for var in [v for v in os.environ if v.startswith("APM_CLUSTER_")]:
         monkeypatch.delenv(var)
     return ClusterLayout()
