@@ -137,6 +137,12 @@ def _healthy(layout: ClusterLayout, node: str) -> bool:
     return i + 1 in broker_ids(f"{layout.host}:{layout.kafka_broker_ports[i]}")
 
 
+def _sees_all(layout: ClusterLayout, node: str) -> bool:
+    i = _index(layout, node)
+    everyone = set(range(1, len(layout.kafka_nodes) + 1))
+    return broker_ids(f"{layout.host}:{layout.kafka_broker_ports[i]}") == everyone
+
+
 def nodes(layout: ClusterLayout, stack: StackSettings) -> list[Node]:
     return [
         Node(
@@ -149,6 +155,7 @@ def nodes(layout: ClusterLayout, stack: StackSettings) -> list[Node]:
             prepare=partial(_prepare, layout, stack, name),
             command=partial(command, layout, stack, name),
             healthy=partial(_healthy, layout, name),
+            joined=partial(_sees_all, layout, name),
         )
         for i, name in enumerate(layout.kafka_nodes)
     ]
