@@ -47,6 +47,9 @@ def server_properties(layout: ClusterLayout, stack: StackSettings, node: str) ->
             "node.id": str(i + 1),
             "controller.quorum.voters": layout.kafka_quorum_voters,
             "default.replication.factor": str(layout.topic_replication),
+            # As the topics the platform creates (apm.kafka.TopicSpec) and compose/k8s: an
+            # acks=all write survives the loss of one broker and needs two copies.
+            "min.insync.replicas": str(layout.min_insync_replicas),
             "offsets.topic.replication.factor": internal_rf,
             "transaction.state.log.replication.factor": internal_rf,
             "transaction.state.log.min.isr": internal_isr,

@@ -73,6 +73,7 @@ def test_brokers_replicate_internal_topics_and_never_elect_a_lagging_leader(
 ) -> None:
     props = _properties(kafka.server_properties(layout, stack, "kafka-1"))
     assert props["default.replication.factor"] == "3"
+    assert props["min.insync.replicas"] == "2"
     assert props["offsets.topic.replication.factor"] == "3"
     assert props["transaction.state.log.replication.factor"] == "3"
     assert props["transaction.state.log.min.isr"] == "2"
