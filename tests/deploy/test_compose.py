@@ -1,7 +1,8 @@
 """The production compose stack: `docker compose config` accepts it (when the compose plugin
 is installed; this machine's docker CLI may lack it), and its structure holds what issue 7
 asks: 3 KRaft brokers with RF 3, a 3-node Cassandra ring with RF 3, Spark standalone running
-the aggregator via spark-submit, N ingest replicas behind nginx, the dashboard. Every APM_*
+the aggregator via spark-submit as 2 shards, 2 ingest replicas behind nginx, the dashboard
+(tests/deploy/test_agree.py checks these values against the tested cluster's). Every APM_*
 variable it (or any file under deploy/, docs/deploy.md or the README) sets must be one that a
 settings class reads (apm.settings.env_names: prefix + field, or a shared field's choices)."""
 
@@ -34,8 +35,13 @@ SETTINGS = (  # every settings class of a process; what they read is all that ma
     "loadgen.settings:LoadgenSettings",
     "agent.settings:AgentSettings",
     "launch.stack.config:StackSettings",
+    "launch.cluster.layout:ClusterLayout",
 )
 APM_NAME = re.compile(r"\bAPM_[A-Z0-9_]*[A-Z0-9]\b")
+JAR_DIR = "/opt/apm/jars"  # the image's jar cache
+# The platform's services, named as the tested cluster's nodes.
+INGESTS = ("ingest-1", "ingest-2")
+AGGREGATORS = ("aggregator-0", "aggregator-1")
 ENV_FOR_CONFIG = {
     "APM_DASHBOARD_PASSWORD_HASH": "x",
     "APM_DASHBOARD_SECRET_KEY": "y",
@@ -130,7 +136,8 @@ def test_three_kraft_brokers_with_replication_three(compose):
     assert ids == {"1", "2", "3"}
     assert voters == {"1@kafka-1:9093,2@kafka-2:9093,3@kafka-3:9093"}
     # The metric topics are created by the ingest: it must ask for RF 3 too.
-    assert _env(services["ingest"])["APM_INGEST_TOPIC_REPLICATION"] == "3"
+    for name in INGESTS:
+        assert _env(services[name])["APM_INGEST_TOPIC_REPLICATION"] == "3"
 
 
 def test_three_node_cassandra_ring_with_rf_three(compose):
@@ -143,9 +150,11 @@ def test_three_node_cassandra_ring_with_rf_three(compose):
     # One bootstrap at a time: each later node waits for the previous one to be healthy.
     for before, after in itertools.pairwise(nodes):
         assert services[after]["depends_on"][before]["condition"] == "service_healthy"
-    for name in ("aggregator", "dashboard"):
+    dc = _env(services[nodes[0]])["CASSANDRA_DC"]
+    assert {_env(services[n])["CASSANDRA_DC"] for n in nodes} == {dc}
+    for name in (*AGGREGATORS, "dashboard"):
         replication = _env(services[name])["APM_STORAGE_REPLICATION"]
-        assert re.search(r"'dc1':\s*3", replication), replication
+        assert re.search(rf"'{dc}':\s*3", replication), replication
 
 
 def test_spark_standalone_runs_the_aggregator_through_spark_submit(compose):
@@ -153,21 +162,40 @@ def test_spark_standalone_runs_the_aggregator_through_spark_submit(compose):
     assert "deploy.master.Master" in _command(services["spark-master"])
     worker = _command(services["spark-worker"])
     assert "deploy.worker.Worker" in worker and "spark://spark-master:7077" in worker
-    command = services["aggregator"]["command"]
-    assert command[0] == "spark-submit"
-    assert command[command.index("--master") + 1] == "spark://spark-master:7077"
-    app = PROJECT_ROOT / command[-1]
-    assert app.is_file() and "aggregator" in app.read_text()
-    # Structured Streaming checkpoints must be shared by the driver and the executors.
     mount = "checkpoints:/var/lib/apm/checkpoints"
-    assert (
-        mount in services["aggregator"]["volumes"] and mount in services["spark-worker"]["volumes"]
-    )
-    assert _env(services["aggregator"])["APM_AGGREGATOR_CHECKPOINT_DIR"] == mount.split(":")[1]
+    assert mount in services["spark-worker"]["volumes"]
+    for name in AGGREGATORS:
+        command = services[name]["command"]
+        assert command[0] == "spark-submit"
+        assert command[command.index("--master") + 1] == "spark://spark-master:7077"
+        # Under spark-submit the driver's JVM is up before the job reads its settings, and
+        # the job asks for no jars (aggregator.cli._local_jars): spark-submit hands them in.
+        assert "--driver-memory" in command
+        jars = command[command.index("--jars") + 1].split(",")
+        assert jars == [f"{JAR_DIR}/spark/*.jar", f"{JAR_DIR}/apm/apm-aggregator-jvm.jar"]
+        app = PROJECT_ROOT / command[command.index("--shard") - 1]
+        assert app.is_file() and "aggregator" in app.read_text()
+        # Each driver's own name, for the executors to call it back.
+        assert f"spark.driver.host={name}" in command
+        assert _env(services[name])["SPARK_LOCAL_IP"] == services[name]["hostname"] == name
+        # Structured Streaming checkpoints must be shared by the driver and the executors.
+        assert mount in services[name]["volumes"]
+        assert _env(services[name])["APM_AGGREGATOR_CHECKPOINT_DIR"] == mount.split(":")[1]
 
 
 # The only services meant to be reached from other hosts: both have their own auth.
 PUBLIC_SERVICES = {"nginx", "dashboard"}
+
+
+def test_the_image_holds_the_jars_spark_submit_hands_in():
+    """The connector from the project's pom, and the aggregator's operator built from
+    aggregator/jvm, where the aggregators' --jars look (and APM_STACK_JAR_CACHE says)."""
+    dockerfile = (COMPOSE_DIR / "Dockerfile").read_text()
+    assert "-DoutputDirectory=/jars/spark" in dockerfile
+    assert "-f aggregator/jvm/pom.xml package" in dockerfile
+    assert "apm-aggregator-jvm.jar /jars/apm/" in dockerfile
+    assert f"COPY --from=jars /jars {JAR_DIR}" in dockerfile
+    assert f"APM_STACK_JAR_CACHE={JAR_DIR}" in dockerfile
 
 
 def test_only_authenticated_services_are_published_beyond_loopback(compose):
@@ -189,22 +217,29 @@ def test_spark_ui_kill_links_are_off(compose):
     services = compose["services"]
     opts = _env(services["spark-master"]).get("SPARK_MASTER_OPTS", "")
     assert "-Dspark.ui.killEnabled=false" in opts.split()
-    command = services["aggregator"]["command"]
-    confs = [command[i + 1] for i, arg in enumerate(command) if arg == "--conf"]
-    assert "spark.ui.killEnabled=false" in confs
+    for name in AGGREGATORS:
+        command = services[name]["command"]
+        confs = [command[i + 1] for i, arg in enumerate(command) if arg == "--conf"]
+        assert "spark.ui.killEnabled=false" in confs
 
 
 def test_ingest_replicas_behind_nginx(compose):
     services = compose["services"]
-    ingest = services["ingest"]
-    assert "hostname" not in ingest and "ports" not in ingest  # replicas: no fixed name/port
-    assert str(ingest["deploy"]["replicas"]).startswith("${INGEST_REPLICAS")
-    assert "ingest serve" in _command(ingest) and "--port 8080" in _command(ingest)
+    for name in INGESTS:
+        ingest = services[name]
+        assert ingest["hostname"] == name and "ports" not in ingest  # reached through nginx
+        assert "ingest serve" in _command(ingest) and "--port 8080" in _command(ingest)
     nginx = services["nginx"]
     conf_mount = next(v for v in nginx["volumes"] if v.endswith("/etc/nginx/nginx.conf:ro"))
     conf = (COMPOSE_DIR / conf_mount.split(":")[0]).read_text()
-    assert re.search(r"upstream ingest \{\s*server ingest:8080", conf)
+    upstream = re.search(r"upstream ingest \{([^}]*)\}", conf)
+    assert upstream
+    assert re.findall(r"server ([\w-]+):8080", upstream.group(1)) == list(INGESTS)
+    assert set(nginx["depends_on"]) == set(INGESTS)
     assert "proxy_pass http://ingest;" in conf
+    # The health page scrapes every replica by name, not one through Docker's DNS.
+    urls = _env(services["dashboard"])["APM_DASHBOARD_INGEST_METRICS_URLS"].split(",")
+    assert urls == [f"http://{name}:8080/metrics" for name in INGESTS]
     limit = re.search(r"client_max_body_size (\d+)m;", conf)
     assert limit and int(limit.group(1)) > 5  # above the ingest's 5 MiB, so it answers 413
     assert "dashboard serve" in _command(services["dashboard"])
@@ -241,7 +276,7 @@ def test_compose_sets_only_read_settings(compose):
     assert unknown_settings(names) == []
 
 
-@pytest.mark.parametrize("service", ["ingest", "aggregator", "dashboard"])
+@pytest.mark.parametrize("service", ["ingest-1", "ingest-2", *AGGREGATORS, "dashboard"])
 def test_every_engine_client_gets_the_clusters_addresses(compose, service, monkeypatch):
     """Resolved as the container would: its environment through its settings class."""
     from aggregator.settings import AggregatorSettings
@@ -257,9 +292,9 @@ def test_every_engine_client_gets_the_clusters_addresses(compose, service, monke
         "ingest": IngestSettings,
         "aggregator": AggregatorSettings,
         "dashboard": DashboardSettings,
-    }[service]
+    }[service.split("-")[0]]
     assert cls().kafka_bootstrap == "kafka-1:9092,kafka-2:9092,kafka-3:9092"
-    if service != "ingest":
+    if not service.startswith("ingest"):
         assert StorageSettings().host_list == ["cassandra-1", "cassandra-2", "cassandra-3"]
 
 

@@ -136,3 +136,22 @@ def test_dashboard_replicas_share_the_session_key_through_their_secret(objects):
     header = (K8S / "dashboard.yaml").read_text().split("apiVersion")[0]
     assert "generic apm-dashboard" in header and "APM_DASHBOARD_SECRET_KEY=" in header
     assert all(e["name"] != "APM_DASHBOARD_SECRET_KEY" for e in container.get("env", []))
+
+
+def test_dashboard_scrapes_each_ingest_replica_by_name(objects):
+    """Through the balancing Service each scrape could reach another pod, and a rate from two
+    pods' counters is wrong: the health page names every pod, through the headless Service
+    that gives the StatefulSet's pods their names."""
+    (ingest,) = [
+        o for o in objects if o["metadata"]["name"] == "apm-ingest" and o["kind"] in WORKLOADS
+    ]
+    assert ingest["kind"] == "StatefulSet"
+    pods = ingest["spec"]["serviceName"]
+    (headless,) = [o for o in objects if o["kind"] == "Service" and o["metadata"]["name"] == pods]
+    assert headless["spec"]["clusterIP"] == "None"
+    labels = _pod(ingest)["metadata"]["labels"].items()
+    assert headless["spec"]["selector"].items() <= labels
+    urls = _container_env(objects, "apm-dashboard")["APM_DASHBOARD_INGEST_METRICS_URLS"]
+    assert urls.split(",") == [
+        f"http://apm-ingest-{i}.{pods}:8080/metrics" for i in range(ingest["spec"]["replicas"])
+    ]
