@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from aggregator.settings import AggregatorSettings
@@ -71,7 +71,6 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     from aggregator.job import Aggregator
     from aggregator.lag import KafkaOffsets
-    from aggregator.session import build_session
     from aggregator.store import connect_store
     from aggregator.telemetry import AggregatorTelemetry
     from apm.retry import Backoff, call_with_retry
@@ -92,12 +91,24 @@ def _run(args: argparse.Namespace) -> int:
     if settings.metrics_port:
         telemetry.serve(settings.metrics_port, settings.metrics_host)
     offsets = KafkaOffsets(settings.kafka_bootstrap)
-    spark = build_session(
-        settings.identity, jars=_local_jars(), driver_memory=settings.driver_memory
-    )
+    spark = _session(settings)
     Aggregator(spark, store, settings, telemetry, offsets).run(stop)
     spark.stop()
     return 0
+
+
+def _session(settings: AggregatorSettings) -> Any:
+    """The job's SparkSession: local mode, or an application on ``spark_master`` sized by
+    ``spark_conf`` (``apm cluster up`` runs each shard so)."""
+    from aggregator.session import build_session
+
+    return build_session(
+        settings.identity,
+        jars=_local_jars(),
+        master=settings.spark_master or None,
+        driver_memory=settings.driver_memory,
+        extra=settings.spark_conf,
+    )
 
 
 def _local_jars() -> list[str]:
