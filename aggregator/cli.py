@@ -111,6 +111,20 @@ def _session(settings: AggregatorSettings) -> Any:
     )
 
 
+def _not_covered(keyspace: str | None) -> list[str]:
+    """The active queries' metrics no live job covers; empty when storage cannot say."""
+    import time
+
+    from aggregator.status import not_covered
+    from aggregator.store import connect_store
+
+    try:
+        return not_covered(connect_store(keyspace), time.time())
+    except Exception as exc:  # storage down: collect() has said so already
+        print(f"apm aggregator: cannot tell which metrics are covered: {exc}", file=sys.stderr)
+        return []
+
+
 def _local_jars() -> list[str]:
     """The Kafka connector from the local jar cache (``apm stack fetch``). Under spark-submit
     the cluster hands the jars in with ``--jars`` and this is not asked."""
@@ -130,7 +144,7 @@ def _status(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if settings is None:
         return 2
-    from aggregator.status import collect, render
+    from aggregator.status import collect, render, render_not_covered
 
     named = any(v is not None for v in (args.metrics, args.shard, args.checkpoint_dir))
     try:
@@ -142,6 +156,8 @@ def _status(args: argparse.Namespace) -> int:
         print(json.dumps(jobs, indent=2, sort_keys=True, default=str))
     else:
         print(render(jobs))
+        if uncovered := _not_covered(args.keyspace):
+            print(render_not_covered(uncovered))
     if not any(j["live"] for j in jobs):
         print(
             "apm aggregator: no aggregator job is running (`apm aggregator run`, or "
