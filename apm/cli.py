@@ -14,6 +14,7 @@ __all__ = ["main"]
 # Each module exposes register(subparsers) and imports only the standard library at top level.
 COMPONENT_CLIS = (
     "launch.stack.cli",
+    "launch.cluster.cli",
     "agent.cli",
     "ingest.cli",
     "aggregator.cli",
