@@ -5,6 +5,7 @@ has its pid file and log under ``var/cluster/<node>/``::
 
     from launch.cluster import platform
     from launch.cluster.layout import ClusterLayout
+from launch.cluster.node import tree_rss
 
     layout = ClusterLayout()
     platform.start(layout)          # ingest-1/2, lb, aggregator-0/1, dashboard; waits healthy
@@ -30,6 +31,7 @@ from pathlib import Path
 from launch import processes
 from launch.cluster import nginx
 from launch.cluster.layout import ClusterLayout
+from launch.cluster.node import tree_rss
 from launch.probe import http_ok
 from launch.processes import ProcessSpec
 from launch.supervisor import ManagedProcess, StartError, stop_all
@@ -54,10 +56,10 @@ AGGREGATOR_START_S = 300.0  # a Spark application's first plan on a busy 2-core 
 
 @dataclass(frozen=True)
 class NodeStatus:
-    node: str
+    name: str
     pid: int | None
     healthy: bool
-    rss_bytes: int  # the whole process group (the aggregator's JVM is its child)
+    rss_bytes: int  # with its children (the aggregator's JVM, nginx's worker)
     log: Path
 
 
@@ -240,28 +242,12 @@ def stop(layout: ClusterLayout, grace_s: float = STOP_GRACE_S) -> None:
         _say(f"stopped {name}{' (killed after the grace)' if outcome == 'killed' else ''}")
 
 
-def _group_rss(pgid: int) -> int:
-    page = os.sysconf("SC_PAGE_SIZE")
-    total = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            fields = stat[stat.rindex(")") + 2 :].split()
-        except (OSError, ValueError):
-            continue
-        if int(fields[2]) == pgid:  # fields[2] is the process group (field 5 of stat)
-            total += int(fields[21]) * page  # rss in pages (field 24)
-    return total
-
-
 def status(layout: ClusterLayout) -> list[NodeStatus]:
     rows = []
     for node in nodes(layout):
         proc = _process(layout, node)
         pid = proc.pid()
         healthy = pid is not None and _healthy(layout, node)
-        rss = _group_rss(pid) if pid is not None else 0
+        rss = tree_rss(pid) if pid is not None else 0
         rows.append(NodeStatus(node, pid, healthy, rss, proc.log))
     return rows
