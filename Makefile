@@ -7,6 +7,7 @@ APM := $(VENV)/bin/apm
 STAMP := $(VENV)/.installed
 
 .PHONY: help install jars up down status run test test-jvm test-unit test-integration test-e2e lint mypy format \
+        cluster-up cluster-down cluster-status test-cluster \
         browser debs bench bench-ingest bench-agent bench-aggregator bench-aggregator-breadth bench-aggregator-nodedup bench-dashboard bench-storage bench-loadgen bench-pipeline \
         clean
 
@@ -33,6 +34,15 @@ down:  ## stop the platform and the engines
 
 status:  ## what runs where
 	$(APM) stack status
+
+cluster-up: jars  ## the multi-node cluster on this machine: 3 Kafka, a 3-node Cassandra ring, Spark master + 2 workers, then the platform (state in var/cluster)
+	$(APM) cluster up
+
+cluster-down:  ## stop the cluster's platform, then its engines
+	-@[ -x $(APM) ] && $(APM) cluster down || true
+
+cluster-status:  ## each cluster node: pid, health, resident memory, and the sum against 12 GiB
+	$(APM) cluster status
 
 run: up  ## install, fetch, start the engines, then the whole platform (Ctrl-C stops it)
 	$(APM) run
@@ -63,7 +73,10 @@ define run_pytest
 endef
 
 test: install lint test-jvm jars debs  ## lint, the JVM unit tests, then every tier against the real engines
-	$(call run_pytest,-m "unit or integration or e2e" tests)
+	$(call run_pytest,-m "(unit or integration or e2e) and not cluster" tests)
+
+test-cluster: install jars debs  ## the cluster tier: faults injected into the multi-node cluster (< 20 min)
+	$(call run_pytest,-m cluster tests/cluster)
 
 test-jvm:  ## the unit tests of the aggregator's JVM operator (aggregator/jvm), through Maven
 	mvn -q -B -f aggregator/jvm/pom.xml test -DbuildDir=$(CURDIR)/.cache/jvm-test
@@ -107,5 +120,5 @@ bench-loadgen: up  ## the load generator's own CPU at 200k samples/s, generating
 bench-pipeline: up
 	$(PY) -m bench.pipeline
 
-clean: down  ## remove data and logs (keeps the jar cache)
+clean: down cluster-down  ## remove data and logs (keeps the jar cache)
 	rm -rf var

@@ -24,7 +24,7 @@ from launch.stack.config import StackSettings
 from launch.stack.jars import jar_dir
 from launch.stack.services import _CASSANDRA_JDK17, _jvm
 
-__all__ = ["cassandra_yaml", "command", "nodes", "peers", "session"]
+__all__ = ["cassandra_yaml", "command", "nodes", "peers", "sees_all_up", "session"]
 
 # Seconds a fresh node waits for ring information before it joins (Cassandra's default: 30).
 RING_DELAY_MS = 3000
@@ -53,6 +53,9 @@ def cassandra_yaml(layout: ClusterLayout, stack: StackSettings, node: str) -> st
             "endpoint_snitch": "SimpleSnitch",
             "auto_bootstrap": "false",
             "hinted_handoff_enabled": "true",
+            # The stack's one node turns it off; in a ring it routes reads away from a dead
+            # or slow replica before the failure detector has convicted it.
+            "dynamic_snitch": "true",
             "concurrent_compactors": "1",
         },
         ": ",
@@ -124,6 +127,31 @@ def peers(layout: ClusterLayout, address: str) -> set[str] | None:
         return None
 
 
+# A single-partition read of a table replicated to every node of a 3-node ring
+# (system_distributed: RF 3); at ALL it succeeds only when its coordinator holds every
+# replica alive (gossip) and each of them answered.
+_ALL_REPLICAS_READ = (
+    "SELECT keyspace_name FROM system_distributed.repair_history "
+    "WHERE keyspace_name = 'apm' AND columnfamily_name = 'apm-cluster-probe'"
+)
+
+
+def sees_all_up(layout: ClusterLayout, node: str) -> bool:
+    """Through ``node``, a read at consistency ALL succeeds: it has rejoined the ring and sees
+    every other node up (a restarted node's system.peers lists them before gossip does)."""
+    from cassandra import ConsistencyLevel, DriverException
+    from cassandra.cluster import NoHostAvailable
+    from cassandra.query import SimpleStatement
+
+    statement = SimpleStatement(_ALL_REPLICAS_READ, consistency_level=ConsistencyLevel.ALL)
+    try:
+        with session(layout, _address(layout, node)) as cql:
+            cql.execute(statement, timeout=5)
+            return True
+    except (NoHostAvailable, DriverException, OSError):
+        return False
+
+
 def _answers(layout: ClusterLayout, node: str) -> bool:
     return peers(layout, _address(layout, node)) is not None
 
@@ -149,6 +177,7 @@ def nodes(layout: ClusterLayout, stack: StackSettings) -> list[Node]:
             command=partial(command, layout, stack, name),
             healthy=partial(_in_ring, layout, name),
             started=partial(_answers, layout, name),
+            joined=partial(sees_all_up, layout, name),
         )
         for i, (name, host) in enumerate(
             zip(layout.cassandra_nodes, layout.cassandra_hosts, strict=True)

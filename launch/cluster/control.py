@@ -17,9 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from types import ModuleType
-from typing import Any
 
 from launch.cluster import cassandra, kafka, spark
 from launch.cluster.layout import ClusterLayout
@@ -70,13 +68,8 @@ def engine_nodes(layout: ClusterLayout, stack: StackSettings | None = None) -> d
 def _groups(layout: ClusterLayout) -> list[tuple[str, ...]]:
     """Nodes started together, and waited for, before the next group."""
     seed, *others = layout.cassandra_nodes
-    return [
-        layout.kafka_nodes,
-        (seed,),
-        tuple(others),
-        ("spark-master",),
-        layout.spark_workers,
-    ]
+    groups = [layout.kafka_nodes, (seed,), tuple(others), ("spark-master",), layout.spark_workers]
+    return [group for group in groups if group]
 
 
 def _platform() -> ModuleType | None:
@@ -126,9 +119,16 @@ def _launch(node: Node, progress: Callable[[str], None]) -> ManagedProcess | Non
 def _wait(
     nodes: Sequence[Node], probe: str, timeout_s: float, progress: Callable[[str], None]
 ) -> None:
+    """Until each node passes ``probe``: "started", "healthy" or "joined"."""
     for node in nodes:
-        check = node.is_started if probe == "started" else node.healthy
+        check = {"started": node.is_started, "healthy": node.healthy}.get(probe)
+        check = check or node.joined or node.healthy
         node.process().wait_healthy(check, timeout_s, progress)
+
+
+def _engine(name: str) -> str:
+    """``cassandra-2`` -> ``cassandra``, ``spark-worker-1`` -> ``spark-worker``."""
+    return name.rsplit("-", 1)[0]
 
 
 def up(
@@ -152,6 +152,7 @@ def up(
             progress(f"{', '.join(group)} up after {time.monotonic() - t0:.1f}s")
         # Membership: each broker live in the quorum, each Cassandra node sees the others.
         _wait(list(nodes.values()), "healthy", layout.start_timeout_s, progress)
+        _wait(list(nodes.values()), "joined", layout.start_timeout_s, progress)
         progress(f"engines healthy after {time.monotonic() - t0:.1f}s")
     except BaseException:
         progress(f"stopping {', '.join(p.name for p in started) or 'nothing'} after a failed start")
@@ -182,33 +183,24 @@ def down(layout: ClusterLayout | None = None, progress: Callable[[str], None] = 
             progress(f"stopped {name} ({outcome})")
 
 
-def _row(name: str, pid: int | None, healthy: Callable[[], bool], log: Any) -> NodeStatus:
-    alive = pid is not None
-    return NodeStatus(
-        name, pid, alive and healthy(), tree_rss(pid) if pid is not None else 0, str(log)
-    )
+def _row(node: Node) -> NodeStatus:
+    proc = node.process()
+    pid = proc.pid()
+    healthy = pid is not None and node.healthy()
+    return NodeStatus(node.name, pid, healthy, tree_rss(pid) if pid else 0, str(proc.log))
 
 
 def status(layout: ClusterLayout | None = None) -> list[NodeStatus]:
-    """Each engine node (and the platform's processes, when launch.cluster.platform reports
-    them): pid, health, resident memory of the process and its children, log."""
+    """Each engine node, then the platform's processes (launch.cluster.platform.status, rows
+    with the same fields): pid, health, resident memory with children, log."""
     layout = layout or ClusterLayout()
-    rows = [
-        _row(node.name, node.process().pid(), node.healthy, node.process().log)
-        for node in engine_nodes(layout).values()
-    ]
+    rows = [_row(node) for node in engine_nodes(layout).values()]
     platform = _platform()
     if platform is not None and hasattr(platform, "status"):
-        for item in platform.status(layout):
-            healthy = bool(getattr(item, "healthy", False))
-            rows.append(
-                _row(
-                    str(item.name),
-                    getattr(item, "pid", None),
-                    partial(bool, healthy),
-                    getattr(item, "log", ""),
-                )
-            )
+        rows += [
+            NodeStatus(r.name, r.pid, bool(r.healthy), int(r.rss_bytes), str(r.log))
+            for r in platform.status(layout)
+        ]
     return rows
 
 
@@ -246,14 +238,20 @@ def start_node(
     progress: Callable[[str], None] = _say,
     wait: bool = True,
 ) -> int:
-    """Starts one engine node again on its data dir; with ``wait``, until it is healthy
-    (rejoined its quorum or ring, or registered with the master). Returns its pid."""
+    """Starts one engine node again on its data dir; with ``wait``, until it is healthy and,
+    when every node of its engine runs, has rejoined (sees them all up). Returns its pid."""
     layout = layout or ClusterLayout()
-    node = _node(layout, name)
+    _check_jars(StackSettings())
+    nodes = engine_nodes(layout)
+    if name not in nodes:
+        raise KeyError(f"no engine node {name!r}; the nodes are {', '.join(nodes)}")
+    node = nodes[name]
     _launch(node, progress)
     proc = node.process()
     if wait:
-        proc.wait_healthy(node.healthy, layout.start_timeout_s, progress)
+        siblings = [n for n in nodes.values() if _engine(n.name) == _engine(name)]
+        everyone = all(n.process().pid() is not None for n in siblings)
+        _wait([node], "joined" if everyone else "healthy", layout.start_timeout_s, progress)
     pid = proc.pid()
     if pid is None:
         raise StartError(f"{name} exited during start-up; log: {proc.log}")

@@ -47,6 +47,9 @@ def server_properties(layout: ClusterLayout, stack: StackSettings, node: str) ->
             "node.id": str(i + 1),
             "controller.quorum.voters": layout.kafka_quorum_voters,
             "default.replication.factor": str(layout.topic_replication),
+            # As the topics the platform creates (apm.kafka.TopicSpec) and compose/k8s: an
+            # acks=all write survives the loss of one broker and needs two copies.
+            "min.insync.replicas": str(layout.min_insync_replicas),
             "offsets.topic.replication.factor": internal_rf,
             "transaction.state.log.replication.factor": internal_rf,
             "transaction.state.log.min.isr": internal_isr,
@@ -137,6 +140,12 @@ def _healthy(layout: ClusterLayout, node: str) -> bool:
     return i + 1 in broker_ids(f"{layout.host}:{layout.kafka_broker_ports[i]}")
 
 
+def _sees_all(layout: ClusterLayout, node: str) -> bool:
+    i = _index(layout, node)
+    everyone = set(range(1, len(layout.kafka_nodes) + 1))
+    return broker_ids(f"{layout.host}:{layout.kafka_broker_ports[i]}") == everyone
+
+
 def nodes(layout: ClusterLayout, stack: StackSettings) -> list[Node]:
     return [
         Node(
@@ -149,6 +158,7 @@ def nodes(layout: ClusterLayout, stack: StackSettings) -> list[Node]:
             prepare=partial(_prepare, layout, stack, name),
             command=partial(command, layout, stack, name),
             healthy=partial(_healthy, layout, name),
+            joined=partial(_sees_all, layout, name),
         )
         for i, name in enumerate(layout.kafka_nodes)
     ]

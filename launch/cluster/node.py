@@ -33,6 +33,9 @@ class Node:
     # Serving, whether or not its peers are there yet (a Cassandra seed before the others
     # join); None: the same as healthy.
     started: Callable[[], bool] | None = None
+    # Sees every node of its engine up (a Kafka broker lists all brokers live, a Cassandra
+    # node reads at ALL); only asked when all of them run. None: healthy is enough.
+    joined: Callable[[], bool] | None = None
 
     def is_started(self) -> bool:
         return (self.started or self.healthy)()
