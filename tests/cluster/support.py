@@ -89,7 +89,7 @@ def http_json(url: str, token: str = "", timeout: float = 5.0, body: Any = None)
 def gauge(url: str, name: str) -> float | None:
     """A sample's value from a Prometheus text page (the sum over its label sets)."""
     try:
-        with urllib.request.urlopen(url, timeout=3) as reply:
+        with urllib.request.urlopen(url, timeout=10) as reply:
             text = reply.read().decode()
     except OSError:
         return None

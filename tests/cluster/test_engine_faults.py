@@ -55,17 +55,18 @@ def test_kill9_a_cassandra_node_the_platform_keeps_writing_and_reading(
     kill9(cluster.layout, victim)
     killed = time.monotonic()
     written: list[tuple[float, float]] = []  # (seconds since the kill, windows written)
-    reads: list[tuple[float, bool]] = []  # (seconds since the kill, answered 200)
+    reads: list[tuple[float, bool]] = []  # (sent, in seconds since the kill; answered 200)
     while time.monotonic() < load.started + CASSANDRA_RESTART_AT_S:
-        now = time.time()
+        now, at = time.time(), time.monotonic() - killed
         try:  # the dashboard's API reads at LOCAL_QUORUM: 2 of 3 replicas answer
             http_json(f"{results}?from={now - 120:.0f}&to={now:.0f}", cluster.token, timeout=20)
             ok = True
         except OSError:
             ok = False
-        at = time.monotonic() - killed
         reads.append((at, ok))
-        written.append((at, gauge(metrics, "apm_aggregator_results_written_total") or 0.0))
+        # None when the page did not answer in time (a loaded machine): not a reading.
+        if (count := gauge(metrics, "apm_aggregator_results_written_total")) is not None:
+            written.append((at, count))
         time.sleep(1)
     figures.recover_s = start_node(cluster.layout, victim)
     figures.recovery = f"restart of {victim} until it serves CQL again in the ring"
@@ -73,13 +74,14 @@ def test_kill9_a_cassandra_node_the_platform_keeps_writing_and_reading(
     # Until the others' failure detector convicts the dead node (gossip, ~10-15 s), range
     # reads (the query and status tables) may pick it as one of their 2 replicas and time out.
     settled = [(at, ok) for at, ok in reads if at >= DETECTION_S]
-    after = [n for at, n in written if at >= DETECTION_S]
+    # LOCAL_QUORUM writes need 2 of the 3 replicas: they go on from the kill on.
+    after = [n for _, n in written]
     figures.notes.update(
         down_s=CASSANDRA_RESTART_AT_S - FAULT_AT_S,
         dashboard_reads=len(reads),
         dashboard_reads_failed=len(failed),
-        last_failed_read_s_after_kill=round(max(failed), 1) if failed else None,
-        windows_written_after_detection=(after[-1] - after[0]) if after else 0,
+        last_failed_read_sent_s_after_kill=round(max(failed), 1) if failed else None,
+        windows_written_while_down=(after[-1] - after[0]) if after else 0,
     )
     truth = load.finish(figures)
     converge(lambda a, b: cluster.read(probe, a, b), truth, figures, cluster.layout.var)
