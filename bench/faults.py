@@ -30,17 +30,18 @@ ORDER = (
 NOTES = """
 Each fault runs under its own real-time load from `apm loadgen` through the nginx load balancer
 (300 servers x 3 metrics, one snapshot a second: 900 samples/s offered; 50 s, 70 s for
-Cassandra, 80 s for the shard) with `--query ... --expect` truth for one stored query
-(`WINDOW 10s COMPUTE min, max, avg, count, sum`) on a metric of its own, whose shard the test
-picks. Faults start 10-15 s into the load; killed nodes are restarted 15 s later (Cassandra
-40 s later; the shard stays stopped about 40 s). Load held = samples/s the ingest answered 202
-for, over the load (retries = requests the loadgen sent again after a refusal, a 503 or no
-answer). Samples lost = the truth's samples minus those counted in the stored windows (read from
-Cassandra at LOCAL_QUORUM), counted twice = the excess; windows wrong = windows whose stored
-values differ from the truth in any function. Converge = from the load's end until every window
-equals the truth. Time to recover says what it measures per fault. The whole tier shares one
-cluster (`apm cluster up`, 3 Kafka brokers, 3 Cassandra nodes, a Spark master and 2 workers,
-2 ingest replicas, 2 aggregator shards, the dashboard) on the 2-core reference machine.
+Cassandra, 80 s for the shard) with `--query ... --expect` truth for one stored query (`WINDOW
+10s COMPUTE min, max, avg, count, sum`) on a metric of its own, whose shard the test picks.
+Faults start 10-15 s into the load; killed nodes are restarted 15 s later (Cassandra 40 s later;
+the shard stays stopped about 40 s). Load held = samples/s the ingest answered 202 for, over the
+loadgen's elapsed time (every sample generated was accepted: the loadgen exits 1 otherwise;
+retries = requests the loadgen sent again after a refusal, a 503 or no answer). Samples lost =
+the truth's samples minus those counted in the stored windows (read from Cassandra at
+LOCAL_QUORUM), counted twice = the excess; windows wrong = windows whose stored values differ
+from the truth in any function. Converge = from the load's end until every window equals the
+truth. Time to recover says what it measures per fault. The whole tier shares one cluster (`apm
+cluster up`, 3 Kafka brokers, 3 Cassandra nodes, a Spark master and 2 workers, 2 ingest
+replicas, 2 aggregator shards, the dashboard) on the 2-core reference machine.
 
 What the figures show, and their limits:
 - Kafka: while the partitions led by the killed broker move, the ingest answers 503 for the
@@ -53,7 +54,7 @@ What the figures show, and their limits:
   The test counts those failed dashboard reads and requires every read sent 25 s or more after
   the kill to succeed; hinted handoff replays the missed writes on restart.
 - Spark: the time to recover is mostly a new executor JVM starting on the loaded 2-core machine
-  (20-50 s) plus the lost shuffle stages run again; it varied from 54 s to 153 s between runs.
+  (20-50 s) plus the lost shuffle stages run again; it varied from 30 s to 153 s over four runs.
 - Ingest: nginx sends a request that failed on the dead replica to the other one itself
   (`proxy_next_upstream ... non_idempotent`), so the loadgen rarely sees an error at all.
 - Shard: the stopped shard's status row goes stale after 30 s; from then on its query is
