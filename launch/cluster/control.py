@@ -208,8 +208,7 @@ def rss_total(rows: Sequence[NodeStatus]) -> int:
     return sum(row.rss_bytes for row in rows)
 
 
-def _node(layout: ClusterLayout, name: str) -> Node:
-    nodes = engine_nodes(layout)
+def _pick(nodes: dict[str, Node], name: str) -> Node:
     if name not in nodes:
         raise KeyError(f"no engine node {name!r}; the nodes are {', '.join(nodes)}")
     return nodes[name]
@@ -219,7 +218,7 @@ def kill9(name: str, layout: ClusterLayout | None = None, timeout_s: float = 10.
     """SIGKILL to the node's process group (a Spark worker's executors die with it, as when
     its machine fails); returns the pid. The data dir stays for ``start_node``."""
     layout = layout or ClusterLayout()
-    proc = _node(layout, name).process()
+    proc = _pick(engine_nodes(layout), name).process()
     pid = proc.pid()
     if pid is None:
         raise StartError(f"{name} is not running (log: {proc.log})")
@@ -243,9 +242,7 @@ def start_node(
     layout = layout or ClusterLayout()
     _check_jars(StackSettings())
     nodes = engine_nodes(layout)
-    if name not in nodes:
-        raise KeyError(f"no engine node {name!r}; the nodes are {', '.join(nodes)}")
-    node = nodes[name]
+    node = _pick(nodes, name)
     _launch(node, progress)
     proc = node.process()
     if wait:

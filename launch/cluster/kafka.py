@@ -47,8 +47,10 @@ def server_properties(layout: ClusterLayout, stack: StackSettings, node: str) ->
             "node.id": str(i + 1),
             "controller.quorum.voters": layout.kafka_quorum_voters,
             "default.replication.factor": str(layout.topic_replication),
-            # As the topics the platform creates (apm.kafka.TopicSpec) and compose/k8s: an
-            # acks=all write survives the loss of one broker and needs two copies.
+            # As compose/k8s. Kafka 4.1 with eligible leader replicas (ELR) takes it when the
+            # ring is formatted (a fresh ring logs 2); a ring formatted before it keeps 1. The
+            # guarantee is carried anyway by each topic's own min.insync.replicas=2, which the
+            # platform sets when it creates a topic (apm.kafka.TopicSpec).
             "min.insync.replicas": str(layout.min_insync_replicas),
             "offsets.topic.replication.factor": internal_rf,
             "transaction.state.log.replication.factor": internal_rf,
