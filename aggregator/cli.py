@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from aggregator.settings import AggregatorSettings
@@ -71,7 +71,6 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     from aggregator.job import Aggregator
     from aggregator.lag import KafkaOffsets
-    from aggregator.session import build_session
     from aggregator.store import connect_store
     from aggregator.telemetry import AggregatorTelemetry
     from apm.retry import Backoff, call_with_retry
@@ -92,12 +91,38 @@ def _run(args: argparse.Namespace) -> int:
     if settings.metrics_port:
         telemetry.serve(settings.metrics_port, settings.metrics_host)
     offsets = KafkaOffsets(settings.kafka_bootstrap)
-    spark = build_session(
-        settings.identity, jars=_local_jars(), driver_memory=settings.driver_memory
-    )
+    spark = _session(settings)
     Aggregator(spark, store, settings, telemetry, offsets).run(stop)
     spark.stop()
     return 0
+
+
+def _session(settings: AggregatorSettings) -> Any:
+    """The job's SparkSession: local mode, or an application on ``spark_master`` sized by
+    ``spark_conf`` (``apm cluster up`` runs each shard so)."""
+    from aggregator.session import build_session
+
+    return build_session(
+        settings.identity,
+        jars=_local_jars(),
+        master=settings.spark_master or None,
+        driver_memory=settings.driver_memory,
+        extra=settings.spark_conf,
+    )
+
+
+def _not_covered(keyspace: str | None) -> list[str]:
+    """The active queries' metrics no live job covers; empty when storage cannot say."""
+    import time
+
+    from aggregator.status import not_covered
+    from aggregator.store import connect_store
+
+    try:
+        return not_covered(connect_store(keyspace), time.time())
+    except Exception as exc:  # storage down: collect() has said so already
+        print(f"apm aggregator: cannot tell which metrics are covered: {exc}", file=sys.stderr)
+        return []
 
 
 def _local_jars() -> list[str]:
@@ -119,7 +144,7 @@ def _status(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if settings is None:
         return 2
-    from aggregator.status import collect, render
+    from aggregator.status import collect, render, render_not_covered
 
     named = any(v is not None for v in (args.metrics, args.shard, args.checkpoint_dir))
     try:
@@ -131,6 +156,8 @@ def _status(args: argparse.Namespace) -> int:
         print(json.dumps(jobs, indent=2, sort_keys=True, default=str))
     else:
         print(render(jobs))
+        if uncovered := _not_covered(args.keyspace):
+            print(render_not_covered(uncovered))
     if not any(j["live"] for j in jobs):
         print(
             "apm aggregator: no aggregator job is running (`apm aggregator run`, or "

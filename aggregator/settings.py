@@ -64,6 +64,12 @@ class AggregatorSettings(BaseSettings):
     # host's skewed clock moves the watermark by at most this (docs/aggregator.md, "Skew").
     future_tolerance_seconds: int = Field(default=30, ge=0)
     driver_memory: str = "2g"
+    # Where the job runs: empty = local mode on this machine (``local[<cores>]``); a cluster
+    # manager's URL (``spark://127.0.0.1:17077`` for ``apm cluster up``) makes it an
+    # application on that cluster, with ``spark_conf`` (JSON in the environment, e.g.
+    # ``{"spark.cores.max": "1", "spark.executor.memory": "768m"}``) sizing its executors.
+    spark_master: str = ""
+    spark_conf: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("metrics")
     @classmethod

@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from aggregator.settings import AggregatorSettings
+from aggregator.store import AggregatorStore
 from apm.model import topic_for
-from apm.query_state import JOB_PREFIX, STALE_AFTER_S, JobScope
+from apm.query_state import JOB_PREFIX, STALE_AFTER_S, JobScope, live_jobs
 
-__all__ = ["collect", "render"]
+__all__ = ["collect", "not_covered", "render", "render_not_covered"]
 
 _SHOWN = (
     "active_queries",
@@ -147,3 +148,20 @@ def render(jobs: list[dict[str, Any]]) -> str:
         if job["checkpoint"]:
             lines.append(f"  checkpoint: {job['checkpoint']}")
     return "\n".join(lines)
+
+
+def not_covered(store: AggregatorStore, now: float) -> list[str]:
+    """The metrics of active (not paused) queries that no live job's scope covers: nothing
+    computes their windows (a shard that is down, say; the dashboard shows those queries as
+    "not covered" for the same reason, apm.query_state)."""
+    jobs = live_jobs(store.get_status(), now)
+    metrics = {q.query.metric for q in store.list_queries(include_paused=False)}
+    return sorted(m for m in metrics if not any(j.scope.covers(m) for j in jobs))
+
+
+def render_not_covered(metrics: list[str]) -> str:
+    return "\n".join(
+        f"not covered: {m} (no running aggregator's scope includes it; its queries get no "
+        "windows until one does)"
+        for m in metrics
+    )

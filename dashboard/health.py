@@ -9,11 +9,11 @@ older than the lateness when they arrived: aggregator/skew.py) becomes its own t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from apm.query_state import JOB_PREFIX, STALE_AFTER_S, JobScope
+from apm.query_state import JOB_PREFIX, STALE_AFTER_S, JobScope, live_jobs
 
 __all__ = ["ComponentStatus", "HealthView", "ServerRow", "build_health"]
 
@@ -58,6 +58,8 @@ class HealthView:
     silent_after_s: float
     # merged over components: metric -> {"future": n, "backlog": n}
     set_aside: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Metrics of active queries that no live job's scope covers (a shard that is down).
+    not_covered: list[str] = field(default_factory=list)
 
     @property
     def reporting(self) -> list[ServerRow]:
@@ -134,7 +136,9 @@ def build_health(
     ingest: Sequence[Mapping[str, object]],
     now: float,
     silent_after_s: float,
+    query_metrics: Iterable[str] = (),
 ) -> HealthView:
+    """``query_metrics``: the metrics of the active queries, to tell which are not covered."""
     components = [_component(name, payload, now) for name, payload in sorted(status.items())]
     lag: dict[str, float] = {}
     for c in components:
@@ -158,4 +162,12 @@ def build_health(
         list(ingest),
         silent_after_s,
         dict(sorted(set_aside.items())),
+        _not_covered(status, query_metrics, now),
     )
+
+
+def _not_covered(
+    status: Mapping[str, Mapping[str, object]], metrics: Iterable[str], now: float
+) -> list[str]:
+    jobs = live_jobs(status, now)
+    return sorted({m for m in metrics if not any(j.scope.covers(m) for j in jobs)})

@@ -164,6 +164,23 @@ def _components(view: HealthView) -> html.Div:
     )
 
 
+def _not_covered(view: HealthView) -> list[html.Div]:
+    if not view.not_covered:
+        return []
+    return [
+        html.Div(
+            id="h-not-covered",
+            className="field-error",
+            children=[
+                html.B("Not covered: "),
+                ", ".join(view.not_covered),
+                " (no running aggregator's scope includes these metrics: their queries get no "
+                "windows until one does)",
+            ],
+        )
+    ]
+
+
 def _lag(view: HealthView) -> html.Div | html.Table:
     if not view.lag:
         return html.Div("No consumer lag reported.", className="hint")
@@ -239,6 +256,7 @@ def render(view: HealthView) -> html.Div:
                         children=[
                             html.H3("Aggregator"),
                             _components(view),
+                            *_not_covered(view),
                             html.H4("Consumer lag"),
                             _lag(view),
                             html.H4("Samples too late or ahead"),
@@ -287,10 +305,20 @@ def register(app: Dash, app_ctx: AppContext) -> None:
         try:
             status = guarded(app_ctx.metrics, "get_status", app_ctx.repo.get_status)
             servers = guarded(app_ctx.metrics, "list_servers", app_ctx.repo.list_servers)
+            active = guarded(
+                app_ctx.metrics,
+                "list_queries",
+                lambda: app_ctx.repo.list_queries(include_paused=False),
+            )
         except StorageUnavailable as exc:
-            status, servers, problem = {}, {}, str(exc)
+            status, servers, active, problem = {}, {}, [], str(exc)
         threshold = silent if silent and silent > 0 else app_ctx.settings.silent_after_seconds
         view = build_health(
-            status, servers, app_ctx.scraper.scrape(), app_ctx.clock(), float(threshold)
+            status,
+            servers,
+            app_ctx.scraper.scrape(),
+            app_ctx.clock(),
+            float(threshold),
+            [q.query.metric for q in active],
         )
         return html.Div([banner(problem), render(view)])

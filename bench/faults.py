@@ -1,0 +1,129 @@
+"""The "Faults" section of docs/BENCHMARKS.md, from the figures the ``cluster`` test tier
+records (``var/cluster/faults.json``, one entry per fault: tests/cluster/support.py)::
+
+    make test-cluster && .venv/bin/python -m bench.faults
+
+Nothing is measured here: the fault tests measure under their own load, and this only lays
+their last figures out as a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench.base import write_section
+
+__all__ = ["COMMAND", "main", "rows"]
+
+COMMAND = "make test-cluster && .venv/bin/python -m bench.faults"
+ORDER = (
+    "kafka broker kill -9",
+    "cassandra node kill -9",
+    "spark worker kill -9",
+    "ingest replica kill -9",
+    "aggregator shard stopped",
+)
+NOTES = """
+Each fault runs under its own real-time load from `apm loadgen` through the nginx load balancer
+(300 servers x 3 metrics, one snapshot a second: 900 samples/s offered; 50 s, 70 s for
+Cassandra, 80 s for the shard) with `--query ... --expect` truth for one stored query (`WINDOW
+10s COMPUTE min, max, avg, count, sum`) on a metric of its own, whose shard the test picks.
+Faults start 10-15 s into the load; killed nodes are restarted 15 s later (Cassandra 40 s later;
+the shard stays stopped about 40 s). Load held = samples/s the ingest answered 202 for, over the
+loadgen's elapsed time (every sample generated was accepted: the loadgen exits 1 otherwise;
+retries = requests the loadgen sent again after a refusal, a 503 or no answer). Samples lost =
+the truth's samples minus those counted in the stored windows (read from Cassandra at
+LOCAL_QUORUM), counted twice = the excess; windows wrong = windows whose stored values differ
+from the truth in any function. Converge = from the load's end until every window equals the
+truth. Time to recover says what it measures per fault. The whole tier shares one cluster (`apm
+cluster up`, 3 Kafka brokers, 3 Cassandra nodes, a Spark master and 2 workers, 2 ingest
+replicas, 2 aggregator shards, the dashboard) on the 2-core reference machine.
+
+What the figures show, and their limits:
+- Kafka: while the partitions led by the killed broker move, the ingest answers 503 for the
+  samples it could not get acknowledged (acks=all, min.insync.replicas=2); the loadgen retries
+  them (the retries column), and none is lost or counted twice.
+- Cassandra: writes at LOCAL_QUORUM go on (2 of 3 replicas). Reads of whole tables (the query
+  and status tables, which every dashboard answer and every aggregator batch read) may time
+  out until the other nodes' failure detector convicts the dead one (gossip, 10-27 s here):
+  such a read picks its 2 replicas without the speculative retry single-partition reads get.
+  The test counts those failed dashboard reads and requires every read sent 25 s or more after
+  the kill to succeed; hinted handoff replays the missed writes on restart.
+- Spark: the time to recover is mostly a new executor JVM starting on the loaded 2-core machine
+  (20-50 s) plus the lost shuffle stages run again; it varied from 30 s to 153 s over four runs.
+- Ingest: nginx sends a request that failed on the dead replica to the other one itself
+  (`proxy_next_upstream ... non_idempotent`), so the loadgen rarely sees an error at all.
+- Shard: the stopped shard's status row goes stale after 30 s; from then on its query is
+  `not-covered` (API, queries page), the health page and `apm aggregator status` list its metric
+  as not covered, and the status recomputes its lag from the checkpoint, which grows.
+"""
+
+
+def rows(figures: dict[str, dict[str, Any]]) -> list[list[object]]:
+    head: list[object] = [
+        "fault",
+        "load held (samples/s accepted / offered)",
+        "retries",
+        "time to recover (s)",
+        "what recovered",
+        "samples lost",
+        "counted twice",
+        "windows wrong / windows",
+        "converge (s)",
+    ]
+    out = [head]
+    for name in sorted(figures, key=lambda n: ORDER.index(n) if n in ORDER else len(ORDER)):
+        f = figures[name]
+        out.append(
+            [
+                name,
+                f"{f['accepted_per_s']:,.0f} / {f['offered_per_s']:,.0f}",
+                f["retries"],
+                f"{f['recover_s']:.1f}",
+                f["recovery"],
+                f["samples_lost"],
+                f["samples_extra"],
+                f"{f['windows_wrong']} / {f['windows']}",
+                f"{f['converge_s']:.1f}",
+            ]
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    from launch.cluster.layout import ClusterLayout
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--figures", type=Path, help="default var/cluster/faults.json")
+    parser.add_argument(
+        "--tier-time", help="how long make test-cluster took (e.g. '12 min 10 s'), for the notes"
+    )
+    args = parser.parse_args(argv)
+    path = args.figures or ClusterLayout().var / "faults.json"
+    try:
+        figures = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        print(f"bench.faults: no figures in {path} ({exc}); run make test-cluster", file=sys.stderr)
+        return 1
+    extra = "\n".join(
+        f"- {name}: " + ", ".join(f"{k} {v}" for k, v in sorted(f.get("notes", {}).items()))
+        for name, f in figures.items()
+        if f.get("notes")
+    )
+    tier = (
+        f"\n`make test-cluster` took {args.tier_time} in all (cluster up from empty data "
+        "directories, the five faults, cluster down).\n"
+        if args.tier_time
+        else ""
+    )
+    notes = NOTES + tier + "\nPer fault (the test's own observations):\n" + extra
+    print(write_section("faults", "Faults", COMMAND, rows(figures), notes))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""One multi-node cluster for the whole ``cluster`` tier: brought up once through
+``launch.cluster.control`` (or a running one reused, and then left running), with one stored
+query per fault, each on a metric of its own (its own topic), created before any load so that
+both aggregator shards already read them when the faults begin."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from tests.cluster.support import http_json, wait_for
+
+if TYPE_CHECKING:
+    from launch.cluster.layout import ClusterLayout
+    from storage.repository import Repository
+
+# fault -> the aggregator shard its metric falls in (shard: the one the test stops).
+FAULTS = {"kafka": 0, "cassandra": 1, "spark": 0, "ingest": 1, "shard": 1}
+
+
+@dataclass
+class Probe:
+    fault: str
+    prefix: str  # loadgen --metric-prefix
+    metric: str
+    shard: int
+    query_id: str
+    text: str
+
+
+@dataclass
+class Cluster:
+    layout: ClusterLayout
+    key: str
+    token: str
+    repo: Repository
+    probes: dict[str, Probe] = field(default_factory=dict)
+
+    def read(self, probe: Probe, start: float, end: float) -> list[Any]:
+        return list(self.repo.read_results(probe.query_id, start, end))
+
+    def job(self, shard: int) -> str:
+        return f"aggregator-shard-{shard}-of-{self.layout.aggregator_shards}"
+
+    def status(self) -> dict[str, dict[str, Any]]:
+        return self.repo.get_status()
+
+
+def _probe(fault: str, shard: int, run: str) -> tuple[str, str]:
+    from apm.query_state import shard_of
+
+    for i in range(1000):
+        prefix = f"f{run}{fault}{i}."
+        if shard_of(metric := f"{prefix}cpu.util", 2) == shard:
+            return prefix, metric
+    raise AssertionError("no metric name in the shard")  # pragma: no cover
+
+
+def _healthy(layout: ClusterLayout) -> bool:
+    from launch.cluster import control, platform
+
+    engines = control.status(layout)
+    return all(row.healthy for row in engines) and all(
+        row.healthy for row in platform.status(layout)
+    )
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    from launch.cluster import control, platform
+    from launch.cluster.layout import ClusterLayout
+    from storage.repository import Repository
+    from storage.settings import StorageSettings
+
+    layout = ClusterLayout()
+    reused = _healthy(layout)
+    if not reused:
+        control.up(layout)  # engines, then launch.cluster.platform.start; a no-op where up
+        platform.start(layout)  # whatever platform process is not running yet
+    repo = Repository.connect(
+        StorageSettings(
+            hosts=layout.storage_hosts,
+            port=layout.cassandra_port,
+            replication=layout.storage_replication,
+        )
+    )
+    try:
+        c = Cluster(layout, platform.api_key(layout), platform.dashboard_token(layout), repo)
+        run = uuid.uuid4().hex[:6]
+        for fault, shard in FAULTS.items():
+            prefix, metric = _probe(fault, shard, run)
+            text = f"FROM * SELECT {metric} WINDOW 10s COMPUTE min, max, avg, count, sum"
+            created = http_json(f"{layout.dashboard_url}/api/queries", c.token, body={"text": text})
+            c.probes[fault] = Probe(fault, prefix, metric, shard, created["id"], text)
+
+        def subscribed() -> bool:
+            status = c.status()
+            return all(
+                p.metric in (status.get(c.job(p.shard), {}).get("reads") or [])
+                for p in c.probes.values()
+            )
+
+        wait_for(subscribed, 300, "both shards read the fault queries' metrics")
+        yield c
+        for probe in c.probes.values():  # a kept cluster must not read these topics for ever
+            with contextlib.suppress(Exception):
+                repo.delete_query(probe.query_id)
+    finally:
+        repo.close()
+        if not reused and not os.environ.get("APM_TEST_KEEP_CLUSTER"):
+            control.down(layout)

@@ -1,0 +1,281 @@
+"""What the fault tests share: a load from ``apm loadgen`` through the cluster's load balancer
+with ``--expect`` truth, the check of the stored windows against it, and the figures each
+fault records (load held, time to recover, samples lost, windows wrong)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "FIGURES_FILE",
+    "Figures",
+    "Load",
+    "converge",
+    "gauge",
+    "health_page",
+    "http_json",
+    "kill9",
+    "record",
+    "start_node",
+    "stored_vs_truth",
+    "wait_for",
+]
+
+FIGURES_FILE = "faults.json"  # under var/cluster: the figures of the last run, per fault
+SERVERS, METRICS = 300, 3  # 900 samples/s offered through the load balancer
+LOAD_S = 50  # seconds of real-time load per fault
+
+
+@dataclass
+class Figures:
+    fault: str
+    offered_per_s: float = 0.0
+    accepted_per_s: float = 0.0
+    retries: int = 0
+    samples_sent: int = 0  # that the ingest answered 202 for
+    samples_lost: int = 0  # accepted but missing from the stored windows
+    samples_extra: int = 0  # counted twice
+    windows: int = 0
+    windows_wrong: int = 0
+    recover_s: float = 0.0  # what it measures: see `recovery`
+    recovery: str = ""
+    converge_s: float = 0.0  # from the load's end until every window equals the truth
+    notes: dict[str, Any] = field(default_factory=dict)
+
+
+def record(var: Path, figures: Figures) -> None:
+    """Adds (or replaces) this fault's figures in var/cluster/faults.json and prints them."""
+    path = var / FIGURES_FILE
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        doc = {}
+    doc[figures.fault] = {**asdict(figures), "at": time.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    print(f"\nFAULT {figures.fault}: {json.dumps(asdict(figures))}", file=sys.stderr)
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> float:
+    """Polls until true; the seconds it took. Fails naming ``what`` after the timeout."""
+    began = time.monotonic()
+    while not condition():
+        if time.monotonic() - began > timeout_s:
+            raise AssertionError(f"{what}: not within {timeout_s:.0f}s")
+        time.sleep(0.5)
+    return time.monotonic() - began
+
+
+def http_json(url: str, token: str = "", timeout: float = 5.0, body: Any = None) -> Any:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(
+        url,
+        data=data,
+        method="POST" if data is not None else "GET",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=timeout) as reply:
+        return json.loads(reply.read())
+
+
+def gauge(url: str, name: str) -> float | None:
+    """A sample's value from a Prometheus text page (the sum over its label sets)."""
+    try:
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            text = reply.read().decode()
+    except OSError:
+        return None
+    values = [float(v) for v in re.findall(rf"^{name}(?:{{[^}}]*}})? (\S+)$", text, re.M)]
+    return sum(values) if values else None
+
+
+class Load:
+    """``apm loadgen`` in real time against the load balancer, with the truth of one query."""
+
+    def __init__(
+        self,
+        target: str,
+        key: str,
+        query: str,
+        prefix: str,
+        out: Path,
+        seed: int,
+        seconds: int = LOAD_S,
+    ):
+        self.seconds = seconds
+        self.truth_file = out / "truth.json"
+        self.log = out / "loadgen.log"
+        out.mkdir(parents=True, exist_ok=True)
+        argv = [
+            sys.executable,
+            "-m",
+            "apm.cli",
+            "loadgen",
+            "--target",
+            target,
+            "--servers",
+            str(SERVERS),
+            "--metrics",
+            str(METRICS),
+            "--metric-prefix",
+            prefix,
+            "--duration",
+            f"{seconds}s",
+            "--seed",
+            str(seed),
+            # Through a whole fault and restart: a request keeps retrying 503s and refusals.
+            "--retry-deadline",
+            "180",
+            "--query",
+            query,
+            "--expect",
+            str(self.truth_file),
+            "--quiet",
+        ]
+        self.started = time.monotonic()
+        with self.log.open("wb") as err:
+            self.proc = subprocess.Popen(
+                argv,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                env={"APM_LOADGEN_API_KEY": key, **_inherited()},
+            )
+
+    def at(self, seconds: float) -> None:
+        """Sleeps until ``seconds`` after the load started."""
+        time.sleep(max(0.0, self.started + seconds - time.monotonic()))
+
+    def finish(self, figures: Figures) -> dict[str, Any]:
+        out, _ = self.proc.communicate(timeout=self.seconds + 240)
+        assert self.proc.returncode == 0, f"loadgen failed: {self.log.read_text()[-2000:]}"
+        summary: dict[str, Any] = json.loads(out)
+        figures.offered_per_s = float(SERVERS * METRICS)
+        figures.accepted_per_s = float(summary["accepted_per_s"])
+        figures.retries = int(summary["retries"])
+        assert summary["lost"] == 0 and not summary["errors"], summary
+        truth: dict[str, Any] = json.loads(self.truth_file.read_text())
+        return truth
+
+
+def _inherited() -> dict[str, str]:
+    import os
+
+    return dict(os.environ)
+
+
+def converge(
+    read: Callable[[float, float], list[Any]],
+    truth: dict[str, Any],
+    figures: Figures,
+    var: Path,
+    timeout_s: float = 240,
+) -> None:
+    """Waits until every stored window equals the truth; records the figures either way."""
+    began = time.monotonic()
+    problems: list[str] = ["not compared yet"]
+    try:
+        while problems and time.monotonic() - began < timeout_s:
+            try:
+                problems = stored_vs_truth(read, truth, figures)
+            except Exception as exc:  # a read while a node is away: try again
+                problems = [f"read failed: {exc}"]
+            if problems:
+                time.sleep(2)
+        figures.converge_s = round(time.monotonic() - began, 1)
+    finally:
+        record(var, figures)
+    assert not problems, "\n".join(problems[:20])
+    assert figures.samples_lost == 0 and figures.samples_extra == 0 and figures.windows_wrong == 0
+
+
+def stored_vs_truth(
+    read: Callable[[float, float], list[Any]], truth: dict[str, Any], figures: Figures
+) -> list[str]:
+    """Compares the stored windows with the truth, filling the figures; the differences."""
+    from loadgen.check import compare
+
+    first = min(w["window_start"] for w in truth["windows"])
+    last = max(w["window_start"] for w in truth["windows"]) + truth["window_seconds"]
+    rows = read(first, last)
+    got = {float(r.window_start): r for r in rows}
+    figures.windows = len(truth["windows"])
+    figures.samples_sent = sum(w["samples"] for w in truth["windows"])
+    lost = extra = 0
+    for w in truth["windows"]:
+        have = got.get(float(w["window_start"]))
+        n = 0 if have is None else have.samples
+        lost += max(0, w["samples"] - n)
+        extra += max(0, n - w["samples"])
+    figures.samples_lost, figures.samples_extra = lost, extra
+    problems = compare(truth, rows, percentile_tolerance=1e-9)
+    figures.windows_wrong = len({p.split(":")[0] for p in problems})
+    return problems
+
+
+def _platform_node(layout: Any, node: str) -> bool:
+    from launch.cluster import platform
+
+    return node in platform.nodes(layout)
+
+
+def kill9(layout: Any, node: str) -> None:
+    """``kill -9`` of one node: an engine through launch.cluster.control, a platform process
+    through launch.cluster.platform."""
+    if _platform_node(layout, node):
+        from launch.cluster import platform
+
+        assert platform.kill9(layout, node) is not None, f"{node} was not running"
+    else:
+        from launch.cluster import control
+
+        control.kill9(node, layout)
+
+
+def start_node(layout: Any, node: str) -> float:
+    """Starts the node again and waits until it is healthy; the seconds that took."""
+    began = time.monotonic()
+    if _platform_node(layout, node):
+        from launch.cluster import platform
+
+        platform.start_node(layout, node, wait_s=300)
+    else:
+        from launch.cluster import control
+
+        control.start_node(node, layout)
+    return round(time.monotonic() - began, 1)
+
+
+def health_page(dashboard_url: str, token: str) -> str:
+    """The health page's rendered body, as the browser gets it: sign in with the token, then
+    ask Dash for the page's one callback (h-body)."""
+    import httpx
+
+    with httpx.Client(base_url=dashboard_url, timeout=30, follow_redirects=False) as client:
+        form = client.get("/login").text
+        csrf = re.search(r'name="csrf_token" value="([^"]+)"', form)
+        assert csrf, form[:500]
+        client.post("/login", data={"user": "test", "password": token, "csrf_token": csrf[1]})
+        reply = client.post(
+            "/_dash-update-component",
+            headers={"X-CSRFToken": client.cookies.get("_csrf_token") or ""},
+            json={
+                "output": "h-body.children",
+                "outputs": {"id": "h-body", "property": "children"},
+                "inputs": [
+                    {"id": "h-tick", "property": "n_intervals", "value": 1},
+                    {"id": "h-silent", "property": "value", "value": 60},
+                ],
+                "changedPropIds": ["h-tick.n_intervals"],
+                "state": [],
+            },
+        )
+        reply.raise_for_status()
+        return reply.text
