@@ -69,7 +69,7 @@ format: install  ## rewrite the tree as make lint wants it (ruff format, ruff ch
 # pytest exits 5 when it collected no test: that is a failure here, not a pass.
 define run_pytest
 	@set +e; $(VENV)/bin/pytest $(1); rc=$$?; \
-	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests for: $(1)"; exit 1; fi; exit $$rc
+	  if [ $$rc -eq 5 ]; then echo 'pytest collected no tests for: $(1)'; exit 1; fi; exit $$rc
 endef
 
 test: install lint test-jvm jars debs  ## lint, the JVM unit tests, then every tier against the real engines
