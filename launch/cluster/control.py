@@ -218,14 +218,19 @@ def kill9(name: str, layout: ClusterLayout | None = None, timeout_s: float = 10.
     """SIGKILL to the node's process group (a Spark worker's executors die with it, as when
     its machine fails); returns the pid. The data dir stays for ``start_node``."""
     layout = layout or ClusterLayout()
-    proc = _pick(engine_nodes(layout), name).process()
+    node = _pick(engine_nodes(layout), name)
+    proc = node.process()
     pid = proc.pid()
     if pid is None:
         raise StartError(f"{name} is not running (log: {proc.log})")
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
     deadline = time.monotonic() + timeout_s
-    while not proc.gone(pid) and time.monotonic() < deadline:
+    # A killed process's command line empties before the kernel closes its sockets, so "gone"
+    # alone let an immediate start_node find its ports still in use: wait for both.
+    while time.monotonic() < deadline and (
+        not proc.gone(pid) or any(port_in_use(h, p) for h, p in node.addresses)
+    ):
         time.sleep(0.05)
     proc.pidfile.unlink(missing_ok=True)
     return pid

@@ -165,3 +165,41 @@ def test_start_node_waits_for_rejoin_only_when_every_sibling_runs(
         assert cluster.joined_asked == []  # its peer is down: healthy alone is enough
     finally:
         control.down(layout, lambda note: None)
+
+
+def test_kill9_returns_only_once_the_nodes_ports_are_free(
+    layout: ClusterLayout, fake: Callable[..., Cluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A killed JVM's command line empties before the kernel closes its sockets; start_node
+    # right after kill9 then found the port in use. kill9 waits for the ports too.
+    cluster = fake()
+    plain = cluster.node
+
+    def with_port(name: str) -> Node:
+        node = plain(name)
+        return Node(
+            node.name,
+            node.home,
+            (("127.0.0.1", 29092),) if name == "kafka-1" else (),
+            prepare=node.prepare,
+            command=node.command,
+            healthy=node.healthy,
+            joined=node.joined,
+        )
+
+    monkeypatch.setattr(cluster, "node", with_port)
+    real_port_in_use = control.port_in_use
+    try:
+        control.up(layout, lambda note: None)
+        asked: list[tuple[str, int]] = []
+
+        def busy_twice(host: str, port: int) -> bool:
+            asked.append((host, port))
+            return len(asked) <= 2
+
+        monkeypatch.setattr(control, "port_in_use", busy_twice)
+        control.kill9("kafka-1", layout)
+        assert asked == [("127.0.0.1", 29092)] * 3  # busy, busy, then free: only then back
+    finally:
+        monkeypatch.setattr(control, "port_in_use", real_port_in_use)
+        control.down(layout, lambda note: None)
