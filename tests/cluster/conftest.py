@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.cluster.support import http_json, wait_for
+from tests.cluster.support import wait_for
+from tests.support.http import http_json
 
 if TYPE_CHECKING:
     from launch.cluster.layout import ClusterLayout
@@ -96,7 +97,9 @@ def cluster() -> Iterator[Cluster]:
         for fault, shard in FAULTS.items():
             prefix, metric = _probe(fault, shard, run)
             text = f"FROM * SELECT {metric} WINDOW 10s COMPUTE min, max, avg, count, sum"
-            created = http_json(f"{layout.dashboard_url}/api/queries", c.token, body={"text": text})
+            created = http_json(
+                f"{layout.dashboard_url}/api/queries", c.token, body={"text": text}, timeout=5.0
+            )
             c.probes[fault] = Probe(fault, prefix, metric, shard, created["id"], text)
 
         def subscribed() -> bool:

@@ -9,7 +9,6 @@ import re
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -20,9 +19,7 @@ __all__ = [
     "Figures",
     "Load",
     "converge",
-    "gauge",
     "health_page",
-    "http_json",
     "kill9",
     "record",
     "start_node",
@@ -72,29 +69,6 @@ def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> floa
             raise AssertionError(f"{what}: not within {timeout_s:.0f}s")
         time.sleep(0.5)
     return time.monotonic() - began
-
-
-def http_json(url: str, token: str = "", timeout: float = 5.0, body: Any = None) -> Any:
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(
-        url,
-        data=data,
-        method="POST" if data is not None else "GET",
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(req, timeout=timeout) as reply:
-        return json.loads(reply.read())
-
-
-def gauge(url: str, name: str) -> float | None:
-    """A sample's value from a Prometheus text page (the sum over its label sets)."""
-    try:
-        with urllib.request.urlopen(url, timeout=10) as reply:
-            text = reply.read().decode()
-    except OSError:
-        return None
-    values = [float(v) for v in re.findall(rf"^{name}(?:{{[^}}]*}})? (\S+)$", text, re.M)]
-    return sum(values) if values else None
 
 
 class Load:

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.conftest import Cluster
-from tests.cluster.support import Figures, Load, converge, gauge, http_json, kill9, start_node
+from tests.cluster.support import Figures, Load, converge, kill9, start_node
+from tests.support.http import http_json
+from tests.support.http import metric_value as gauge
 
 pytestmark = pytest.mark.cluster
 

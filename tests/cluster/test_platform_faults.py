@@ -22,11 +22,11 @@ from tests.cluster.support import (
     Load,
     converge,
     health_page,
-    http_json,
     kill9,
     start_node,
     wait_for,
 )
+from tests.support.http import http_json
 
 pytestmark = pytest.mark.cluster
 
@@ -91,7 +91,7 @@ def test_a_stopped_aggregator_shard_is_not_covered_and_catches_up(
     stopped = time.monotonic()
 
     def not_covered() -> bool:
-        return bool(http_json(query, cluster.token)["state"] == "not-covered")
+        return bool(http_json(query, cluster.token, timeout=5.0)["state"] == "not-covered")
 
     figures.notes["not_covered_after_s"] = round(wait_for(not_covered, 90, "not-covered"), 1)
     page = health_page(cluster.layout.dashboard_url, cluster.token)
@@ -129,4 +129,4 @@ def test_a_stopped_aggregator_shard_is_not_covered_and_catches_up(
     )
     truth = load.finish(figures)
     converge(lambda a, b: cluster.read(probe, a, b), truth, figures, cluster.layout.var)
-    assert http_json(query, cluster.token)["state"] != "not-covered"
+    assert http_json(query, cluster.token, timeout=5.0)["state"] != "not-covered"

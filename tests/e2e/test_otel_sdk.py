@@ -18,11 +18,11 @@ import pytest
 
 from tests.e2e.test_pipeline import (  # the module-scoped platform of the e2e tier
     Platform,
-    _http_json,
     _wait_until_read,
     _windows,
     platform,  # noqa: F401  (a fixture)
 )
+from tests.support.http import http_json
 
 pytestmark = pytest.mark.e2e
 
@@ -69,7 +69,7 @@ def test_an_otel_sdk_app_gets_exact_results(platform: Platform):  # noqa: F811
     queries = {}
     for metric in metrics:
         text = f"FROM {server} SELECT {metric} WINDOW {WINDOW}s COMPUTE min, max, count, sum"
-        created = _http_json(
+        created = http_json(
             f"{platform.dashboard_url}/api/queries", platform.dashboard_token, {"text": text}
         )
         queries[metric] = created["id"]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import subprocess
 import sys
 import time
@@ -19,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.support.http import http_json, metric_value
 
 pytestmark = pytest.mark.e2e
 
@@ -34,28 +35,6 @@ class Platform:
     metric_prefix: str  # this run's metric names start with it
     keyspace: str
     home: Path
-
-
-def _http_json(url: str, token: str, body: dict | None = None, timeout: float = 10.0):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(
-        url,
-        data=data,
-        method="POST" if data else "GET",
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(req, timeout=timeout) as reply:
-        return json.loads(reply.read())
-
-
-def _gauge(url: str, name: str) -> float | None:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as reply:
-            text = reply.read().decode()
-    except OSError:
-        return None
-    match = re.search(rf"^{name}(?:{{[^}}]*}})? (\S+)$", text, re.M)
-    return float(match.group(1)) if match else None
 
 
 @pytest.fixture(scope="module")
@@ -118,14 +97,16 @@ def test_results_equal_the_generators_truth(platform: Platform, tmp_path: Path):
         f"FROM web-*, db-* SELECT {prefix}cpu.util WINDOW 10s "
         "COMPUTE min, max, avg, count, sum, p50, p99"
     )
-    created = _http_json(
+    created = http_json(
         f"{platform.dashboard_url}/api/queries", platform.dashboard_token, {"text": text}
     )
     query_id = created["id"]
 
     # Samples no active query wants are dropped by design: wait until the job evaluates it.
     deadline = time.monotonic() + 300  # Spark's first plan takes minutes on a busy 2-core box
-    while (_gauge(platform.aggregator_metrics, "apm_aggregator_active_queries") or 0) < 1:
+    while (
+        metric_value(platform.aggregator_metrics, "apm_aggregator_active_queries", timeout=2) or 0
+    ) < 1:
         assert time.monotonic() < deadline, "the aggregator never picked up the query"
         time.sleep(1)
 
@@ -175,7 +156,7 @@ def test_results_equal_the_generators_truth(platform: Platform, tmp_path: Path):
     url = f"{platform.dashboard_url}/api/queries/{query_id}/results?from={start}&to={start + 60}"
     deadline = time.monotonic() + 180
     while True:
-        got = {w["window_start"]: w for w in _http_json(url, platform.dashboard_token)["windows"]}
+        got = {w["window_start"]: w for w in http_json(url, platform.dashboard_token)["windows"]}
         if set(got) == set(expected) and all(
             got[s]["samples"] == expected[s]["samples"] for s in expected
         ):
@@ -220,7 +201,7 @@ def _aggregator_status(platform: Platform) -> dict[str, dict]:
 
 def _windows(platform: Platform, query_id: str, start: float, end: float) -> dict[float, dict]:
     url = f"{platform.dashboard_url}/api/queries/{query_id}/results?from={start}&to={end}"
-    return {w["window_start"]: w for w in _http_json(url, platform.dashboard_token)["windows"]}
+    return {w["window_start"]: w for w in http_json(url, platform.dashboard_token)["windows"]}
 
 
 def test_a_query_on_a_metric_never_seen_gets_exact_windows_from_the_running_job(platform: Platform):
@@ -228,7 +209,7 @@ def test_a_query_on_a_metric_never_seen_gets_exact_windows_from_the_running_job(
 
     metric = f"{platform.metric_prefix}never.seen.{uuid.uuid4().hex[:6]}"  # no topic yet
     text = f"FROM * SELECT {metric} WINDOW 10s COMPUTE min, max, count, sum"
-    query_id = _http_json(
+    query_id = http_json(
         f"{platform.dashboard_url}/api/queries", platform.dashboard_token, {"text": text}
     )["id"]
     _wait_until_read(platform, metric)
@@ -291,7 +272,7 @@ def test_a_statsd_metric_from_a_stock_client_through_the_agent_gets_results(plat
     metric = f"{platform.metric_prefix}app.requests"
     server = f"e2e-agent-{uuid.uuid4().hex[:6]}"
     text = f"FROM {server} SELECT {metric} WINDOW 10s COMPUTE sum, max"
-    query_id = _http_json(
+    query_id = http_json(
         f"{platform.dashboard_url}/api/queries", platform.dashboard_token, {"text": text}
     )["id"]
     _wait_until_read(platform, metric)
@@ -313,7 +294,11 @@ def test_a_statsd_metric_from_a_stock_client_through_the_agent_gets_results(plat
         # datagram is sent to a closed port.
         agent.wait_healthy(
             lambda: (
-                _gauge(f"http://127.0.0.1:{metrics_port}/metrics", "apm_agent_statsd_packets_total")
+                metric_value(
+                    f"http://127.0.0.1:{metrics_port}/metrics",
+                    "apm_agent_statsd_packets_total",
+                    timeout=2,
+                )
                 is not None
             ),
             60,
