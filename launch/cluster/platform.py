@@ -5,7 +5,6 @@ has its pid file and log under ``var/cluster/<node>/``::
 
     from launch.cluster import platform
     from launch.cluster.layout import ClusterLayout
-from launch.cluster.node import tree_rss
 
     layout = ClusterLayout()
     platform.start(layout)          # ingest-1/2, lb, aggregator-0/1, dashboard; waits healthy
