@@ -60,7 +60,7 @@ lint: install mypy  ## ruff check, ruff format --check and mypy (also the pre-co
 	$(VENV)/bin/ruff format --check .
 
 mypy: install
-	$(VENV)/bin/mypy apm agent ingest storage aggregator dashboard loadgen launch bench
+	$(VENV)/bin/mypy apm agent ingest storage aggregator dashboard loadgen alerting launch bench
 
 format: install  ## rewrite the tree as make lint wants it (ruff format, ruff check --fix)
 	$(VENV)/bin/ruff format .

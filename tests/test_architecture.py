@@ -20,9 +20,14 @@ pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTRACT = "apm"
-COMPONENTS = {"agent", "ingest", "storage", "aggregator", "dashboard", "loadgen"}
+COMPONENTS = {"agent", "ingest", "storage", "aggregator", "dashboard", "loadgen", "alerting"}
 # Where data flows from one component to another inside a process: the results store.
-MAY_IMPORT = {"aggregator": {"storage"}, "dashboard": {"storage"}}
+MAY_IMPORT = {
+    "aggregator": {"storage"},
+    "dashboard": {"storage"},
+    # Alerting reads stored results through storage; the dashboard shows its rules and alerts.
+    "alerting": {"storage"},
+}
 FIRST_PARTY = {CONTRACT, *COMPONENTS, "launch", "bench", "tests"}
 
 
