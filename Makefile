@@ -48,12 +48,12 @@ run: up  ## install, fetch, start the engines, then the whole platform (Ctrl-C s
 	$(APM) run
 
 browser: debs
-debs:  ## Debian's packages the tests use as real peers: chromium + chromedriver (browser tests), docker-compose (compose config test), nginx (the cluster's load balancer), prometheus (interop)
+debs:  ## Debian's packages the tests use as real peers: chromium + chromedriver (browser tests), docker-compose (compose config test), nginx (the cluster's load balancer), prometheus (interop), prometheus-alertmanager (alerting)
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null && \
 	  command -v docker-compose >/dev/null && command -v nginx >/dev/null && \
-	  command -v prometheus >/dev/null || \
+	  command -v prometheus >/dev/null && command -v prometheus-alertmanager >/dev/null || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	      chromium chromium-driver docker-compose nginx prometheus; }
+	      chromium chromium-driver docker-compose nginx prometheus prometheus-alertmanager; }
 
 lint: install mypy  ## ruff check, ruff format --check and mypy (also the pre-commit hooks)
 	$(VENV)/bin/ruff check .
