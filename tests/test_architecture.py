@@ -24,8 +24,9 @@ COMPONENTS = {"agent", "ingest", "storage", "aggregator", "dashboard", "loadgen"
 # Where data flows from one component to another inside a process: the results store.
 MAY_IMPORT = {
     "aggregator": {"storage"},
-    "dashboard": {"storage"},
-    # Alerting reads stored results through storage; the dashboard shows its rules and alerts.
+    # The dashboard shows and edits alert rules through alerting's rulebook.
+    "dashboard": {"storage", "alerting"},
+    # Alerting reads stored results through storage.
     "alerting": {"storage"},
 }
 FIRST_PARTY = {CONTRACT, *COMPONENTS, "launch", "bench", "tests"}
