@@ -5,7 +5,6 @@ stopped (by its pid) when the context ends. ``make debs`` installs it."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import time
 import urllib.request
@@ -15,23 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from launch.alertmanager import BINARY, command
 from launch.probe import free_port
 
 __all__ = ["ALERTMANAGER", "Alertmanager", "alertmanager"]
 
-ALERTMANAGER = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
-
-_CONFIG = """\
-route:
-  receiver: hook
-  group_by: [alertname]
-  group_wait: 0s
-  group_interval: 1s
-  repeat_interval: 1h
-receivers:
-  - name: hook
-{webhook}
-"""
+ALERTMANAGER = BINARY
 
 
 @dataclass
@@ -55,20 +43,8 @@ class Alertmanager:
 
 
 def start(workdir: Path, port: int | None = None, webhook_url: str = "") -> Alertmanager:
-    if ALERTMANAGER is None:
-        raise RuntimeError("prometheus-alertmanager is not installed: run `make debs`")
-    workdir.mkdir(parents=True, exist_ok=True)
-    hook = f"    webhook_configs:\n      - url: {webhook_url}\n" if webhook_url else ""
-    (workdir / "alertmanager.yml").write_text(_CONFIG.format(webhook=hook))
     port = port or free_port()
-    cmd = [
-        ALERTMANAGER,
-        f"--config.file={workdir / 'alertmanager.yml'}",
-        f"--storage.path={workdir / 'data'}",
-        f"--web.listen-address=127.0.0.1:{port}",
-        "--cluster.listen-address=",
-        "--log.level=warn",
-    ]
+    cmd = command(workdir, port, webhook_url)
     log = (workdir / "alertmanager.log").open("ab")
     proc = subprocess.Popen(cmd, stdout=log, stderr=log)
     peer = Alertmanager(f"http://127.0.0.1:{port}", proc)
