@@ -20,11 +20,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from alerting.machine import AlertState, Observation, fold
-from alerting.notices import Notice, decide, labels_of
+from alerting.machine import AlertState
+from alerting.notices import decide, labels_of
+from alerting.presence import meta_ages, meta_rule, presence_state, silent_ages
 from alerting.rules import Rule, RuleError, rule_from_dict
 from alerting.settings import AlertingSettings
 from alerting.silences import Silence, SilenceError, silence_from_dict
+from alerting.windows import Windows, state_of
 from apm.query import StoredQuery, WindowResult
 from storage.alerts import HistoryRow, OutboxRow
 
@@ -36,6 +38,8 @@ log = logging.getLogger(__name__)
 class ResultsReader(Protocol):
     def get_query(self, query_id: str) -> StoredQuery | None: ...
     def read_results(self, query_id: str, start: float, end: float) -> Iterator[WindowResult]: ...
+    def list_servers(self) -> dict[str, float]: ...
+    def get_status(self) -> dict[str, dict]: ...
 
 
 class AlertTables(Protocol):
@@ -46,6 +50,20 @@ class AlertTables(Protocol):
     def put_history(self, rows: Iterable[HistoryRow]) -> None: ...
     def enqueue(self, rows: Iterable[OutboxRow]) -> None: ...
     def set_suppressed(self, silence_id: str, suppressed: list[Any]) -> None: ...
+
+
+@dataclass
+class _Cycle:
+    """What one cycle accumulates before its writes."""
+
+    now: float
+    report: CycleReport
+    silences: list[Silence]
+    suppressed: dict[str, list[Any]]
+    current: dict[tuple[str, str], dict[str, Any]]
+    rows: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    history: list[HistoryRow] = field(default_factory=list)
+    outbox: list[OutboxRow] = field(default_factory=list)
 
 
 @dataclass
@@ -60,10 +78,6 @@ class CycleReport:
     states: dict[str, int] = field(default_factory=dict)
 
 
-def _state(d: dict[str, Any] | None) -> AlertState:
-    return AlertState(**d) if d else AlertState()
-
-
 class Evaluator:
     def __init__(
         self,
@@ -74,18 +88,15 @@ class Evaluator:
     ) -> None:
         self.results, self.tables, self.settings = results, tables, settings
         self.receivers = receivers
-        self._cache: dict[tuple[str, float, float], dict[float, WindowResult]] = {}
+        self.windows = Windows(results, settings)
 
     def run_once(self, now: float) -> CycleReport:
         report = CycleReport()
-        self._cache.clear()
+        self.windows.new_cycle()
         silences = self._silences()
-        suppressed: dict[str, list[Any]] = {s.id: [] for s in silences}
-        current = self.tables.current()
-        rows: list[tuple[str, str, dict[str, Any]]] = []
-        history: list[HistoryRow] = []
-        outbox: list[OutboxRow] = []
+        cyc = _Cycle(now, report, silences, {s.id: [] for s in silences}, self.tables.current())
         queries: dict[str, StoredQuery | None] = {}
+        servers: dict[str, float] | None = None
         for rule_id, body in sorted(self.tables.rules().items()):
             try:
                 rule = rule_from_dict(body, rule_id=rule_id)
@@ -93,50 +104,104 @@ class Evaluator:
                 log.error("rule %s no longer validates (%s): skipped", rule_id, exc)
                 report.errors += 1
                 continue
+            report.rules += 1
+            if rule.kind == "server_silent":
+                servers = self.results.list_servers() if servers is None else servers
+                ages = silent_ages(rule, servers, now)
+                self._presence(cyc, rule, ages, float(rule.silent_after_s), "no sample")
+                continue
             if rule.query_id not in queries:
                 queries[rule.query_id] = self.results.get_query(rule.query_id)
             stored = queries[rule.query_id]
-            row = current.get((rule.id, ""), {})
-            new_row, hist, news, lag = self._rule(rule, stored, row, now, body)
-            latest = _state(new_row["latest"])
-            report.rules += 1
+            row = cyc.current.get((rule.id, ""), {})
+            new_row, hist, news, lag = self.windows.refold(rule, stored, row, now, body)
             report.windows += len(hist)
             report.lag_s = max(report.lag_s, lag)
-            history += hist
-            labels = labels_of(rule, latest, "")
-            hits = [s for s in silences if s.active(now) and s.matches(rule.id, labels, None)]
-            if latest.active and hits:
-                report.suppressed += 1
-                for s in hits:
-                    suppressed[s.id].append({"rule_id": rule.id, "fired_at": latest.fired_at})
+            cyc.history += hist
             # Each new window's state in turn (a catch-up after an outage still sends the
             # firing and the resolution it passed over), else the refolded newest one.
             done = row.get("evaluated_through")
             fresh = [st for st in news if done is None or (st.window_start or 0) > done]
-            notified, notices = row.get("notified"), []
-            for st in fresh or [latest]:
-                some, notified = decide(
-                    rule,
-                    "",
-                    st,
-                    notified,
-                    now=now,
-                    renotify_s=self.settings.renotify_s,
-                    silenced=bool(hits),
-                    query_text=stored.text if stored else rule.query_id,
-                )
-                notices += some
-            new_row["notified"] = notified
-            outbox += self._outbox(notices)
-            rows.append((rule.id, "", new_row))
-            report.states[latest.state] = report.states.get(latest.state, 0) + 1
-        self.tables.put_history(history)
-        self.tables.enqueue(outbox)
-        self.tables.put_current(rows)
-        for sid, items in suppressed.items():
+            text = stored.text if stored else rule.query_id
+            self._notify(cyc, rule, "", row, new_row, fresh, text)
+        self._meta(cyc)
+        self.tables.put_history(cyc.history)
+        self.tables.enqueue(cyc.outbox)
+        self.tables.put_current(cyc.rows)
+        for sid, items in cyc.suppressed.items():
             self.tables.set_suppressed(sid, items[-100:])
-        report.history_rows, report.notices = len(history), len(outbox)
+        report.history_rows, report.notices = len(cyc.history), len(cyc.outbox)
         return report
+
+    def _notify(
+        self,
+        cyc: _Cycle,
+        rule: Rule,
+        instance: str,
+        row: dict[str, Any],
+        new_row: dict[str, Any],
+        fresh: list[AlertState],
+        query_text: str,
+    ) -> None:
+        """Decides the notices of one alert over its new states and records its row."""
+        latest = state_of(new_row["latest"])
+        labels = labels_of(rule, latest, instance)
+        hits = [
+            s
+            for s in cyc.silences
+            if s.active(cyc.now) and s.matches(rule.id, labels, instance or None)
+        ]
+        if latest.active and hits:
+            cyc.report.suppressed += 1
+            for s in hits:
+                cyc.suppressed[s.id].append(
+                    {"rule_id": rule.id, "server": instance, "fired_at": latest.fired_at}
+                )
+        notified = row.get("notified")
+        for st in fresh or [latest]:
+            notices, notified = decide(
+                rule,
+                instance,
+                st,
+                notified,
+                now=cyc.now,
+                renotify_s=self.settings.renotify_s,
+                silenced=bool(hits),
+                query_text=query_text,
+            )
+            cyc.outbox += [OutboxRow(r, n.id, n.body) for n in notices for r in self.receivers]
+        new_row["notified"] = notified
+        cyc.rows.append((rule.id, instance, new_row))
+        cyc.report.states[latest.state] = cyc.report.states.get(latest.state, 0) + 1
+
+    def _presence(
+        self, cyc: _Cycle, rule: Rule, ages: dict[str, float], bound: float, what: str
+    ) -> None:
+        """One alert per instance (a server, an aggregator) on its age, at this cycle's tick;
+        an instance no longer listed resolves."""
+        tick = math.floor(cyc.now / self.settings.interval_s) * self.settings.interval_s
+        known = {i for (r, i) in cyc.current if r == rule.id}
+        for instance in sorted(known | set(ages)):
+            row = cyc.current.get((rule.id, instance), {})
+            prior = state_of(row.get("latest"))
+            age = ages.get(instance)
+            if age is None and not prior.active:
+                continue  # gone and quiet: nothing to resolve, nothing to record
+            state = presence_state(prior, tick, age or 0.0, bound, f"{what} from {instance}")
+            if state.state != prior.state:
+                d = asdict(state)
+                cyc.history.append(HistoryRow(rule.id, tick, instance, state.state, True, d))
+            self._notify(cyc, rule, instance, row, {**row, "latest": asdict(state)}, [], "")
+
+    def _meta(self, cyc: _Cycle) -> None:
+        bound = self.settings.freshness_bound_s
+        try:
+            ages = meta_ages(self.results.get_status(), cyc.now)
+        except Exception as exc:  # the status table unreadable is itself worth an alert
+            log.warning("cannot read the aggregator's status: %s", exc)
+            ages = {}
+        ages["evaluator"] = cyc.report.lag_s
+        self._presence(cyc, meta_rule(bound), ages, bound, "behind")
 
     def _silences(self) -> list[Silence]:
         out = []
@@ -146,87 +211,3 @@ class Evaluator:
             except SilenceError as exc:
                 log.error("silence %s no longer validates (%s): skipped", sid, exc)
         return out
-
-    def _outbox(self, notices: list[Notice]) -> list[OutboxRow]:
-        return [OutboxRow(r, n.id, n.body) for n in notices for r in self.receivers]
-
-    def _observations(
-        self, rule: Rule, stored: StoredQuery | None, first: float, last: float, ws: int
-    ) -> list[Observation]:
-        if stored is None:
-            why = f"query {rule.query_id} does not exist (deleted?)"
-            return [Observation(last, ws, None, error=why)]
-        key = (rule.query_id, first, last)
-        if key not in self._cache:  # rules on one query share the read within a cycle
-            self._cache[key] = {
-                r.window_start: r
-                for r in self.results.read_results(rule.query_id, first, last + ws)
-            }
-        values = self._cache[key]
-        out = []
-        t = first
-        while t <= last:
-            got = values.get(t)
-            if got is None or got.samples == 0:
-                out.append(Observation(t, ws, None))
-            elif rule.function not in got.values:
-                why = f"query {rule.query_id} does not compute {rule.function}"
-                out.append(Observation(t, ws, None, error=why))
-            else:
-                out.append(Observation(t, ws, float(got.values[rule.function])))
-            t += ws
-        return out
-
-    def _rule(
-        self,
-        rule: Rule,
-        stored: StoredQuery | None,
-        row: dict[str, Any],
-        now: float,
-        body: dict[str, Any],
-    ) -> tuple[dict[str, Any], list[HistoryRow], list[AlertState], float]:
-        s = self.settings
-        ws = stored.query.window_seconds if stored else int(row.get("window_seconds", 60))
-        last: float = math.floor((now - s.settle_s) / ws) * ws - ws  # the newest complete window
-        checkpoint = _state(row.get("checkpoint"))
-        through = row.get("through")
-        opened: dict[str, Any] = row.get("open", {})
-        first: float
-        if through is None and opened:  # refold from the first open window, as before
-            first = min(float(k) for k in opened)
-        elif through is None:
-            active = stored.active_from if stored and stored.active_from else 0.0
-            start_from = max(float(body.get("created_at", now)), active)
-            first = max(math.floor(start_from / ws) * ws, last - (s.backfill_windows - 1) * ws)
-        else:
-            first = float(through) + ws
-        upto = min(last, first + (s.max_windows_per_cycle - 1) * ws)
-        obs = self._observations(rule, stored, first, upto, ws) if upto >= first else []
-        states = fold(rule, checkpoint, obs)
-        history, before = [], checkpoint
-        for o, st in zip(obs, states, strict=True):
-            d = asdict(st)
-            if opened.get(str(o.window_start)) != d:
-                history.append(
-                    HistoryRow(rule.id, o.window_start, "", st.state, st.state != before.state, d)
-                )
-            before = st
-        # Windows past the lateness horizon are final: fold them into the checkpoint.
-        horizon = now - s.settle_s - s.lateness_s
-        new_open: dict[str, Any] = {}
-        for o, st in zip(obs, states, strict=True):
-            if o.window_end <= horizon:
-                checkpoint, through = st, o.window_start
-            else:
-                new_open[str(o.window_start)] = asdict(st)
-        latest = states[-1] if states else _state(row.get("latest"))
-        new_row = {
-            "checkpoint": asdict(checkpoint),
-            "through": through,
-            "open": new_open,
-            "latest": asdict(latest),
-            "window_seconds": ws,
-            "evaluated_through": upto if upto >= first else row.get("evaluated_through"),
-        }
-        lag = max(0.0, last - upto) if upto >= first else 0.0
-        return new_row, history, states, lag

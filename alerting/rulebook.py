@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, Protocol
 
+from alerting.presence import META_RULE_ID
 from alerting.rules import Rule, RuleError, rule_from_dict
 from alerting.silences import Silence, silence_from_dict
 from apm.query import StoredQuery
@@ -35,6 +36,8 @@ class Rulebook:
         """The rule ``raw`` describes, checked against its stored query (which must exist and
         compute the function), or :class:`RuleError`."""
         rule = rule_from_dict(raw, rule_id=rule_id)
+        if rule.kind == "server_silent":
+            return rule
         stored = self.queries.get_query(rule.query_id)
         if stored is None:
             raise RuleError("query_id", f"no stored query {rule.query_id!r} (deleted?)")
@@ -54,14 +57,28 @@ class Rulebook:
         return True
 
     def rules(self) -> list[dict[str, Any]]:
-        """Each rule with its alert's newest state."""
+        """Each rule with its alert's newest state (per server for ``server_silent`` rules, in
+        ``instances``), then the built-in freshness meta-alert's instances."""
         current = self.tables.current()
+        instances: dict[str, dict[str, Any]] = {}
+        for (rule_id, instance), row in current.items():
+            if instance:
+                instances.setdefault(rule_id, {})[instance] = row.get("latest")
         out = []
         for rule_id, body in sorted(self.tables.rules().items()):
             row = current.get((rule_id, ""), {})
             out.append(
-                {**body, "id": rule_id, "alert": row.get("latest"), "notified": row.get("notified")}
+                {
+                    **body,
+                    "id": rule_id,
+                    "alert": row.get("latest"),
+                    "notified": row.get("notified"),
+                    "instances": instances.get(rule_id, {}),
+                }
             )
+        if META_RULE_ID in instances:
+            meta = {"id": META_RULE_ID, "name": "apm freshness (built in)", "kind": "meta"}
+            out.append({**meta, "alert": None, "instances": instances[META_RULE_ID]})
         return out
 
     def silence(self, raw: Any, now: float) -> Silence:

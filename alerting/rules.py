@@ -19,6 +19,7 @@ from alerting.template import TemplateError, check_template
 
 __all__ = [
     "COMPARISONS",
+    "KINDS",
     "MAX_DURATION_S",
     "NODATA_POLICIES",
     "Rule",
@@ -30,6 +31,7 @@ __all__ = [
 ]
 
 COMPARISONS = (">", ">=", "<", "<=")
+KINDS = ("threshold", "server_silent")
 NODATA_POLICIES = ("alert", "keep", "ok")
 # A `for` or `keep_firing_for` longer than a week is a typo, not a plan; the state machine
 # counts it in event time, so an absurd value would keep an alert pending for ever.
@@ -71,6 +73,11 @@ class Rule:
     nodata_policy: str = "keep"
     labels: dict[str, str] = field(default_factory=dict)
     annotation: str = "{rule} is {value} ({severity}) on {query}"
+    # kind "server_silent": servers matching ``servers`` that sent anything in the last hour and
+    # nothing for ``silent_after_s`` alert one by one (no query, no thresholds of their own).
+    kind: str = "threshold"
+    servers: str = "*"
+    silent_after_s: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -169,14 +176,50 @@ def webhook_url_error(url: object, own_ports: frozenset[int] = frozenset()) -> s
     return None
 
 
-def rule_from_dict(raw: Any, *, rule_id: str, functions: tuple[str, ...] | None = None) -> Rule:
-    """A validated :class:`Rule`, or :class:`RuleError`. ``functions`` are the result keys of the
-    named query, when the caller has looked it up (a rule on a function it lacks is refused)."""
+def _name(raw: Any) -> str:
     if not isinstance(raw, dict):
         raise RuleError("", "a rule is a JSON object")
     name = raw.get("name")
     if not isinstance(name, str) or not _RULE_NAME.fullmatch(name):
         raise RuleError("name", "1-200 letters, digits, spaces or _.:- , starting alphanumeric")
+    if raw.get("kind", "threshold") not in KINDS:
+        raise RuleError("kind", f"must be one of {', '.join(KINDS)}")
+    return name
+
+
+def _server_silent(raw: dict[str, Any], rule_id: str, name: str) -> Rule:
+    servers = raw.get("servers", "*")
+    if not isinstance(servers, str) or not 0 < len(servers) <= 200:
+        raise RuleError("servers", "a server glob of 1-200 characters (web-*)")
+    silent = _duration(raw.get("silent_after_s", 60), "silent_after_s")
+    if silent < 1:
+        raise RuleError("silent_after_s", "must be at least 1 second")
+    annotation = raw.get("annotation", "server {server} silent for {value}s")
+    try:
+        check_template(annotation)
+    except TemplateError as exc:
+        raise RuleError("annotation", str(exc)) from None
+    return Rule(
+        id=rule_id,
+        name=name,
+        query_id="",
+        function="silent_s",
+        comparison=">",
+        thresholds=Thresholds(critical=float(silent)),
+        labels=_labels(raw.get("labels", {})),
+        annotation=annotation,
+        kind="server_silent",
+        servers=servers,
+        silent_after_s=silent,
+    )
+
+
+def rule_from_dict(raw: Any, *, rule_id: str, functions: tuple[str, ...] | None = None) -> Rule:
+    """A validated :class:`Rule`, or :class:`RuleError`. ``functions`` are the result keys of the
+    named query, when the caller has looked it up (a rule on a function it lacks is refused)."""
+    name = _name(raw)
+    if raw.get("kind") == "server_silent":
+        return _server_silent(raw, rule_id, name)
     query_id = raw.get("query_id")
     if not isinstance(query_id, str) or not 0 < len(query_id) <= 64:
         raise RuleError("query_id", "must name a stored query")

@@ -13,8 +13,7 @@ import pytest
 BASE = 1_763_000_000.0
 
 
-@pytest.fixture(scope="session")
-def alert_keyspace(cassandra_session) -> Iterator[str]:
+def _keyspace(cassandra_session) -> Iterator[str]:
     from storage.alerts import migrate_alerts
     from storage.schema import migrate
 
@@ -23,6 +22,19 @@ def alert_keyspace(cassandra_session) -> Iterator[str]:
     migrate_alerts(cassandra_session, keyspace)
     yield keyspace
     cassandra_session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")
+
+
+@pytest.fixture(scope="session")
+def alert_keyspace(cassandra_session) -> Iterator[str]:
+    """One keyspace for the tests that drive the evaluator in-process at moments they choose."""
+    yield from _keyspace(cassandra_session)
+
+
+@pytest.fixture
+def own_keyspace(cassandra_session) -> Iterator[str]:
+    """A keyspace for one test whose evaluator process runs on the wall clock over every rule
+    (the other tests' rules, a year in the past, would be caught up and alert on its lag)."""
+    yield from _keyspace(cassandra_session)
 
 
 @pytest.fixture

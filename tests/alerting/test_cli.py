@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.mark.skipif(BINARY is None, reason="prometheus-alertmanager not installed (make debs)")
-def test_make_runs_alertmanager_and_evaluator_start_and_stop(tmp_path, alert_keyspace):
+def test_make_runs_alertmanager_and_evaluator_start_and_stop(tmp_path, own_keyspace):
     am_port, metrics_port = free_port(), free_port()
     am = processes.alertmanager(tmp_path / "am", am_port)
     proc = am.start(tmp_path / "am-home", wait_s=30)
@@ -26,7 +26,7 @@ def test_make_runs_alertmanager_and_evaluator_start_and_stop(tmp_path, alert_key
         assert proc.pid() is not None  # the exec'd binary still carries the marker
         ev = processes.alerting(metrics_port, alertmanager_url=f"http://127.0.0.1:{am_port}")
         ev_proc = ev.start(
-            tmp_path / "ev-home", env={"APM_STORAGE_KEYSPACE": alert_keyspace}, wait_s=60
+            tmp_path / "ev-home", env={"APM_STORAGE_KEYSPACE": own_keyspace}, wait_s=60
         )
         try:
             assert ev.ready()

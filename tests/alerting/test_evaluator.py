@@ -100,7 +100,7 @@ def test_silenced_alert_is_recorded_not_sent_and_listed(setup, write_windows, ta
     assert changes(tables, rule.id) == [(0, "firing")]
     assert outbox(tables, rule.id) == []
     listed = {s["id"]: s for s in book.silences()}[silence.id]
-    assert listed["suppressed"] == [{"rule_id": rule.id, "fired_at": BASE}]
+    assert listed["suppressed"] == [{"rule_id": rule.id, "server": "", "fired_at": BASE}]
     # The silence lifted, the still firing alert is sent.
     book.unsilence(silence.id)
     ev.run_once(BASE + 11)

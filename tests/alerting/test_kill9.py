@@ -32,11 +32,14 @@ def wait_for(check: Callable[[], bool], what: str, timeout: float = 60.0) -> Non
 
 
 def test_kill9_while_pending_and_while_firing(
-    cassandra_session, alert_keyspace, tables, make_rule_body, tmp_path
+    cassandra_session, own_keyspace, make_rule_body, tmp_path
 ):
     from apm.query import WindowResult
+    from storage.alerts import AlertStore
     from storage.repository import Repository
 
+    alert_keyspace = own_keyspace
+    tables = AlertStore(cassandra_session, alert_keyspace)
     base = math.floor(time.time() / 10) * 10 - 300.0  # 30 complete windows ago
     repo = Repository(cassandra_session, alert_keyspace, clock=lambda: base)
     query = repo.save_query("FROM web-* SELECT cpu.util WINDOW 10s COMPUTE avg")
