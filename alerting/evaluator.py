@@ -89,6 +89,7 @@ class Evaluator:
         self.results, self.tables, self.settings = results, tables, settings
         self.receivers = receivers
         self.windows = Windows(results, settings)
+        self._rules: dict[str, tuple[dict[str, Any], Rule]] = {}
 
     def run_once(self, now: float) -> CycleReport:
         report = CycleReport()
@@ -99,7 +100,7 @@ class Evaluator:
         servers: dict[str, float] | None = None
         for rule_id, body in sorted(self.tables.rules().items()):
             try:
-                rule = rule_from_dict(body, rule_id=rule_id)
+                rule = self._rule(rule_id, body)
             except RuleError as exc:  # validated when stored: only a hand-edited row gets here
                 log.error("rule %s no longer validates (%s): skipped", rule_id, exc)
                 report.errors += 1
@@ -202,6 +203,13 @@ class Evaluator:
             ages = {}
         ages["evaluator"] = cyc.report.lag_s
         self._presence(cyc, meta_rule(bound), ages, bound, "behind")
+
+    def _rule(self, rule_id: str, body: dict[str, Any]) -> Rule:
+        """The rule of a stored body, parsed again only when the body changed."""
+        known = self._rules.get(rule_id)
+        if known is None or known[0] != body:
+            known = self._rules[rule_id] = (body, rule_from_dict(body, rule_id=rule_id))
+        return known[1]
 
     def _silences(self) -> list[Silence]:
         out = []

@@ -5,7 +5,6 @@ for the order of writes). Rules on one query share one read of its results per c
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
 from typing import Any, Protocol
 
 from alerting.machine import AlertState, Observation, fold
@@ -29,16 +28,23 @@ class Windows:
     def __init__(self, results: Results, settings: AlertingSettings) -> None:
         self.results, self.settings = results, settings
         self._cache: dict[tuple[str, float, float], dict[float, WindowResult]] = {}
+        self._made: dict[tuple[str, str, float, float], list[Observation]] = {}
 
     def new_cycle(self) -> None:
         self._cache.clear()
+        self._made.clear()
 
     def observations(
         self, rule: Rule, stored: StoredQuery | None, first: float, last: float, ws: int
     ) -> list[Observation]:
+        """One observation per window from ``first`` to ``last``: its value, None (no
+        samples), or an error (the query is gone, or does not compute the function)."""
         if stored is None:
             why = f"query {rule.query_id} does not exist (deleted?)"
-            return [Observation(last, ws, None, error=why)]
+            return [Observation(first + i * ws, ws, None, why) for i in _count(first, last, ws)]
+        made = self._made.get((rule.query_id, rule.function, first, last))
+        if made is not None:  # rules on one query and function share one list per cycle
+            return made
         key = (rule.query_id, first, last)
         if key not in self._cache:  # rules on one query share the read within a cycle
             self._cache[key] = {
@@ -46,9 +52,10 @@ class Windows:
                 for r in self.results.read_results(rule.query_id, first, last + ws)
             }
         values = self._cache[key]
-        out = []
-        t = first
-        while t <= last:
+        out: list[Observation] = []
+        self._made[(rule.query_id, rule.function, first, last)] = out
+        for i in _count(first, last, ws):
+            t = first + i * ws
             got = values.get(t)
             if got is None or got.samples == 0:
                 out.append(Observation(t, ws, None))
@@ -57,8 +64,27 @@ class Windows:
                 out.append(Observation(t, ws, None, error=why))
             else:
                 out.append(Observation(t, ws, float(got.values[rule.function])))
-            t += ws
         return out
+
+    def _first(
+        self,
+        row: dict[str, Any],
+        stored: StoredQuery | None,
+        body: dict,
+        ws: int,
+        last: float,
+        now: float,
+    ) -> float:
+        through, start = row.get("through"), row.get("start")
+        if start is not None:  # refold from the first open window, as before
+            return float(start)
+        if through is not None:
+            return float(through) + ws
+        active = stored.active_from if stored and stored.active_from else 0.0
+        start_from = max(float(body.get("created_at", now)), active)
+        return max(
+            math.floor(start_from / ws) * ws, last - (self.settings.backfill_windows - 1) * ws
+        )
 
     def refold(
         self,
@@ -68,48 +94,61 @@ class Windows:
         now: float,
         body: dict[str, Any],
     ) -> tuple[dict[str, Any], list[HistoryRow], list[AlertState], float]:
+        """The alert's new row, the history rows to write, the states of the windows folded
+        this cycle, and how far behind the newest complete window the evaluation is.
+
+        The row keeps the open windows' *values*; only from the first one whose value changed
+        (late data) or is new is the fold redone, from the stored state before it."""
         s = self.settings
         ws = stored.query.window_seconds if stored else int(row.get("window_seconds", 60))
         last: float = math.floor((now - s.settle_s) / ws) * ws - ws  # the newest complete window
         checkpoint = state_of(row.get("checkpoint"))
-        through = row.get("through")
-        opened: dict[str, Any] = row.get("open", {})
-        first: float
-        if through is None and opened:  # refold from the first open window, as before
-            first = min(float(k) for k in opened)
-        elif through is None:
-            active = stored.active_from if stored and stored.active_from else 0.0
-            start_from = max(float(body.get("created_at", now)), active)
-            first = max(math.floor(start_from / ws) * ws, last - (s.backfill_windows - 1) * ws)
-        else:
-            first = float(through) + ws
+        first = self._first(row, stored, body, ws, last, now)
         upto = min(last, first + (s.max_windows_per_cycle - 1) * ws)
         obs = self.observations(rule, stored, first, upto, ws) if upto >= first else []
-        states = fold(rule, checkpoint, obs)
-        history, before = [], checkpoint
-        for o, st in zip(obs, states, strict=True):
-            d = asdict(st)
-            if opened.get(str(o.window_start)) != d:
-                history.append(
-                    HistoryRow(rule.id, o.window_start, "", st.state, st.state != before.state, d)
-                )
-            before = st
+        new_values = [_encode(o) for o in obs]
+        old_values: list[Any] = row.get("open", []) if row.get("start") == first else []
+        k = len(old_values)
+        if new_values[:k] != old_values:  # refined: find the first window that changed
+            pairs = enumerate(zip(old_values, new_values, strict=False))
+            k = next((i for i, (a, b) in pairs if a != b), min(k, len(new_values)))
+        if k == len(old_values):  # nothing refined: go on from the newest state
+            before = state_of(row.get("latest")) if old_values else checkpoint
+        else:  # window k was refined by late data: refold from the state before it
+            before = fold(rule, checkpoint, obs[:k])[-1] if k else checkpoint
+        tail = fold(rule, before, obs[k:])
+        history, prev = [], before
+        for o, st in zip(obs[k:], tail, strict=True):
+            d = dict(vars(st))
+            history.append(
+                HistoryRow(rule.id, o.window_start, "", st.state, st.state != prev.state, d)
+            )
+            prev = st
         # Windows past the lateness horizon are final: fold them into the checkpoint.
         horizon = now - s.settle_s - s.lateness_s
-        new_open: dict[str, Any] = {}
-        for o, st in zip(obs, states, strict=True):
-            if o.window_end <= horizon:
-                checkpoint, through = st, o.window_start
-            else:
-                new_open[str(o.window_start)] = asdict(st)
-        latest = states[-1] if states else state_of(row.get("latest"))
+        m = max(0, min(len(obs), math.floor((horizon - first) / ws)))
+        through = row.get("through")
+        if m:
+            checkpoint = fold(rule, checkpoint, obs[:m])[-1] if m <= k else tail[m - k - 1]
+            through = obs[m - 1].window_start
+        latest = tail[-1] if tail else state_of(row.get("latest")) if row else checkpoint
         new_row = {
-            "checkpoint": asdict(checkpoint),
+            "checkpoint": dict(vars(checkpoint)),
             "through": through,
-            "open": new_open,
-            "latest": asdict(latest),
+            "start": obs[m].window_start if m < len(obs) else None,
+            "open": new_values[m:],
+            "latest": dict(vars(latest)),
             "window_seconds": ws,
             "evaluated_through": upto if upto >= first else row.get("evaluated_through"),
         }
         lag = max(0.0, last - upto) if upto >= first else 0.0
-        return new_row, history, states, lag
+        return new_row, history, tail, lag
+
+
+def _count(first: float, last: float, ws: int) -> range:
+    return range(max(0, int((last - first) // ws) + 1))
+
+
+def _encode(o: Observation) -> float | str | None:
+    """A window's input as stored in the alert's row: its value, None, or ``!`` + the error."""
+    return "!" + o.error if o.error is not None else o.value
