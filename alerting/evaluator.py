@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 
 class ResultsReader(Protocol):
-    def get_query(self, query_id: str) -> StoredQuery | None: ...
+    def list_queries(self) -> list[StoredQuery]: ...
     def read_results(self, query_id: str, start: float, end: float) -> Iterator[WindowResult]: ...
     def list_servers(self) -> dict[str, float]: ...
     def get_status(self) -> dict[str, dict]: ...
@@ -96,8 +96,10 @@ class Evaluator:
         self.windows.new_cycle()
         silences = self._silences()
         cyc = _Cycle(now, report, silences, {s.id: [] for s in silences}, self.tables.current())
-        queries: dict[str, StoredQuery | None] = {}
+        # One scan of the stored queries, not one read per query.
+        queries: dict[str, StoredQuery] = {q.id: q for q in self.results.list_queries()}
         servers: dict[str, float] | None = None
+        plans = []
         for rule_id, body in sorted(self.tables.rules().items()):
             try:
                 rule = self._rule(rule_id, body)
@@ -110,10 +112,17 @@ class Evaluator:
                 servers = self.results.list_servers() if servers is None else servers
                 ages = silent_ages(rule, servers, now)
                 self._presence(cyc, rule, ages, float(rule.silent_after_s), "no sample")
-                continue
-            if rule.query_id not in queries:
-                queries[rule.query_id] = self.results.get_query(rule.query_id)
-            stored = queries[rule.query_id]
+            else:
+                plans.append((rule, body, queries.get(rule.query_id)))
+        reads = set()
+        for rule, body, stored in plans:
+            ws, _, first, upto = self.windows.bounds(
+                stored, cyc.current.get((rule.id, ""), {}), now, body
+            )
+            if stored is not None and upto >= first:
+                reads.add((rule.query_id, first, upto, ws))
+        self.windows.prefetch(reads)
+        for rule, body, stored in plans:
             row = cyc.current.get((rule.id, ""), {})
             new_row, hist, news, lag = self.windows.refold(rule, stored, row, now, body)
             report.windows += len(hist)

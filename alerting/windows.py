@@ -5,6 +5,7 @@ for the order of writes). Rules on one query share one read of its results per c
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from alerting.machine import AlertState, Observation, fold
@@ -13,7 +14,10 @@ from alerting.settings import AlertingSettings
 from apm.query import StoredQuery, WindowResult
 from storage.alerts import HistoryRow
 
-__all__ = ["Windows", "state_of"]
+__all__ = ["PREFETCH_THREADS", "Windows", "state_of"]
+
+# Concurrent result reads per cycle (the Cassandra driver's session is thread-safe).
+PREFETCH_THREADS = 16
 
 
 class Results(Protocol):
@@ -86,6 +90,27 @@ class Windows:
             math.floor(start_from / ws) * ws, last - (self.settings.backfill_windows - 1) * ws
         )
 
+    def bounds(
+        self, stored: StoredQuery | None, row: dict[str, Any], now: float, body: dict[str, Any]
+    ) -> tuple[int, float, float, float]:
+        """The window size, the newest complete window, and the windows to read this cycle."""
+        ws = stored.query.window_seconds if stored else int(row.get("window_seconds", 60))
+        last: float = math.floor((now - self.settings.settle_s) / ws) * ws - ws
+        first = self._first(row, stored, body, ws, last, now)
+        return ws, last, first, min(last, first + (self.settings.max_windows_per_cycle - 1) * ws)
+
+    def prefetch(self, reads: set[tuple[str, float, float, int]]) -> None:
+        """Reads the results of several (query, first, last, window) ranges at once: one
+        cycle's reads overlap instead of queueing one after another."""
+
+        def read(key: tuple[str, float, float, int]) -> None:
+            qid, first, last, ws = key
+            rows = self.results.read_results(qid, first, last + ws)
+            self._cache[(qid, first, last)] = {r.window_start: r for r in rows}
+
+        with ThreadPoolExecutor(max_workers=PREFETCH_THREADS) as pool:
+            list(pool.map(read, [k for k in reads if k[:3] not in self._cache]))
+
     def refold(
         self,
         rule: Rule,
@@ -100,11 +125,8 @@ class Windows:
         The row keeps the open windows' *values*; only from the first one whose value changed
         (late data) or is new is the fold redone, from the stored state before it."""
         s = self.settings
-        ws = stored.query.window_seconds if stored else int(row.get("window_seconds", 60))
-        last: float = math.floor((now - s.settle_s) / ws) * ws - ws  # the newest complete window
+        ws, last, first, upto = self.bounds(stored, row, now, body)
         checkpoint = state_of(row.get("checkpoint"))
-        first = self._first(row, stored, body, ws, last, now)
-        upto = min(last, first + (s.max_windows_per_cycle - 1) * ws)
         obs = self.observations(rule, stored, first, upto, ws) if upto >= first else []
         new_values = [_encode(o) for o in obs]
         old_values: list[Any] = row.get("open", []) if row.get("start") == first else []
