@@ -1,6 +1,6 @@
 """The alerts page: every rule with its alert's state and why (each state is explained where it
-is shown), the silences and what they suppressed. Read-only; rules and silences are made with
-the API or ``apm alert`` (docs/alerting.md)."""
+is shown), the silences and what they suppressed, and the rule builder (pages/alert_builder.py);
+silences are made with the API or ``apm alert`` (docs/alerting.md)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from dash import Dash, Input, Output, dcc, html
 
 from alerting.rulebook import Rulebook
 from dashboard.context import AppContext
+from dashboard.pages import alert_builder
 from dashboard.pages.common import navbar
 
 __all__ = ["STATE_HELP", "layout", "register"]
@@ -31,6 +32,7 @@ def layout(app_ctx: AppContext) -> html.Div:
             navbar("alerts"),
             dcc.Interval(id="al-tick", interval=app_ctx.settings.clamp_refresh(None) * 1000),
             html.Div(id="al-body"),
+            alert_builder.form(),
         ]
     )
 
@@ -84,6 +86,8 @@ def body(book: Rulebook) -> html.Div:
 
 
 def register(app: Dash, app_ctx: AppContext, book: Callable[[], Rulebook]) -> None:
+    alert_builder.register(app, app_ctx, book)
+
     @app.callback(Output("al-body", "children"), Input("al-tick", "n_intervals"))
     def refresh(_: int | None) -> html.Div:
         try:
