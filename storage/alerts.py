@@ -169,21 +169,29 @@ class AlertStore:
         self._many(self._put_current, [(r, i, json.dumps(b)) for r, i, b in rows])
 
     def put_history(self, rows: Iterable[HistoryRow]) -> None:
-        self._many(
-            self._put_history,
-            [
+        """Rows of one partition (rule, day) go as one unlogged batch (storage.driver)."""
+        groups: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
+        for h in rows:
+            bucket = int(h.window_start // BUCKET_SECONDS)
+            groups.setdefault((h.rule_id, bucket), []).append(
                 (
                     h.rule_id,
-                    int(h.window_start // BUCKET_SECONDS),
+                    bucket,
                     _ms(h.window_start),
                     h.instance,
                     h.state,
                     h.changed,
                     json.dumps(h.body),
                 )
-                for h in rows
-            ],
-        )
+            )
+        if groups:
+            execute_many(
+                self.session,
+                self._put_history,
+                list(groups.values()),
+                concurrency=self.concurrency,
+                profile=self.profile,
+            )
 
     def history(self, rule_id: str, start: float, end: float) -> Iterator[HistoryRow]:
         """The rows of ``[start, end)``, oldest first."""
