@@ -125,7 +125,7 @@ class Evaluator:
         for rule, body, stored in plans:
             row = cyc.current.get((rule.id, ""), {})
             new_row, hist, news, lag = self.windows.refold(rule, stored, row, now, body)
-            report.windows += len(hist)
+            report.windows += len(news)
             report.lag_s = max(report.lag_s, lag)
             cyc.history += hist
             # Each new window's state in turn (a catch-up after an outage still sends the

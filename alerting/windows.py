@@ -139,12 +139,15 @@ class Windows:
         else:  # window k was refined by late data: refold from the state before it
             before = fold(rule, checkpoint, obs[:k])[-1] if k else checkpoint
         tail = fold(rule, before, obs[k:])
+        # History keeps the transitions. After a refinement every row from the refined window
+        # on is rewritten, so a transition that no longer happens is overwritten, not left.
+        refined = k < len(old_values)
         history, prev = [], before
         for o, st in zip(obs[k:], tail, strict=True):
-            d = dict(vars(st))
-            history.append(
-                HistoryRow(rule.id, o.window_start, "", st.state, st.state != prev.state, d)
-            )
+            changed = st.state != prev.state
+            if changed or refined:
+                d = dict(vars(st))
+                history.append(HistoryRow(rule.id, o.window_start, "", st.state, changed, d))
             prev = st
         # Windows past the lateness horizon are final: fold them into the checkpoint.
         horizon = now - s.settle_s - s.lateness_s
