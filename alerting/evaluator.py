@@ -90,12 +90,24 @@ class Evaluator:
         self.receivers = receivers
         self.windows = Windows(results, settings)
         self._rules: dict[str, tuple[dict[str, Any], Rule]] = {}
+        # The alert rows as this process last wrote them: read from Cassandra once at start
+        # (and again after a failed cycle), not scanned every cycle. One evaluator writes them.
+        self._current: dict[tuple[str, str], dict[str, Any]] | None = None
 
     def run_once(self, now: float) -> CycleReport:
+        try:
+            return self._run_once(now)
+        except BaseException:
+            self._current = None  # what was written is unknown: read it again next cycle
+            raise
+
+    def _run_once(self, now: float) -> CycleReport:
         report = CycleReport()
         self.windows.new_cycle()
         silences = self._silences()
-        cyc = _Cycle(now, report, silences, {s.id: [] for s in silences}, self.tables.current())
+        if self._current is None:
+            self._current = self.tables.current()
+        cyc = _Cycle(now, report, silences, {s.id: [] for s in silences}, self._current)
         # One scan of the stored queries, not one read per query.
         queries: dict[str, StoredQuery] = {q.id: q for q in self.results.list_queries()}
         servers: dict[str, float] | None = None
@@ -138,6 +150,7 @@ class Evaluator:
         self.tables.put_history(cyc.history)
         self.tables.enqueue(cyc.outbox)
         self.tables.put_current(cyc.rows)
+        self._current = {**self._current, **{(r, i): b for r, i, b in cyc.rows}}
         for sid, items in cyc.suppressed.items():
             self.tables.set_suppressed(sid, items[-100:])
         report.history_rows, report.notices = len(cyc.history), len(cyc.outbox)
