@@ -45,6 +45,7 @@ class AgentCollector:
                     "agent.push.blocked_status": float(stats.blocked_status),
                     "agent.push.age": stats.push_age(),
                     "agent.collector.errors": float(stats.collector_errors),
+                    "agent.collector.failing": float(stats.collectors_failing),
                     "agent.statsd.packets": float(stats.statsd_packets),
                     "agent.statsd.malformed": float(stats.statsd_malformed),
                     "agent.statsd.tags_dropped": float(stats.statsd_tags_dropped),
