@@ -99,8 +99,10 @@ test-e2e: jars debs
 
 bench: bench-agent bench-ingest bench-storage bench-aggregator bench-dashboard bench-loadgen bench-pipeline  ## every benchmark, then docs/BENCHMARKS.md
 
-bench-agent: agent-deb debs  ## the .deb's size, its installed size, the agent's RSS and CPU at 1 Hz on a clean bookworm root
-	$(PY) -m bench.agent
+bench-agent: agent-deb debs  ## the agent's overhead; the .deb's size, its installed size, the packaged agent's RSS and CPU at 1 Hz on a clean bookworm root
+	deb=$$(ls -t dist/apm-agent_*_$$(dpkg --print-architecture).deb | head -1) && \
+	  $(PY) -m tests.support.cleanhost $(CURDIR)/.cache/bench-agent-root --install $$deb && \
+	  $(PY) -m bench.agent --deb $$deb --clean-root $(CURDIR)/.cache/bench-agent-root
 
 bench-ingest: up
 	$(PY) -m bench.ingest

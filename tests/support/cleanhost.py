@@ -221,3 +221,25 @@ class CleanHost:
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
+    """``python -m tests.support.cleanhost DIR [--install DEB]``: a fresh clean root at DIR
+    (replacing one there), the package installed; for ``make bench-agent``, which may not
+    import the tests."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tests.support.cleanhost")
+    parser.add_argument("dir", type=Path)
+    parser.add_argument("--install", type=Path, help="a .deb to dpkg -i (no network)")
+    args = parser.parse_args(argv)
+    shutil.rmtree(args.dir, ignore_errors=True)
+    host = CleanHost.fresh(args.dir, "clean-bench")
+    if args.install:
+        host.install(args.install)
+    print(host.root)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())
