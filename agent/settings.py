@@ -132,7 +132,7 @@ class AgentSettings(BaseSettings):
     @classmethod
     def _url(cls, value: str) -> str:
         if not re.match(r"https?://[^/\s]+", value):
-            raise ValueError(f"must be an http:// or https:// URL, got {value!r}")
+            raise ValueError("must be an http:// or https:// URL with a host")
         return value
 
     @field_validator("collectors")
