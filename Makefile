@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: help install jars up down status run test test-jvm test-unit test-integration test-e2e lint mypy format \
         cluster-up cluster-down cluster-status test-cluster \
-        browser debs bench bench-ingest bench-agent bench-aggregator bench-aggregator-breadth bench-aggregator-nodedup bench-dashboard bench-storage bench-loadgen bench-pipeline bench-alerting \
+        browser debs agent-deb bench bench-ingest bench-agent bench-aggregator bench-aggregator-breadth bench-aggregator-nodedup bench-dashboard bench-storage bench-loadgen bench-pipeline bench-alerting \
         clean
 
 help:  ## list the targets
@@ -48,12 +48,20 @@ run: up  ## install, fetch, start the engines, then the whole platform (Ctrl-C s
 	$(APM) run
 
 browser: debs
-debs:  ## Debian's packages the tests use as real peers: chromium + chromedriver (browser tests), docker-compose (compose config test), nginx (the cluster's load balancer), prometheus (interop), prometheus-alertmanager (alerting)
+debs:  ## Debian's packages the tests use as real peers: chromium + chromedriver (browser tests), docker-compose (compose config test), nginx (the cluster's load balancer), prometheus (interop), prometheus-alertmanager (alerting); mmdebstrap, dpkg-dev, lintian, ansible-core, iproute2 (the agent's .deb on a clean root)
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null && \
 	  command -v docker-compose >/dev/null && command -v nginx >/dev/null && \
-	  command -v prometheus >/dev/null && command -v prometheus-alertmanager >/dev/null || \
+	  command -v prometheus >/dev/null && command -v prometheus-alertmanager >/dev/null && \
+	  command -v mmdebstrap >/dev/null && \
+	  command -v dpkg-architecture >/dev/null && command -v lintian >/dev/null && \
+	  command -v ansible-playbook >/dev/null && command -v ip >/dev/null || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	      chromium chromium-driver docker-compose nginx prometheus prometheus-alertmanager; }
+	      chromium chromium-driver docker-compose nginx prometheus prometheus-alertmanager \
+	      mmdebstrap dpkg-dev lintian ansible-core iproute2; }
+
+agent-deb: install  ## the agent as a Debian package: dist/apm-agent_<version>_<arch>.deb (VERSION=... to override), then lintian
+	deploy/deb/build.sh $(if $(VERSION),--version $(VERSION))
+	lintian --fail-on error,warning dist/apm-agent_*$(VERSION)*_$$(dpkg --print-architecture).deb
 
 lint: install mypy  ## ruff check, ruff format --check and mypy (also the pre-commit hooks)
 	$(VENV)/bin/ruff check .
@@ -92,8 +100,10 @@ test-e2e: jars debs
 
 bench: bench-agent bench-ingest bench-storage bench-aggregator bench-dashboard bench-loadgen bench-pipeline  ## every benchmark, then docs/BENCHMARKS.md
 
-bench-agent: install
-	$(PY) -m bench.agent
+bench-agent: agent-deb debs  ## the agent's overhead; the .deb's size, its installed size, the packaged agent's RSS and CPU at 1 Hz on a clean bookworm root
+	deb=$$(ls -t dist/apm-agent_*_$$(dpkg --print-architecture).deb | head -1) && \
+	  $(PY) -m tests.support.cleanhost $(CURDIR)/.cache/bench-agent-root --install $$deb && \
+	  $(PY) -m bench.agent --deb $$deb --clean-root $(CURDIR)/.cache/bench-agent-root
 
 bench-ingest: up
 	$(PY) -m bench.ingest

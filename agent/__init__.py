@@ -4,5 +4,7 @@ psutil (one collector per area, named in a registry); ``statsd/`` parses, aggreg
 listens for StatsD/DogStatsD lines; ``runner.py`` ticks each second and hands snapshots to
 ``push.py``, which sends them with backoff through ``http.py`` and keeps what it cannot send in
 the disk ``spool.py``; ``stats.py`` and ``exposition.py`` are its own telemetry on /metrics;
-``settings.py``, ``install.py`` (systemd unit and config), ``once.py`` (a single push) and
-``cli.py`` (``apm agent``) are its edges."""
+``settings.py`` (with ``configfiles.py``: the TOML file and its ``agent.d/`` fragments),
+``install.py`` (systemd unit and config), ``once.py`` (a single push), ``version.py``,
+``cli.py`` (``apm agent``) and ``main.py`` (``apm-agent``, ``python -m agent``: the command
+of the Debian package, deploy/deb/) are its edges."""

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from agent.settings import AgentSettings
 
-__all__ = ["register"]
+__all__ = ["DEFAULT_CONFIG", "config_path", "register", "serve"]
 
 DEFAULT_CONFIG = Path("/etc/apm/agent.toml")
 
@@ -59,7 +59,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _config_path(args: argparse.Namespace) -> Path | None:
+def config_path(args: argparse.Namespace) -> Path | None:
     given = getattr(args, "config", None) or os.environ.get("APM_AGENT_CONFIG")
     if given:
         return Path(given)
@@ -72,7 +72,7 @@ def _run(args: argparse.Namespace) -> int:
     from agent.settings import ConfigError, load_settings
 
     try:
-        settings = load_settings(_config_path(args))
+        settings = load_settings(config_path(args))
     except ConfigError as exc:
         print(f"apm agent: {exc}", file=sys.stderr)
         return 2
@@ -80,10 +80,10 @@ def _run(args: argparse.Namespace) -> int:
         from agent.once import once
 
         return once(settings, print_only=args.print_only)
-    return _serve(settings)
+    return serve(settings)
 
 
-def _serve(settings: AgentSettings) -> int:
+def serve(settings: AgentSettings, prog: str = "apm agent") -> int:
     import signal
 
     from agent.runner import Agent
@@ -91,14 +91,14 @@ def _serve(settings: AgentSettings) -> int:
     try:
         agent = Agent(settings)
     except (OSError, ValueError) as exc:
-        print(f"apm agent: cannot start: {exc}", file=sys.stderr)
+        print(f"{prog}: cannot start: {exc}", file=sys.stderr)
         return 1
     signal.signal(signal.SIGTERM, lambda *_: agent.stop_event.set())
     signal.signal(signal.SIGINT, lambda *_: agent.stop_event.set())
     try:
         agent.run()
     except OSError as exc:
-        print(f"apm agent: {exc}", file=sys.stderr)
+        print(f"{prog}: {exc}", file=sys.stderr)
         return 1
     return 0
 

@@ -38,7 +38,7 @@ NotifyAccess=main
 # the spool; reading host metrics needs no privilege.
 User={user}
 Group={user}
-ExecStart={python} -m apm.cli agent run --config {config}
+ExecStart={python} -m agent run --config {config}
 # Values in the TOML file can be overridden here, e.g. APM_AGENT_API_KEY=...
 EnvironmentFile=-/etc/default/apm-agent
 Environment=PYTHONUNBUFFERED=1
@@ -87,8 +87,7 @@ _CONFIG = """\
 # (e.g. APM_AGENT_API_KEY). Written by `apm agent install`; see docs/agent.md.
 [agent]
 # server = "web-042"            # defaults to the host name
-ingest_url = "{ingest_url}"
-api_key = "{api_key}"
+{ingest_lines}
 interval_s = 1.0
 collectors = ["cpu", "load", "memory", "disk", "network", "system", "agent"]
 
@@ -183,9 +182,17 @@ def ensure_user(name: str, run: Callable[..., object] = subprocess.run) -> bool:
 
 
 def render_config(plan: InstallPlan) -> str:
-    return _CONFIG.format(
-        ingest_url=plan.ingest_url, api_key=plan.api_key, spool_dir=plan.spool_dir
-    )
+    """The commented config. Without an ingest URL (the Debian package's conffile) the URL and
+    key are left as comments, so that the agent knows it has nowhere to push to yet."""
+    if plan.ingest_url:
+        lines = f'ingest_url = "{plan.ingest_url}"\napi_key = "{plan.api_key}"'
+    else:
+        lines = (
+            "# Set both, then: systemctl enable --now apm-agent (check: apm-agent check-config)\n"
+            '# ingest_url = "https://ingest.example.internal/v1/metrics"\n'
+            '# api_key = "..."'
+        )
+    return _CONFIG.format(ingest_lines=lines, spool_dir=plan.spool_dir)
 
 
 def install(plan: InstallPlan, *, force: bool = False, enable: bool = False) -> list[str]:

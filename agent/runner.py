@@ -132,8 +132,14 @@ class Agent:
             except Exception as exc:
                 self.stats.add("collector_errors")
                 if collector.name not in self._failing:
-                    log.warning("collector %s failed: %r", collector.name, exc)
+                    log.warning(
+                        "collector %s failed: %r (retried every second; counted in "
+                        "agent.collector.failing until it works again)",
+                        collector.name,
+                        exc,
+                    )
                     self._failing.add(collector.name)
+        self.stats.collectors_failing = len(self._failing)
         return metrics
 
     def snapshots(self, ts: float) -> list[Snapshot]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import socket
-import tomllib
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
@@ -15,6 +14,7 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
 from agent.cardinality import DISK_EXCLUDE_FSTYPES, DISK_EXCLUDE_MOUNTS, NET_EXCLUDE
+from agent.configfiles import ConfigFileError, ConfigFiles, read_config
 from apm.labels import TAGS_KEEP
 from apm.model import server_name_error
 from apm.settings import PROJECT_ROOT, env_config
@@ -26,6 +26,7 @@ __all__ = [
     "AgentSettings",
     "ConfigError",
     "default_server",
+    "load_files",
     "load_settings",
 ]
 
@@ -131,7 +132,7 @@ class AgentSettings(BaseSettings):
     @classmethod
     def _url(cls, value: str) -> str:
         if not re.match(r"https?://[^/\s]+", value):
-            raise ValueError(f"must be an http:// or https:// URL, got {value!r}")
+            raise ValueError("must be an http:// or https:// URL with a host")
         return value
 
     @field_validator("collectors")
@@ -149,32 +150,34 @@ class AgentSettings(BaseSettings):
         return value
 
 
-def _describe(exc: ValidationError, source: str) -> str:
+def _describe(exc: ValidationError, files: ConfigFiles | None) -> str:
     parts = []
+    source = "env"
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"]) or "settings"
+        key = str(err["loc"][0]) if err["loc"] else ""
+        if files is not None and key in files.origin:
+            source = str(files.origin[key])
         parts.append(f"{where}: {err['msg']} (got {err.get('input')!r})")
     return f"invalid agent config ({source}): " + "; ".join(parts)
 
 
 def load_settings(config: Path | None = None, **overrides: Any) -> AgentSettings:
-    """Settings from ``config`` (TOML) if given, overridden by env vars, then ``overrides``."""
-    document: dict[str, Any] = {}
-    if config is not None:
-        try:
-            document = tomllib.loads(Path(config).read_text())
-        except OSError as exc:
-            raise ConfigError(f"cannot read agent config {config}: {exc.strerror}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"agent config {config} is not valid TOML: {exc}") from None
-        document = document.get("agent", document)
-        unknown = sorted(set(document) - set(AgentSettings.model_fields))
-        if unknown:
-            raise ConfigError(f"agent config {config}: unknown keys {unknown}")
-    token = _TOML.set(document)
+    """Settings from ``config`` (TOML) and its ``agent.d/*.toml`` fragments if given (see
+    agent.configfiles), overridden by env vars, then ``overrides``."""
+    files = load_files(config) if config is not None else None
+    token = _TOML.set(files.document if files is not None else {})
     try:
         return AgentSettings(**overrides)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, str(config) if config else "env")) from None
+        raise ConfigError(_describe(exc, files)) from None
     finally:
         _TOML.reset(token)
+
+
+def load_files(config: Path) -> ConfigFiles:
+    """The merged config files, or a ConfigError naming the file and the key."""
+    try:
+        return read_config(Path(config), AgentSettings.model_fields)
+    except ConfigFileError as exc:
+        raise ConfigError(f"agent config {exc}") from None

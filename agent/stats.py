@@ -22,6 +22,7 @@ class AgentStats:
     splits: int = 0  # batches halved after a 413
     push_thread_up: int = 1  # 0 once the runner finds the push thread dead or hung
     collector_errors: int = 0
+    collectors_failing: int = 0  # collectors whose last collection failed (each logged once)
     statsd_packets: int = 0
     statsd_malformed: int = 0
     statsd_tags_dropped: int = 0  # unbounded-looking tags left out of names

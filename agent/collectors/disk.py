@@ -31,6 +31,7 @@ class DiskCollector:
         self._rates = CounterRates()
         self._failed: set[str] = set()
         self._filters = context.filters
+        self._stats = context.stats
 
     def collect(self, now: float) -> dict[str, float]:
         out: dict[str, float] = {}
@@ -46,6 +47,8 @@ class DiskCollector:
             try:
                 out[key] = float(self._psutil.disk_usage(part.mountpoint).percent)
             except OSError as exc:
+                if self._stats is not None:  # in agent.collector.errors, every second it fails
+                    self._stats.add("collector_errors")
                 if part.mountpoint not in self._failed:  # say it once, not every second
                     log.warning("disk usage of %s unavailable: %s", part.mountpoint, exc)
                     self._failed.add(part.mountpoint)

@@ -1,10 +1,12 @@
-"""The agent's own metrics: its RSS and CPU, its spool, and how its pushes are going."""
+"""The agent's own metrics: its version (agent.version), RSS and CPU, its spool, and how its
+pushes are going."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from agent.collectors.base import CollectorContext
+from agent.version import VERSION, version_number
 
 __all__ = ["AgentCollector"]
 
@@ -21,7 +23,10 @@ class AgentCollector:
     def collect(self, now: float) -> dict[str, float]:
         times = self._process.cpu_times()
         cpu = float(times.user + times.system)
-        out = {"agent.rss": float(self._process.memory_info().rss)}
+        out = {
+            "agent.version": version_number(VERSION),
+            "agent.rss": float(self._process.memory_info().rss),
+        }
         if self._last_cpu is not None and now > self._last_cpu[1]:
             used, then = self._last_cpu
             out["agent.cpu"] = max(0.0, 100.0 * (cpu - used) / (now - then))
@@ -40,6 +45,7 @@ class AgentCollector:
                     "agent.push.blocked_status": float(stats.blocked_status),
                     "agent.push.age": stats.push_age(),
                     "agent.collector.errors": float(stats.collector_errors),
+                    "agent.collector.failing": float(stats.collectors_failing),
                     "agent.statsd.packets": float(stats.statsd_packets),
                     "agent.statsd.malformed": float(stats.statsd_malformed),
                     "agent.statsd.tags_dropped": float(stats.statsd_tags_dropped),

@@ -119,9 +119,10 @@ def test_disk_usage_per_mount_and_io_rates(fake_psutil, clock) -> None:
     assert out["disk.io.write_bytes"] == 0.0
 
 
-def test_disk_without_io_counters_or_with_an_unreadable_mount(fake_psutil, clock) -> None:
+def test_disk_without_io_counters_or_with_an_unreadable_mount(fake_psutil, clock, caplog) -> None:
     fake_psutil.disk_io = None
-    disk = DiskCollector(CollectorContext(psutil=fake_psutil))
+    stats = AgentStats(clock)
+    disk = DiskCollector(CollectorContext(psutil=fake_psutil, stats=stats))
 
     def usage(path: str) -> NS:
         if path == "/var/lib":
@@ -130,6 +131,10 @@ def test_disk_without_io_counters_or_with_an_unreadable_mount(fake_psutil, clock
 
     fake_psutil.disk_usage = usage
     assert disk.collect(clock()) == {"disk.mount.root.used_pct": 1.0}
+    assert disk.collect(clock() + 1) == {"disk.mount.root.used_pct": 1.0}
+    # Said once in the log, counted in agent.collector.errors each time.
+    assert sum("/var/lib unavailable" in r.getMessage() for r in caplog.records) == 1
+    assert stats.collector_errors == 2
 
 
 def test_tcp_states_from_proc_lines() -> None:

@@ -87,6 +87,7 @@ def test_ingest_outage_with_agent_restart_loses_no_second(
         'collectors = ["load", "memory", "agent"]\nstatsd_enabled = false\n'
         "backoff_cap_s = 5.0\n"
     )  # a shorter cap only so the test need not wait 30 s at the end
+    config.chmod(0o600)  # it holds the key
     spec = processes.ingest(port, tmp_path / "keys", kafka_bootstrap)
     ingest = spec.start(tmp_path / "ingest")
     agent = _start_agent(tmp_path, config)

@@ -61,7 +61,7 @@ def test_statsd_seconds_from_a_stall_become_their_own_snapshots(
 
 
 def test_a_failing_collector_is_counted_not_fatal(
-    make_settings, fake_psutil, make_http, clock
+    make_settings, fake_psutil, make_http, clock, caplog
 ) -> None:
     class Broken:
         name = "broken"
@@ -95,6 +95,12 @@ def test_a_failing_collector_is_counted_not_fatal(
     [snapshot] = agent.tick(float(int(clock())))
     assert snapshot.metrics == {"ok.metric": 1.0, "load.1": 0.5, "load.5": 0.25, "load.15": 0.125}
     assert agent.stats.collector_errors == 3
+    assert agent.stats.collectors_failing == 1
+    clock.advance(1)
+    agent.tick(float(int(clock())))
+    # Said once in the log, however long it keeps failing.
+    assert sum("collector broken failed" in r.getMessage() for r in caplog.records) == 1
+    assert agent.stats.collectors_failing == 1
 
 
 def test_collection_goes_on_while_the_ingest_is_down(

@@ -30,6 +30,7 @@ def test_toml_then_env_then_arguments(tmp_path: Path, clean_env) -> None:
         '[agent]\nserver = "web-042"\nstatsd_port = 9125\n'
         'statsd_timer_stats = ["p99"]\napi_key = "from-file"\n'
     )
+    config.chmod(0o600)  # it holds the key: the agent refuses a file others may read
     clean_env.setenv("APM_AGENT_API_KEY", "from-env")
     settings = load_settings(config, statsd_port=9999)
     assert settings.server == "web-042"
@@ -46,7 +47,7 @@ def test_toml_then_env_then_arguments(tmp_path: Path, clean_env) -> None:
         ('server = "bad name!"\n', {}, "server"),
         ('ingest_url = "ftp://x"\n', {}, "ingest_url"),
         ('statsd_tags = "maybe"\n', {}, "statsd_tags"),
-        ("colectors = []\n", {}, "unknown keys"),
+        ("colectors = []\n", {}, "unknown key 'colectors'"),
         ("statsd_port = [\n", {}, "not valid TOML"),
         ("", {"APM_AGENT_SPOOL_MAX_BYTES": "lots"}, "spool_max_bytes"),
         ("", {"APM_AGENT_COLLECTORS": '["cpu","cpu"]'}, "twice"),

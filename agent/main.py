@@ -1,0 +1,124 @@
+"""``apm-agent``: the command the Debian package installs (``python -m agent``). The same agent
+as ``apm agent``, without the rest of the platform: ``run`` (the default; what the systemd
+unit starts), ``check-config`` (validate the files, print the effective settings with secrets
+masked, exit 2 on error), ``--once [--print]`` and ``--version``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from agent.cli import config_path, serve
+from agent.configfiles import SECRET_KEYS
+from agent.settings import AgentSettings, ConfigError, load_files, load_settings
+from agent.version import VERSION
+
+__all__ = ["check_config", "main"]
+
+PROG = "apm-agent"
+# check-config --ready: the exit code when the files are valid but say nowhere to push to.
+NOT_READY = 3
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="The APM host agent: per-second host and StatsD metrics, spooled on disk "
+        "and pushed to the ingest. Settings: --config (default /etc/apm/agent.toml) and its "
+        "agent.d/*.toml fragments, then APM_AGENT_* env vars.",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {VERSION}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging to stderr")
+    parser.add_argument("--config", type=Path, default=argparse.SUPPRESS, help="TOML config")
+    parser.add_argument("--once", action="store_true", help="collect one snapshot and exit")
+    parser.add_argument(
+        "--print", action="store_true", dest="print_only", help="with --once: print, do not push"
+    )
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+    run = verbs.add_parser("run", help="collect and push until stopped (the default)")
+    run.add_argument("--config", type=Path, default=argparse.SUPPRESS, help="TOML config")
+    check = verbs.add_parser(
+        "check-config", help="validate the config files and print the effective settings"
+    )
+    check.add_argument("--config", type=Path, default=argparse.SUPPRESS, help="TOML config")
+    check.add_argument(
+        "--ready",
+        action="store_true",
+        help=f"also exit {NOT_READY} unless an ingest URL and an API key are configured",
+    )
+    return parser
+
+
+def _shown(name: str, value: object) -> str:
+    """A TOML value, or the mask for a secret."""
+    if name in SECRET_KEYS:
+        return '"********"' if value else '""'
+    if isinstance(value, Path):
+        value = str(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | list):
+        return json.dumps(value)
+    return repr(value)
+
+
+def check_config(config: Path | None, *, ready: bool, out: TextIO | None = None) -> int:
+    """Prints the effective settings (TOML, secrets masked, each with where it came from);
+    returns 0, 2 on an invalid config, or NOT_READY with ``ready`` and nothing to push to."""
+    out = out or sys.stdout
+    try:
+        files = load_files(config) if config is not None else None
+        settings = load_settings(config)
+    except ConfigError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    origin = files.origin if files is not None else {}
+    read = ", ".join(str(p) for p in files.files) if files is not None else "none"
+    print(f"# {PROG} {VERSION}; files read: {read}", file=out)
+    print("[agent]", file=out)
+    for name in AgentSettings.model_fields:
+        if f"APM_AGENT_{name.upper()}" in os.environ:
+            where = f"env APM_AGENT_{name.upper()}"
+        elif name in origin:
+            where = str(origin[name])
+        else:
+            where = "default"
+        print(f"{name} = {_shown(name, getattr(settings, name))}  # {where}", file=out)
+    if ready:
+        missing = [
+            key
+            for key in ("ingest_url", "api_key")
+            if key not in settings.model_fields_set or not getattr(settings, key)
+        ]
+        if missing:
+            print(f"{PROG}: not ready to push: {' and '.join(missing)} not set", file=sys.stderr)
+            return NOT_READY
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    config = config_path(args)
+    if args.verb == "check-config":
+        return check_config(config, ready=args.ready)
+    try:
+        settings = load_settings(config)
+    except ConfigError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    if args.once:
+        from agent.once import once
+
+        return once(settings, print_only=args.print_only)
+    return serve(settings, PROG)

@@ -1,0 +1,118 @@
+"""``make bench-agent``, the package part: the .deb's size, its installed size, and the packaged
+agent's CPU and RSS at 1 Hz on a clean bookworm root (made by ``python -m
+tests.support.cleanhost``, the package installed there with dpkg -i).
+
+The agent runs as the unit says (its ExecStart, User, Environment, UMask) in the root through
+chroot, in its own PID, mount and UTS namespaces, pushing over loopback to an HTTP sink that
+answers 202; StatsD off, as in bench.agent's host figure, so that the two compare."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import shlex
+import signal
+import statistics
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+from bench.agent import _Sink
+from bench.base import progress
+
+__all__ = ["bench_package"]
+
+
+def _service(unit: Path) -> dict[str, list[str]]:
+    service: dict[str, list[str]] = {}
+    section = ""
+    for line in unit.read_text().splitlines():
+        if line.startswith("["):
+            section = line.strip()
+        elif section == "[Service]" and "=" in line and not line.startswith("#"):
+            name, value = line.split("=", 1)
+            service.setdefault(name, []).append(value)
+    return service
+
+
+def _agent_process(launcher: psutil.Process, timeout_s: float = 30) -> psutil.Process:
+    """The agent's python among the launcher's descendants (the namespaces' helpers exec)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for child in launcher.children(recursive=True):
+            try:
+                if child.name().startswith("python"):
+                    return child
+            except psutil.NoSuchProcess:
+                continue
+        time.sleep(0.2)
+    raise RuntimeError("the agent's python never started in the clean root")
+
+
+def bench_package(deb: Path, root: Path, seconds: float) -> dict[str, float]:
+    installed_kib = float(
+        subprocess.run(
+            ["chroot", str(root), "dpkg-query", "-W", "-f=${Installed-Size}", "apm-agent"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    du_kib = float(
+        subprocess.run(
+            ["du", "-sk", str(root / "opt" / "apm-agent")], capture_output=True, text=True
+        ).stdout.split()[0]
+    )
+    service = _service(root / "lib" / "systemd" / "system" / "apm-agent.service")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    env = {
+        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+        **dict(e.split("=", 1) for e in service["Environment"]),
+        "APM_AGENT_INGEST_URL": f"http://127.0.0.1:{server.server_address[1]}/v1/metrics",
+        "APM_AGENT_API_KEY": "bench",
+        "APM_AGENT_STATSD_ENABLED": "0",
+    }
+    user = service["User"][0]
+    inner = ["chroot", str(root), "env", "-i", *(f"{k}={v}" for k, v in env.items())]
+    inner += ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups"]
+    inner += shlex.split(service["ExecStart"][0])
+    argv = ["unshare", "--uts", "--mount", "--pid", "--fork", "--kill-child"]
+    argv += [f"--mount-proc={root / 'proc'}", "sh", "-c", f"umask {service['UMask'][0]}"]
+    argv[-1] += ' && exec "$@"'
+    argv += ["sh", *inner]
+    launcher = subprocess.Popen(argv, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        agent = _agent_process(psutil.Process(launcher.pid))
+        time.sleep(5)  # imports and the first ticks are start-up, not steady state
+        rss: list[float] = []
+        windows: list[float] = []
+        start_cpu = last_cpu = sum(agent.cpu_times()[:2])
+        started = last_wall = time.monotonic()
+        while time.monotonic() - started < seconds:
+            time.sleep(10)
+            cpu, wall = sum(agent.cpu_times()[:2]), time.monotonic()
+            windows.append(100 * (cpu - last_cpu) / (wall - last_wall))
+            last_cpu, last_wall = cpu, wall
+            rss.append(agent.memory_info().rss / 2**20)
+            progress(
+                f"packaged agent: {wall - started:.0f}s, cpu {windows[-1]:.2f}% "
+                f"rss {rss[-1]:.1f} MiB"
+            )
+        total = 100 * (last_cpu - start_cpu) / (last_wall - started)
+    finally:
+        os.killpg(launcher.pid, signal.SIGTERM)
+        launcher.wait(15)
+        server.shutdown()
+    return {
+        "deb_mib": deb.stat().st_size / 2**20,
+        "installed_mib": installed_kib / 1024,
+        "opt_mib": du_kib / 1024,
+        "cpu_pct_median": statistics.median(windows),
+        "cpu_pct_mean": total,
+        "rss_mib_median": statistics.median(rss),
+        "rss_mib_max": max(rss),
+    }
