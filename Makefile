@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: help install jars up down status run test test-jvm test-unit test-integration test-e2e lint mypy format \
         cluster-up cluster-down cluster-status test-cluster \
-        browser debs agent-deb bench bench-ingest bench-agent bench-aggregator bench-aggregator-breadth bench-aggregator-nodedup bench-dashboard bench-storage bench-loadgen bench-pipeline \
+        browser debs agent-deb bench bench-ingest bench-agent bench-aggregator bench-aggregator-breadth bench-aggregator-nodedup bench-dashboard bench-storage bench-loadgen bench-pipeline bench-alerting \
         clean
 
 help:  ## list the targets
@@ -48,14 +48,15 @@ run: up  ## install, fetch, start the engines, then the whole platform (Ctrl-C s
 	$(APM) run
 
 browser: debs
-debs:  ## Debian's packages the tests use as real peers: chromium + chromedriver (browser tests), docker-compose (compose config test), nginx (the cluster's load balancer), prometheus (interop); mmdebstrap, dpkg-dev, lintian, ansible-core, iproute2 (the agent's .deb on a clean root)
+debs:  ## Debian's packages the tests use as real peers: chromium + chromedriver (browser tests), docker-compose (compose config test), nginx (the cluster's load balancer), prometheus (interop), prometheus-alertmanager (alerting); mmdebstrap, dpkg-dev, lintian, ansible-core, iproute2 (the agent's .deb on a clean root)
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null && \
 	  command -v docker-compose >/dev/null && command -v nginx >/dev/null && \
-	  command -v prometheus >/dev/null && command -v mmdebstrap >/dev/null && \
+	  command -v prometheus >/dev/null && command -v prometheus-alertmanager >/dev/null && \
+	  command -v mmdebstrap >/dev/null && \
 	  command -v dpkg-architecture >/dev/null && command -v lintian >/dev/null && \
 	  command -v ansible-playbook >/dev/null && command -v ip >/dev/null || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	      chromium chromium-driver docker-compose nginx prometheus \
+	      chromium chromium-driver docker-compose nginx prometheus prometheus-alertmanager \
 	      mmdebstrap dpkg-dev lintian ansible-core iproute2; }
 
 agent-deb: install  ## the agent as a Debian package: dist/apm-agent_<version>_<arch>.deb (VERSION=... to override), then lintian
@@ -67,7 +68,7 @@ lint: install mypy  ## ruff check, ruff format --check and mypy (also the pre-co
 	$(VENV)/bin/ruff format --check .
 
 mypy: install
-	$(VENV)/bin/mypy apm agent ingest storage aggregator dashboard loadgen launch bench
+	$(VENV)/bin/mypy apm agent ingest storage aggregator dashboard loadgen alerting launch bench
 
 format: install  ## rewrite the tree as make lint wants it (ruff format, ruff check --fix)
 	$(VENV)/bin/ruff format .
@@ -122,6 +123,9 @@ bench-dashboard: up
 
 bench-storage: up
 	$(PY) -m bench.storage
+
+bench-alerting: up debs  ## window end -> Alertmanager latency; one evaluation cycle of 10,000 rules over 1,000 queries
+	$(PY) -m bench.alerting
 
 bench-loadgen: up  ## the load generator's own CPU at 200k samples/s, generating and replaying
 	$(PY) -m bench.loadgen

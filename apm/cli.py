@@ -21,6 +21,7 @@ COMPONENT_CLIS = (
     "storage.cli",
     "dashboard.cli",
     "loadgen.cli",
+    "alerting.cli",
     "launch.run",
 )
 

@@ -15,10 +15,11 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from apm.errors import status_error
 from dashboard import promapi
+from dashboard.alerts_api import build_alerts_api, rulebook_for
 from dashboard.api import build_api, error
 from dashboard.auth import install_auth, login_throttle
 from dashboard.context import AppContext
-from dashboard.pages import chart, health, queries
+from dashboard.pages import alerts, chart, health, queries
 
 __all__ = ["build_context", "create_app"]
 
@@ -37,6 +38,8 @@ def create_app(app_ctx: AppContext) -> Dash:
     server.register_blueprint(
         build_api(app_ctx.repo, app_ctx.settings, app_ctx.metrics, app_ctx.clock)
     )
+    alert_book = rulebook_for(app_ctx.repo)
+    server.register_blueprint(build_alerts_api(alert_book, app_ctx.metrics, app_ctx.clock))
     # The Prometheus read API (/api/v1/...), with the same credentials and login throttle.
     server.register_blueprint(promapi.blueprint(app_ctx, sessions, throttle))
 
@@ -46,7 +49,7 @@ def create_app(app_ctx: AppContext) -> Dash:
         if (
             request.path.startswith("/api/")
             and request.routing_exception is None
-            and request.blueprint not in ("api", "promapi")
+            and request.blueprint not in ("api", "promapi", "alerts_api")
         ):
             raise NotFound(f"no API route {request.path}")
 
@@ -109,12 +112,15 @@ def create_app(app_ctx: AppContext) -> Dash:
             return chart.layout(app_ctx, search or "")
         if pathname == "/health":
             return health.layout(app_ctx)
+        if pathname == "/alerts":
+            return alerts.layout(app_ctx)
         if pathname in ("/", "", None, "/queries", "/queries/"):
             return queries.layout(app_ctx)
         return html.Div([html.H2("Not found"), dcc.Link("back to the queries", href="/")])
 
     for page in (queries, chart, health):
         page.register(app, app_ctx)
+    alerts.register(app, app_ctx, alert_book)
     return app
 
 

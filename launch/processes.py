@@ -29,6 +29,8 @@ __all__ = [
     "ProcessSpec",
     "agent",
     "aggregator",
+    "alerting",
+    "alertmanager",
     "dashboard",
     "dashboard_token",
     "ingest",
@@ -219,4 +221,33 @@ def loadgen(
         (*argv, *extra_args),
         marker=f"loadgen --target {target} ",
         env={"APM_LOADGEN_API_KEY": api_key, "APM_LOADGEN_PROGRESS_INTERVAL_S": "10"},
+    )
+
+
+def alerting(
+    metrics_port: int = 9107,
+    *,
+    alertmanager_url: str = "",
+    env: Mapping[str, str] | None = None,
+) -> ProcessSpec:
+    """``apm alert run``, the alert evaluator; ready once it serves /metrics."""
+    extra = {"APM_ALERTING_ALERTMANAGER_URL": alertmanager_url} if alertmanager_url else {}
+    return ProcessSpec(
+        "alerting",
+        ("alert", "run"),
+        marker="apm.cli alert run",
+        health=f"http://127.0.0.1:{metrics_port}/metrics",
+        env={"APM_ALERTING_METRICS_PORT": str(metrics_port), **extra, **(env or {})},
+    )
+
+
+def alertmanager(workdir: Path, port: int = 9095) -> ProcessSpec:
+    """Debian's Alertmanager through ``apm alert alertmanager`` (launch/alertmanager.py)."""
+    return ProcessSpec(
+        "alertmanager",
+        ("alert", "alertmanager", "--port", str(port), "--dir", str(workdir)),
+        # In the command line before and after `apm alert alertmanager` execs the binary
+        # (--dir, then --config.file under it).
+        marker=str(workdir),
+        health=f"http://127.0.0.1:{port}/-/ready",
     )

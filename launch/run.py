@@ -32,6 +32,9 @@ __all__ = ["EXAMPLE_QUERIES", "register"]
 INGEST_PORT = 8080
 DASHBOARD_PORT = 8050
 AGGREGATOR_METRICS_PORT = 9102
+ALERTING_METRICS_PORT = 9107
+# Not Alertmanager's usual 9093: the Kafka controller listens there (launch/stack/config.py).
+ALERTMANAGER_PORT = 9095
 FLEET_SERVERS = 200
 FLEET_METRICS = 10
 # Longer than the ingest's own drain budget (APM_INGEST_SHUTDOWN_TIMEOUT_S, 30 s by default).
@@ -56,9 +59,12 @@ def _platform(home: Path, bootstrap: str = "", key: str = "") -> dict[str, Proce
     """The platform's processes, in the order `--down` stops them. Their markers do not depend
     on the bootstrap or the key, so `--down` and the attach loop build this table without."""
     from launch import processes
+    from launch.alertmanager import BINARY
 
     ingest_url = processes.ingest_url(INGEST_PORT)
+    am_url = f"http://127.0.0.1:{ALERTMANAGER_PORT}" if BINARY else ""
     specs = [
+        processes.alerting(ALERTING_METRICS_PORT, alertmanager_url=am_url),
         processes.loadgen(
             ingest_url, key, servers=FLEET_SERVERS, metrics=FLEET_METRICS, extra_args=("--quiet",)
         ),
@@ -71,6 +77,8 @@ def _platform(home: Path, bootstrap: str = "", key: str = "") -> dict[str, Proce
         ),
         processes.ingest(INGEST_PORT, home / "ingest.keys", bootstrap),
     ]
+    if BINARY:  # Debian's prometheus-alertmanager (make debs), when installed
+        specs.insert(1, processes.alertmanager(home / "alertmanager", ALERTMANAGER_PORT))
     return {spec.name: spec for spec in specs}
 
 
@@ -177,6 +185,12 @@ def _start_platform(home: Path, bootstrap: str, fleet: bool) -> str:
         if dashboard.process(home / "dashboard").pid() is None:
             _say(f"starting dashboard on http://127.0.0.1:{DASHBOARD_PORT}")
             dashboard.start(home / "dashboard", env=_dashboard_credentials(home / "dashboard"))
+        if "alertmanager" in table and not table["alertmanager"].ready():
+            _say(f"starting Alertmanager on http://127.0.0.1:{ALERTMANAGER_PORT}")
+            table["alertmanager"].start(home / "alertmanager")
+        if table["alerting"].process(home / "alerting").pid() is None:
+            _say(f"starting the alert evaluator (/metrics on :{ALERTING_METRICS_PORT})")
+            table["alerting"].start(home / "alerting")
         agent = table["agent"]
         if agent.process(home / "agent").pid() is None:
             _say("starting this host's agent")

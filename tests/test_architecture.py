@@ -20,9 +20,15 @@ pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTRACT = "apm"
-COMPONENTS = {"agent", "ingest", "storage", "aggregator", "dashboard", "loadgen"}
+COMPONENTS = {"agent", "ingest", "storage", "aggregator", "dashboard", "loadgen", "alerting"}
 # Where data flows from one component to another inside a process: the results store.
-MAY_IMPORT = {"aggregator": {"storage"}, "dashboard": {"storage"}}
+MAY_IMPORT = {
+    "aggregator": {"storage"},
+    # The dashboard shows and edits alert rules through alerting's rulebook.
+    "dashboard": {"storage", "alerting"},
+    # Alerting reads stored results through storage.
+    "alerting": {"storage"},
+}
 FIRST_PARTY = {CONTRACT, *COMPONENTS, "launch", "bench", "tests"}
 
 

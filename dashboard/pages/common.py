@@ -12,7 +12,7 @@ __all__ = ["ago", "banner", "navbar", "state_badge", "when"]
 
 def navbar(active: str) -> html.Div:
     csrf = session.get("csrf", "") if has_request_context() else ""
-    links = [("Queries", "/"), ("Charts", "/chart"), ("Health", "/health")]
+    links = [("Queries", "/"), ("Charts", "/chart"), ("Alerts", "/alerts"), ("Health", "/health")]
     return html.Div(
         className="nav",
         children=[

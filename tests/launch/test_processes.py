@@ -21,6 +21,8 @@ SPECS = [
     processes.dashboard(8050),
     processes.agent("http://127.0.0.1:8080/v1/metrics", "key", Path("/spool")),
     processes.loadgen("http://127.0.0.1:8080", "key", metric_prefix="x."),
+    processes.alerting(9107, alertmanager_url="http://127.0.0.1:9095"),
+    processes.alertmanager(Path("/var/am"), 9095),
 ]
 
 

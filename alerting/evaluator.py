@@ -1,0 +1,243 @@
+"""One evaluation cycle: every rule on every completed window of its query, in event time.
+
+Per alert the durable row holds a *checkpoint* (the state after the last window past the
+lateness horizon, which late data can no longer change), the states of the windows after it
+(still open to late data) and what was last notified. Each cycle refolds the open windows from
+the checkpoint over the stored results, so a window refined by late data re-evaluates it, and
+writes only the history rows that changed. Order of writes: history, outbox, then the state
+row; a crash anywhere replays the same fold and rewrites the same keys.
+
+A window is complete ``settle_s`` after its end. An evaluator that fell behind catches up at
+most ``max_windows_per_cycle`` windows per rule a cycle and never skips a window; how far
+behind it is shows as ``apm_alerting_lag_seconds``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from alerting.machine import AlertState
+from alerting.notices import decide, labels_of
+from alerting.presence import meta_ages, meta_rule, presence_state, silent_ages
+from alerting.rules import Rule, RuleError, rule_from_dict
+from alerting.settings import AlertingSettings
+from alerting.silences import Silence, SilenceError, silence_from_dict
+from alerting.windows import Windows, state_of
+from apm.query import StoredQuery, WindowResult
+from storage.alerts import HistoryRow, OutboxRow
+
+__all__ = ["CycleReport", "Evaluator", "ResultsReader"]
+
+log = logging.getLogger(__name__)
+
+
+class ResultsReader(Protocol):
+    def list_queries(self) -> list[StoredQuery]: ...
+    def read_results(self, query_id: str, start: float, end: float) -> Iterator[WindowResult]: ...
+    def list_servers(self) -> dict[str, float]: ...
+    def get_status(self) -> dict[str, dict]: ...
+
+
+class AlertTables(Protocol):
+    def rules(self) -> dict[str, dict[str, Any]]: ...
+    def silences(self) -> dict[str, tuple[dict[str, Any], list[Any]]]: ...
+    def current(self) -> dict[tuple[str, str], dict[str, Any]]: ...
+    def put_current(self, rows: Iterable[tuple[str, str, dict[str, Any]]]) -> None: ...
+    def put_history(self, rows: Iterable[HistoryRow]) -> None: ...
+    def enqueue(self, rows: Iterable[OutboxRow]) -> None: ...
+    def set_suppressed(self, silence_id: str, suppressed: list[Any]) -> None: ...
+
+
+@dataclass
+class _Cycle:
+    """What one cycle accumulates before its writes."""
+
+    now: float
+    report: CycleReport
+    silences: list[Silence]
+    suppressed: dict[str, list[Any]]
+    current: dict[tuple[str, str], dict[str, Any]]
+    rows: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    history: list[HistoryRow] = field(default_factory=list)
+    outbox: list[OutboxRow] = field(default_factory=list)
+
+
+@dataclass
+class CycleReport:
+    rules: int = 0
+    windows: int = 0
+    history_rows: int = 0
+    notices: int = 0
+    suppressed: int = 0
+    errors: int = 0
+    lag_s: float = 0.0  # the oldest complete window not yet evaluated, behind now
+    states: dict[str, int] = field(default_factory=dict)
+
+
+class Evaluator:
+    def __init__(
+        self,
+        results: ResultsReader,
+        tables: AlertTables,
+        settings: AlertingSettings,
+        receivers: tuple[str, ...] = (),
+    ) -> None:
+        self.results, self.tables, self.settings = results, tables, settings
+        self.receivers = receivers
+        self.windows = Windows(results, settings)
+        self._rules: dict[str, tuple[dict[str, Any], Rule]] = {}
+        # The alert rows as this process last wrote them: read from Cassandra once at start
+        # (and again after a failed cycle), not scanned every cycle. One evaluator writes them.
+        self._current: dict[tuple[str, str], dict[str, Any]] | None = None
+
+    def run_once(self, now: float) -> CycleReport:
+        try:
+            return self._run_once(now)
+        except BaseException:
+            self._current = None  # what was written is unknown: read it again next cycle
+            raise
+
+    def _run_once(self, now: float) -> CycleReport:
+        report = CycleReport()
+        self.windows.new_cycle()
+        silences = self._silences()
+        if self._current is None:
+            self._current = self.tables.current()
+        cyc = _Cycle(now, report, silences, {s.id: [] for s in silences}, self._current)
+        # One scan of the stored queries, not one read per query.
+        queries: dict[str, StoredQuery] = {q.id: q for q in self.results.list_queries()}
+        servers: dict[str, float] | None = None
+        plans = []
+        for rule_id, body in sorted(self.tables.rules().items()):
+            try:
+                rule = self._rule(rule_id, body)
+            except RuleError as exc:  # validated when stored: only a hand-edited row gets here
+                log.error("rule %s no longer validates (%s): skipped", rule_id, exc)
+                report.errors += 1
+                continue
+            report.rules += 1
+            if rule.kind == "server_silent":
+                servers = self.results.list_servers() if servers is None else servers
+                ages = silent_ages(rule, servers, now)
+                self._presence(cyc, rule, ages, float(rule.silent_after_s), "no sample")
+            else:
+                plans.append((rule, body, queries.get(rule.query_id)))
+        reads = set()
+        for rule, body, stored in plans:
+            ws, _, first, upto = self.windows.bounds(
+                stored, cyc.current.get((rule.id, ""), {}), now, body
+            )
+            if stored is not None and upto >= first:
+                reads.add((rule.query_id, first, upto, ws))
+        self.windows.prefetch(reads)
+        for rule, body, stored in plans:
+            row = cyc.current.get((rule.id, ""), {})
+            new_row, hist, news, lag = self.windows.refold(rule, stored, row, now, body)
+            report.windows += len(news)
+            report.lag_s = max(report.lag_s, lag)
+            cyc.history += hist
+            # Each new window's state in turn (a catch-up after an outage still sends the
+            # firing and the resolution it passed over), else the refolded newest one.
+            done = row.get("evaluated_through")
+            fresh = [st for st in news if done is None or (st.window_start or 0) > done]
+            text = stored.text if stored else rule.query_id
+            self._notify(cyc, rule, "", row, new_row, fresh, text)
+        self._meta(cyc)
+        self.tables.put_history(cyc.history)
+        self.tables.enqueue(cyc.outbox)
+        self.tables.put_current(cyc.rows)
+        self._current = {**self._current, **{(r, i): b for r, i, b in cyc.rows}}
+        for sid, items in cyc.suppressed.items():
+            self.tables.set_suppressed(sid, items[-100:])
+        report.history_rows, report.notices = len(cyc.history), len(cyc.outbox)
+        return report
+
+    def _notify(
+        self,
+        cyc: _Cycle,
+        rule: Rule,
+        instance: str,
+        row: dict[str, Any],
+        new_row: dict[str, Any],
+        fresh: list[AlertState],
+        query_text: str,
+    ) -> None:
+        """Decides the notices of one alert over its new states and records its row."""
+        latest = state_of(new_row["latest"])
+        labels = labels_of(rule, latest, instance)
+        hits = [
+            s
+            for s in cyc.silences
+            if s.active(cyc.now) and s.matches(rule.id, labels, instance or None)
+        ]
+        if latest.active and hits:
+            cyc.report.suppressed += 1
+            for s in hits:
+                cyc.suppressed[s.id].append(
+                    {"rule_id": rule.id, "server": instance, "fired_at": latest.fired_at}
+                )
+        notified = row.get("notified")
+        for st in fresh or [latest]:
+            notices, notified = decide(
+                rule,
+                instance,
+                st,
+                notified,
+                now=cyc.now,
+                renotify_s=self.settings.renotify_s,
+                silenced=bool(hits),
+                query_text=query_text,
+            )
+            cyc.outbox += [OutboxRow(r, n.id, n.body) for n in notices for r in self.receivers]
+        new_row["notified"] = notified
+        cyc.rows.append((rule.id, instance, new_row))
+        cyc.report.states[latest.state] = cyc.report.states.get(latest.state, 0) + 1
+
+    def _presence(
+        self, cyc: _Cycle, rule: Rule, ages: dict[str, float], bound: float, what: str
+    ) -> None:
+        """One alert per instance (a server, an aggregator) on its age, at this cycle's tick;
+        an instance no longer listed resolves."""
+        tick = math.floor(cyc.now / self.settings.interval_s) * self.settings.interval_s
+        known = {i for (r, i) in cyc.current if r == rule.id}
+        for instance in sorted(known | set(ages)):
+            row = cyc.current.get((rule.id, instance), {})
+            prior = state_of(row.get("latest"))
+            age = ages.get(instance)
+            if age is None and not prior.active:
+                continue  # gone and quiet: nothing to resolve, nothing to record
+            state = presence_state(prior, tick, age or 0.0, bound, f"{what} from {instance}")
+            if state.state != prior.state:
+                d = asdict(state)
+                cyc.history.append(HistoryRow(rule.id, tick, instance, state.state, True, d))
+            self._notify(cyc, rule, instance, row, {**row, "latest": asdict(state)}, [], "")
+
+    def _meta(self, cyc: _Cycle) -> None:
+        bound = self.settings.freshness_bound_s
+        try:
+            ages = meta_ages(self.results.get_status(), cyc.now)
+        except Exception as exc:  # the status table unreadable is itself worth an alert
+            log.warning("cannot read the aggregator's status: %s", exc)
+            ages = {}
+        ages["evaluator"] = cyc.report.lag_s
+        self._presence(cyc, meta_rule(bound), ages, bound, "behind")
+
+    def _rule(self, rule_id: str, body: dict[str, Any]) -> Rule:
+        """The rule of a stored body, parsed again only when the body changed."""
+        known = self._rules.get(rule_id)
+        if known is None or known[0] != body:
+            known = self._rules[rule_id] = (body, rule_from_dict(body, rule_id=rule_id))
+        return known[1]
+
+    def _silences(self) -> list[Silence]:
+        out = []
+        for sid, (body, _) in self.tables.silences().items():
+            try:
+                out.append(silence_from_dict(body, silence_id=sid))
+            except SilenceError as exc:
+                log.error("silence %s no longer validates (%s): skipped", sid, exc)
+        return out

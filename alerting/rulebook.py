@@ -1,0 +1,99 @@
+"""Creating, listing and deleting rules and silences: the one place the API and the CLI go
+through, so both refuse the same input with the same errors and store nothing on a refusal."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Protocol
+
+from alerting.presence import META_RULE_ID
+from alerting.rules import Rule, RuleError, rule_from_dict
+from alerting.silences import Silence, silence_from_dict
+from apm.query import StoredQuery
+
+__all__ = ["Rulebook"]
+
+
+class Queries(Protocol):
+    def get_query(self, query_id: str) -> StoredQuery | None: ...
+
+
+class Tables(Protocol):
+    def put_rule(self, rule_id: str, body: dict[str, Any], now: float) -> None: ...
+    def delete_rule(self, rule_id: str) -> None: ...
+    def rules(self) -> dict[str, dict[str, Any]]: ...
+    def put_silence(self, silence_id: str, body: dict[str, Any], now: float) -> None: ...
+    def delete_silence(self, silence_id: str) -> None: ...
+    def silences(self) -> dict[str, tuple[dict[str, Any], list[Any]]]: ...
+    def current(self) -> dict[tuple[str, str], dict[str, Any]]: ...
+
+
+class Rulebook:
+    def __init__(self, queries: Queries, tables: Tables) -> None:
+        self.queries, self.tables = queries, tables
+
+    def validate(self, raw: Any, rule_id: str = "new") -> Rule:
+        """The rule ``raw`` describes, checked against its stored query (which must exist and
+        compute the function), or :class:`RuleError`."""
+        rule = rule_from_dict(raw, rule_id=rule_id)
+        if rule.kind == "server_silent":
+            return rule
+        stored = self.queries.get_query(rule.query_id)
+        if stored is None:
+            raise RuleError("query_id", f"no stored query {rule.query_id!r} (deleted?)")
+        return rule_from_dict(
+            raw, rule_id=rule_id, functions=tuple(f.key for f in stored.query.functions)
+        )
+
+    def create(self, raw: Any, now: float, rule_id: str | None = None) -> Rule:
+        rule = self.validate(raw, rule_id or uuid.uuid4().hex[:16])
+        self.tables.put_rule(rule.id, {**rule.to_dict(), "created_at": now}, now)
+        return rule
+
+    def delete(self, rule_id: str) -> bool:
+        if rule_id not in self.tables.rules():
+            return False
+        self.tables.delete_rule(rule_id)
+        return True
+
+    def rules(self) -> list[dict[str, Any]]:
+        """Each rule with its alert's newest state (per server for ``server_silent`` rules, in
+        ``instances``), then the built-in freshness meta-alert's instances."""
+        current = self.tables.current()
+        instances: dict[str, dict[str, Any]] = {}
+        for (rule_id, instance), row in current.items():
+            if instance:
+                instances.setdefault(rule_id, {})[instance] = row.get("latest")
+        out = []
+        for rule_id, body in sorted(self.tables.rules().items()):
+            row = current.get((rule_id, ""), {})
+            out.append(
+                {
+                    **body,
+                    "id": rule_id,
+                    "alert": row.get("latest"),
+                    "notified": row.get("notified"),
+                    "instances": instances.get(rule_id, {}),
+                }
+            )
+        if META_RULE_ID in instances:
+            meta = {"id": META_RULE_ID, "name": "apm freshness (built in)", "kind": "meta"}
+            out.append({**meta, "alert": None, "instances": instances[META_RULE_ID]})
+        return out
+
+    def silence(self, raw: Any, now: float) -> Silence:
+        s = silence_from_dict(raw, silence_id=uuid.uuid4().hex[:16])
+        self.tables.put_silence(s.id, {**s.to_dict(), "created_at": now}, now)
+        return s
+
+    def unsilence(self, silence_id: str) -> bool:
+        if silence_id not in self.tables.silences():
+            return False
+        self.tables.delete_silence(silence_id)
+        return True
+
+    def silences(self) -> list[dict[str, Any]]:
+        return [
+            {**body, "id": sid, "suppressed": suppressed}
+            for sid, (body, suppressed) in sorted(self.tables.silences().items())
+        ]

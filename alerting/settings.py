@@ -1,0 +1,41 @@
+"""``APM_ALERTING_*``: the evaluator's timing and its receivers."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings
+
+from apm.settings import env_config
+
+__all__ = ["AlertingSettings"]
+
+
+class AlertingSettings(BaseSettings):
+    model_config = env_config("APM_ALERTING_")
+
+    # How often the evaluator looks for completed windows (wall clock).
+    interval_s: float = Field(default=5.0, gt=0, le=3600)
+    # A window counts as complete this long after its end: the aggregator's freshness bound.
+    settle_s: float = Field(default=5.0, ge=0, le=3600)
+    # Windows younger than this past their end may still be refined by late data, so they are
+    # refolded each cycle; match the aggregator's allowed_lateness_seconds.
+    lateness_s: float = Field(default=600.0, ge=0, le=86_400)
+    # A new rule is evaluated from at most this many windows before now.
+    backfill_windows: int = Field(default=60, ge=1, le=100_000)
+    # Windows evaluated per rule per cycle when catching up (the rest follow next cycle).
+    max_windows_per_cycle: int = Field(default=1000, ge=1, le=100_000)
+    renotify_s: float = Field(default=600.0, gt=0)
+    # Receivers: each one set gets every notice.
+    alertmanager_url: str = ""
+    webhook_url: str = ""
+    webhook_secret: str = ""
+    smtp_host: str = ""
+    smtp_port: int = Field(default=25, ge=1, le=65535)
+    smtp_from: str = "apm-alerts@localhost"
+    smtp_to: str = ""  # comma-separated
+    send_timeout_s: float = Field(default=5.0, gt=0, le=120)
+    retry_deadline_s: float = Field(default=30.0, gt=0)
+    # The meta-alert: the aggregator's status older than this (seconds) fires.
+    freshness_bound_s: float = Field(default=60.0, gt=0)
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = Field(default=9107, ge=0, le=65535)

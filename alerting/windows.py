@@ -1,0 +1,179 @@
+"""One threshold rule's windows: which are complete, which are still open to late data, and the
+refold of the open ones from the checkpoint over the stored results (see alerting/evaluator.py
+for the order of writes). Rules on one query share one read of its results per cycle."""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
+
+from alerting.machine import AlertState, Observation, fold
+from alerting.rules import Rule
+from alerting.settings import AlertingSettings
+from apm.query import StoredQuery, WindowResult
+from storage.alerts import HistoryRow
+
+__all__ = ["PREFETCH_THREADS", "Windows", "state_of"]
+
+# Concurrent result reads per cycle (the Cassandra driver's session is thread-safe).
+PREFETCH_THREADS = 16
+
+
+class Results(Protocol):
+    def read_results(self, query_id: str, start: float, end: float) -> Any: ...
+
+
+def state_of(d: dict[str, Any] | None) -> AlertState:
+    return AlertState(**d) if d else AlertState()
+
+
+class Windows:
+    def __init__(self, results: Results, settings: AlertingSettings) -> None:
+        self.results, self.settings = results, settings
+        self._cache: dict[tuple[str, float, float], dict[float, WindowResult]] = {}
+        self._made: dict[tuple[str, str, float, float], list[Observation]] = {}
+
+    def new_cycle(self) -> None:
+        self._cache.clear()
+        self._made.clear()
+
+    def observations(
+        self, rule: Rule, stored: StoredQuery | None, first: float, last: float, ws: int
+    ) -> list[Observation]:
+        """One observation per window from ``first`` to ``last``: its value, None (no
+        samples), or an error (the query is gone, or does not compute the function)."""
+        if stored is None:
+            why = f"query {rule.query_id} does not exist (deleted?)"
+            return [Observation(first + i * ws, ws, None, why) for i in _count(first, last, ws)]
+        made = self._made.get((rule.query_id, rule.function, first, last))
+        if made is not None:  # rules on one query and function share one list per cycle
+            return made
+        key = (rule.query_id, first, last)
+        if key not in self._cache:  # rules on one query share the read within a cycle
+            self._cache[key] = {
+                r.window_start: r
+                for r in self.results.read_results(rule.query_id, first, last + ws)
+            }
+        values = self._cache[key]
+        out: list[Observation] = []
+        self._made[(rule.query_id, rule.function, first, last)] = out
+        for i in _count(first, last, ws):
+            t = first + i * ws
+            got = values.get(t)
+            if got is None or got.samples == 0:
+                out.append(Observation(t, ws, None))
+            elif rule.function not in got.values:
+                why = f"query {rule.query_id} does not compute {rule.function}"
+                out.append(Observation(t, ws, None, error=why))
+            else:
+                out.append(Observation(t, ws, float(got.values[rule.function])))
+        return out
+
+    def _first(
+        self,
+        row: dict[str, Any],
+        stored: StoredQuery | None,
+        body: dict,
+        ws: int,
+        last: float,
+        now: float,
+    ) -> float:
+        through, start = row.get("through"), row.get("start")
+        if start is not None:  # refold from the first open window, as before
+            return float(start)
+        if through is not None:
+            return float(through) + ws
+        active = stored.active_from if stored and stored.active_from else 0.0
+        start_from = max(float(body.get("created_at", now)), active)
+        return max(
+            math.floor(start_from / ws) * ws, last - (self.settings.backfill_windows - 1) * ws
+        )
+
+    def bounds(
+        self, stored: StoredQuery | None, row: dict[str, Any], now: float, body: dict[str, Any]
+    ) -> tuple[int, float, float, float]:
+        """The window size, the newest complete window, and the windows to read this cycle."""
+        ws = stored.query.window_seconds if stored else int(row.get("window_seconds", 60))
+        last: float = math.floor((now - self.settings.settle_s) / ws) * ws - ws
+        first = self._first(row, stored, body, ws, last, now)
+        return ws, last, first, min(last, first + (self.settings.max_windows_per_cycle - 1) * ws)
+
+    def prefetch(self, reads: set[tuple[str, float, float, int]]) -> None:
+        """Reads the results of several (query, first, last, window) ranges at once: one
+        cycle's reads overlap instead of queueing one after another."""
+
+        def read(key: tuple[str, float, float, int]) -> None:
+            qid, first, last, ws = key
+            rows = self.results.read_results(qid, first, last + ws)
+            self._cache[(qid, first, last)] = {r.window_start: r for r in rows}
+
+        with ThreadPoolExecutor(max_workers=PREFETCH_THREADS) as pool:
+            list(pool.map(read, [k for k in reads if k[:3] not in self._cache]))
+
+    def refold(
+        self,
+        rule: Rule,
+        stored: StoredQuery | None,
+        row: dict[str, Any],
+        now: float,
+        body: dict[str, Any],
+    ) -> tuple[dict[str, Any], list[HistoryRow], list[AlertState], float]:
+        """The alert's new row, the history rows to write, the states of the windows folded
+        this cycle, and how far behind the newest complete window the evaluation is.
+
+        The row keeps the open windows' *values*; only from the first one whose value changed
+        (late data) or is new is the fold redone, from the stored state before it."""
+        s = self.settings
+        ws, last, first, upto = self.bounds(stored, row, now, body)
+        checkpoint = state_of(row.get("checkpoint"))
+        obs = self.observations(rule, stored, first, upto, ws) if upto >= first else []
+        new_values = [_encode(o) for o in obs]
+        old_values: list[Any] = row.get("open", []) if row.get("start") == first else []
+        k = len(old_values)
+        if new_values[:k] != old_values:  # refined: find the first window that changed
+            pairs = enumerate(zip(old_values, new_values, strict=False))
+            k = next((i for i, (a, b) in pairs if a != b), min(k, len(new_values)))
+        if k == len(old_values):  # nothing refined: go on from the newest state
+            before = state_of(row.get("latest")) if old_values else checkpoint
+        else:  # window k was refined by late data: refold from the state before it
+            before = fold(rule, checkpoint, obs[:k])[-1] if k else checkpoint
+        tail = fold(rule, before, obs[k:])
+        # History keeps the transitions. After a refinement every row from the refined window
+        # on is rewritten, so a transition that no longer happens is overwritten, not left.
+        refined = k < len(old_values)
+        history, prev = [], before
+        for o, st in zip(obs[k:], tail, strict=True):
+            changed = st.state != prev.state
+            if changed or refined:
+                d = dict(vars(st))
+                history.append(HistoryRow(rule.id, o.window_start, "", st.state, changed, d))
+            prev = st
+        # Windows past the lateness horizon are final: fold them into the checkpoint.
+        horizon = now - s.settle_s - s.lateness_s
+        m = max(0, min(len(obs), math.floor((horizon - first) / ws)))
+        through = row.get("through")
+        if m:
+            checkpoint = fold(rule, checkpoint, obs[:m])[-1] if m <= k else tail[m - k - 1]
+            through = obs[m - 1].window_start
+        latest = tail[-1] if tail else state_of(row.get("latest")) if row else checkpoint
+        new_row = {
+            "checkpoint": dict(vars(checkpoint)),
+            "through": through,
+            "start": obs[m].window_start if m < len(obs) else None,
+            "open": new_values[m:],
+            "latest": dict(vars(latest)),
+            "window_seconds": ws,
+            "evaluated_through": upto if upto >= first else row.get("evaluated_through"),
+        }
+        lag = max(0.0, last - upto) if upto >= first else 0.0
+        return new_row, history, tail, lag
+
+
+def _count(first: float, last: float, ws: int) -> range:
+    return range(max(0, int((last - first) // ws) + 1))
+
+
+def _encode(o: Observation) -> float | str | None:
+    """A window's input as stored in the alert's row: its value, None, or ``!`` + the error."""
+    return "!" + o.error if o.error is not None else o.value

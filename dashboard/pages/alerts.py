@@ -1,0 +1,96 @@
+"""The alerts page: every rule with its alert's state and why (each state is explained where it
+is shown), the silences and what they suppressed, and the rule builder (pages/alert_builder.py);
+silences are made with the API or ``apm alert`` (docs/alerting.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from dash import Dash, Input, Output, dcc, html
+
+from alerting.rulebook import Rulebook
+from dashboard.context import AppContext
+from dashboard.pages import alert_builder
+from dashboard.pages.common import navbar
+
+__all__ = ["STATE_HELP", "layout", "register"]
+
+STATE_HELP = {
+    "normal": "the value is on the safe side of every threshold",
+    "pending": "a threshold is crossed; it must stay crossed for the rule's `for` to fire",
+    "firing": "crossed for longer than `for`: receivers are told",
+    "recovering": "back past the recovery line; held firing for `keep_firing_for`",
+    "nodata": "no samples for the rule's number of windows (policy: alert)",
+    "error": "the window could not be evaluated (query deleted, function missing)",
+}
+
+
+def layout(app_ctx: AppContext) -> html.Div:
+    return html.Div(
+        [
+            navbar("alerts"),
+            dcc.Interval(id="al-tick", interval=app_ctx.settings.clamp_refresh(None) * 1000),
+            html.Div(id="al-body"),
+            alert_builder.form(),
+        ]
+    )
+
+
+def _rules_table(rules: list[dict[str, Any]]) -> html.Table:
+    head = html.Tr([html.Th(h) for h in ("rule", "state", "value", "why", "window")])
+    rows = []
+    for r in rules:
+        a = r.get("alert") or {"state": "normal", "reason": "not evaluated yet"}
+        state = a.get("state", "normal")
+        rows.append(
+            html.Tr(
+                [
+                    html.Td(r.get("name")),
+                    html.Td(state, title=STATE_HELP.get(state, ""), className=f"state-{state}"),
+                    html.Td("" if a.get("value") is None else f"{a['value']:.6g}"),
+                    html.Td(a.get("reason", "")),
+                    html.Td(str(a.get("window_start") or "")),
+                ]
+            )
+        )
+    return html.Table([head, *rows], id="al-rules")
+
+
+def body(book: Rulebook) -> html.Div:
+    rules = book.rules()
+    silences = book.silences()
+    firing = sum((r.get("alert") or {}).get("state") == "firing" for r in rules)
+    return html.Div(
+        [
+            html.H3(f"Rules ({firing} firing)"),
+            _rules_table(rules) if rules else html.P("No rules yet: see docs/alerting.md."),
+            html.H3("Silences"),
+            html.Ul(
+                [
+                    html.Li(
+                        f"{s['id']}: rule {s.get('rule_id') or '*'} labels {s.get('labels') or {}} "
+                        f"servers {s.get('server_glob') or '*'}; suppressed {len(s['suppressed'])}"
+                    )
+                    for s in silences
+                ]
+            )
+            if silences
+            else html.P("No silences."),
+            html.Details(
+                [html.Summary("what the states mean")]
+                + [html.P(f"{k}: {v}") for k, v in STATE_HELP.items()]
+            ),
+        ]
+    )
+
+
+def register(app: Dash, app_ctx: AppContext, book: Callable[[], Rulebook]) -> None:
+    alert_builder.register(app, app_ctx, book)
+
+    @app.callback(Output("al-body", "children"), Input("al-tick", "n_intervals"))
+    def refresh(_: int | None) -> html.Div:
+        try:
+            return body(book())
+        except Exception as exc:  # storage down: say so where the alerts would be
+            return html.Div(f"alerts unavailable: {exc}", className="banner")

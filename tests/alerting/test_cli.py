@@ -1,0 +1,50 @@
+"""``apm alert``: the evaluator and the Alertmanager of ``make run`` start from the process
+table and answer; a refused rule exits 2 with the field named."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from launch import processes
+from launch.alertmanager import BINARY
+from launch.probe import free_port
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.skipif(BINARY is None, reason="prometheus-alertmanager not installed (make debs)")
+def test_make_runs_alertmanager_and_evaluator_start_and_stop(tmp_path, own_keyspace):
+    am_port, metrics_port = free_port(), free_port()
+    am = processes.alertmanager(tmp_path / "am", am_port)
+    proc = am.start(tmp_path / "am-home", wait_s=30)
+    try:
+        assert am.ready()
+        assert proc.pid() is not None  # the exec'd binary still carries the marker
+        ev = processes.alerting(metrics_port, alertmanager_url=f"http://127.0.0.1:{am_port}")
+        ev_proc = ev.start(
+            tmp_path / "ev-home", env={"APM_STORAGE_KEYSPACE": own_keyspace}, wait_s=60
+        )
+        try:
+            assert ev.ready()
+        finally:
+            ev_proc.stop(10)
+    finally:
+        proc.stop(10)
+    assert proc.pid() is None
+
+
+def test_a_refused_rule_exits_2_naming_the_field(alert_keyspace):
+    rule = '{"name": "x", "query_id": "q", "function": "avg", "thresholds": {"warning": 1e999}}'
+    done = subprocess.run(
+        [sys.executable, "-m", "apm.cli", "alert", "add", rule],
+        env={**os.environ, "APM_STORAGE_KEYSPACE": alert_keyspace},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "thresholds.warning: must be a finite number" in done.stderr
