@@ -1,5 +1,9 @@
 package io.apm.aggregator;
 
+import java.math.BigDecimal;
+import java.math.MathContext;
+import java.math.RoundingMode;
+
 /**
  * A double's exact decimal(38,18) form with double arithmetic alone, where that is provably
  * the value of its shortest decimal text (Python's {@code repr}, what the ingest writes) and so
@@ -11,14 +15,15 @@ package io.apm.aggregator;
  * distinct decimals of at most 15 significant digits never convert to the same double (a
  * double carries 15 decimal digits: DBL_DIG), so it is the value of {@code v}'s shortest
  * decimal text, which has at most as many digits. It has at most 18 decimals, so the cast does
- * not round it. Values with 16 or 17 significant digits, or more than 18 decimals, are left to
- * the caller ({@link Partials#fixed}).
+ * not round it. Most values of 16 or 17 significant digits are answered by {@link #longDigits};
+ * the rest by {@link #shortest}, with {@code BigDecimal} ({@link Partials#fixed} tries them in
+ * that order).
  *
  * <p>Before (v3), every value went through {@code Double.toString}, a {@code BigDecimal} parse,
  * a rescale and {@code BigDecimal.doubleValue} (a second string on Java 17).
  */
 final class FixedPoint {
-  private static final java.math.RoundingMode EVEN = java.math.RoundingMode.HALF_EVEN;
+  private static final RoundingMode EVEN = RoundingMode.HALF_EVEN;
 
   /** No answer here: the caller takes the general way. */
   static final long NONE = Long.MIN_VALUE;
@@ -85,6 +90,58 @@ final class FixedPoint {
     return -1;
   }
 
+  /** 2^53: integers below it are exact doubles. */
+  private static final double EXACT_INTEGERS = 9007199254740992.0;
+
+  /**
+   * {digits, decimals} of {@code v}'s shortest text when it has 16 or 17 significant digits and
+   * at most 18 decimals and {@code |v|} is in [10^-3, 10^15), with double arithmetic alone; null
+   * where this cannot tell (the caller then takes {@link #shortest}). Call it only where {@link
+   * #decimals} found nothing, which rules out 15 digits or fewer. The closest 16-digit decimal is
+   * found exactly ({@code v * 10^d} as the exact sum {@code hi + lo} of two doubles, fma), and
+   * checked to convert back by one correctly rounded division while its digits are below 2^53; if
+   * it does not, the shortest text has 17 digits, the closest 17-digit decimal, which always
+   * converts back.
+   */
+  static long[] longDigits(double v) {
+    double a = Math.abs(v);
+    if (!(a >= 1e-3 && a < DIGITS_15)) {
+      return null;
+    }
+    // log10 may be one off near a power of ten: the digit counts checked below catch that.
+    int d16 = 15 - (int) Math.floor(Math.log10(a));
+    if (d16 < 1 || d16 > SCALE) {
+      return null;
+    }
+    long r16 = closest(a, POW10[d16]);
+    if (r16 >= 1_000_000_000_000_000L && r16 < EXACT_INTEGERS) { // 16 digits, exact
+      if (r16 / POW10[d16] == a) {
+        return new long[] {v < 0 ? -r16 : r16, d16};
+      }
+      int d17 = d16 + 1;
+      if (d17 > SCALE) {
+        return new long[] {0, -1}; // 17 digits past the 18th decimal: no exact value
+      }
+      long r17 = closest(a, POW10[d17]);
+      if (r17 >= 10_000_000_000_000_000L && r17 < 100_000_000_000_000_000L) { // 17 digits
+        return new long[] {v < 0 ? -r17 : r17, d17};
+      }
+    }
+    return null;
+  }
+
+  /** The integer closest to the exact product {@code a * p} (ties to even), {@code a, p > 0}. */
+  private static long closest(double a, double p) {
+    double hi = a * p;
+    double lo = Math.fma(a, p, -hi); // a * p == hi + lo exactly
+    double whole = Math.floor(hi);
+    double rest = (hi - whole) + lo; // hi - whole is exact
+    double down = Math.floor(rest);
+    long r = (long) whole + (long) down;
+    double fraction = rest - down;
+    return fraction > 0.5 || (fraction == 0.5 && (r & 1) == 1) ? r + 1 : r;
+  }
+
   /**
    * The value of {@code v}'s shortest decimal text (Python's {@code repr}: the fewest
    * significant digits that convert back to {@code v}, the closest to {@code v} among those),
@@ -94,15 +151,15 @@ final class FixedPoint {
    * p-digit decimal to {@code v} converts back if any p-digit decimal does, so the digits are
    * cut one at a time until the next cut would not convert back.
    */
-  static java.math.BigDecimal shortest(double v) {
+  static BigDecimal shortest(double v) {
     if (v == 0.0) {
-      return java.math.BigDecimal.ZERO;
+      return BigDecimal.ZERO;
     }
-    java.math.BigDecimal exact = new java.math.BigDecimal(v);
-    int p = new java.math.BigDecimal(Double.toString(v)).precision();
-    java.math.BigDecimal best = exact.round(new java.math.MathContext(p, EVEN));
+    BigDecimal exact = new BigDecimal(v);
+    int p = new BigDecimal(Double.toString(v)).precision();
+    BigDecimal best = exact.round(new MathContext(p, EVEN));
     for (p = p - 1; p >= 1; p--) {
-      java.math.BigDecimal shorter = exact.round(new java.math.MathContext(p, EVEN));
+      BigDecimal shorter = exact.round(new MathContext(p, EVEN));
       if (shorter.doubleValue() != v) {
         break;
       }

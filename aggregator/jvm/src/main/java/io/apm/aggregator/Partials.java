@@ -66,6 +66,10 @@ public final class Partials {
     if (decimals >= 0) { // its digits times 10^(18 - decimals) overflow a long: exact, wider
       return BigDecimal.valueOf(FixedPoint.digits(value, decimals), decimals).setScale(SCALE);
     }
+    long[] longer = FixedPoint.longDigits(value); // 16 or 17 digits, still no BigDecimal math
+    if (longer != null) {
+      return longer[1] < 0 ? null : BigDecimal.valueOf(longer[0], (int) longer[1]).setScale(SCALE);
+    }
     BigDecimal shortest = FixedPoint.shortest(value);
     BigDecimal decimal = shortest.setScale(SCALE, RoundingMode.HALF_UP);
     if (decimal.abs().compareTo(LIMIT) >= 0) {

@@ -66,6 +66,31 @@ class FixedPointTest {
   }
 
   @Test
+  void sixteenAndSeventeenDigitsAgreeWithTheBigDecimalWay() {
+    SplittableRandom random = new SplittableRandom(13);
+    int answered = 0;
+    for (int i = 0; i < 100_000; i++) {
+      double v = random.nextDouble() * Math.pow(10, random.nextInt(-4, 16));
+      v = random.nextBoolean() ? -v : v;
+      if (FixedPoint.decimals(v) >= 0) {
+        continue;
+      }
+      long[] got = FixedPoint.longDigits(v);
+      if (got == null) {
+        continue;
+      }
+      answered++;
+      BigDecimal shortest = FixedPoint.shortest(v);
+      if (got[1] < 0) {
+        assertTrue(shortest.scale() > 18, "value " + v);
+      } else {
+        assertEquals(0, BigDecimal.valueOf(got[0], (int) got[1]).compareTo(shortest), "value " + v);
+      }
+    }
+    assertTrue(answered > 50_000, "most of them answered without BigDecimal: " + answered);
+  }
+
+  @Test
   void agreesWithTheStringWayOnShortValues() {
     // Values with at most 15 significant digits at every scale: the fast answer must be the
     // value of the shortest text, which Double.toString also gives for these.
