@@ -48,13 +48,13 @@ class Aggregator:
         spark: SparkSession,
         store: AggregatorStore,
         settings: AggregatorSettings | None = None,
-        metrics: AggregatorTelemetry | None = None,
+        telemetry: AggregatorTelemetry | None = None,
         offsets: KafkaOffsets | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.spark = spark
         self.settings = settings or AggregatorSettings()
-        self.metrics = metrics or AggregatorTelemetry()
+        self.telemetry = telemetry or AggregatorTelemetry()
         # Every storage call retries transient failures (aggregator/retrying.py).
         self.store = (
             store
@@ -62,7 +62,7 @@ class Aggregator:
             else RetryingStore(
                 store,
                 self.settings.storage_retry_seconds,
-                retried=lambda call: self.metrics.storage_retries.labels(call).inc(),
+                retried=lambda call: self.telemetry.storage_retries.labels(call).inc(),
             )
         )
         self.offsets = offsets
@@ -77,14 +77,14 @@ class Aggregator:
         )
         self.last_restart_s: float | None = None
         self.last_lag: dict[str, int] = {}
-        self.progress = ProgressCounter(self.metrics)
+        self.progress = ProgressCounter(self.telemetry)
         self.phases: dict[str, list[float]] = {}  # recent seconds per batch phase (_phase)
         self.set_aside = SetAside(
-            lambda metric, reason, n: self.metrics.set_aside.labels(metric, reason).inc(n)
+            lambda metric, reason, n: self.telemetry.set_aside.labels(metric, reason).inc(n)
         )
         self.restarts = StreamRestarts(
             self.settings.stream_restart_cap_seconds,
-            lambda stream: self.metrics.stream_failures.labels(stream).inc(),
+            lambda stream: self.telemetry.stream_failures.labels(stream).inc(),
         )
 
     # --- the streams ------------------------------------------------------------------------
@@ -98,14 +98,14 @@ class Aggregator:
         )
 
     def _write(self, results: list[WindowResult]) -> None:
-        refused = self.metrics.refused.inc
-        self.metrics.results.inc(write_results(self.store, results, lambda row: refused()))
+        refused = self.telemetry.refused.inc
+        self.telemetry.results.inc(write_results(self.store, results, lambda row: refused()))
 
     def _overflowed(self, key: str) -> None:
-        self.metrics.overflowed.labels(key).inc()
+        self.telemetry.overflowed.labels(key).inc()
 
     def _phase(self, name: str, seconds: float) -> None:
-        self.metrics.batch_phase_seconds.labels(name).observe(seconds)
+        self.telemetry.batch_phase_seconds.labels(name).observe(seconds)
         self.phases.setdefault(name, []).append(seconds)
         del self.phases[name][:-200]  # the benchmark reads the recent ones
 
@@ -128,8 +128,8 @@ class Aggregator:
             self.servers = None
         self.active, self._admitted = active, admitted
         self.reads = sorted({q.query.metric for q in active})
-        self.metrics.active.set(len(active))
-        self.metrics.reads.set(len(self.reads))
+        self.telemetry.active.set(len(active))
+        self.telemetry.reads.set(len(self.reads))
         if not active:
             self.join_cap.raised = False
             return
@@ -191,8 +191,8 @@ class Aggregator:
         before = self.reads
         self._apply(active)
         self.last_restart_s = time.monotonic() - began
-        self.metrics.restarts.inc()
-        self.metrics.restart_seconds.set(self.last_restart_s)
+        self.telemetry.restarts.inc()
+        self.telemetry.restart_seconds.set(self.last_restart_s)
         joined, left = sorted(set(self.reads) - set(before)), sorted(set(before) - set(self.reads))
         log.info(
             "query set changed (%d active over %d metrics; joined %s, left %s): streams "
@@ -289,9 +289,9 @@ class Aggregator:
                 )
             except Exception as exc:  # the broker briefly away: keep the last figures
                 log.warning("cannot read Kafka end offsets: %s", exc)
-        self.metrics.lag.clear()  # a topic that left the subscription has no lag any more
+        self.telemetry.lag.clear()  # a topic that left the subscription has no lag any more
         for topic, lag in self.last_lag.items():
-            self.metrics.lag.labels(topic=topic).set(lag)
+            self.telemetry.lag.labels(topic=topic).set(lag)
         watermark = (newest.get("eventTime") or {}).get("watermark")
         payload: dict[str, object] = {
             "identity": self.settings.identity,
@@ -319,8 +319,8 @@ class Aggregator:
             "last_stream_error": self.restarts.last_error,
             "updated_at": self.clock(),
         }
-        self.metrics.state_rows.set(float(windows))
-        self.metrics.state_bytes.set(float(state_bytes))
+        self.telemetry.state_rows.set(float(windows))
+        self.telemetry.state_bytes.set(float(state_bytes))
         try:
             self.store.put_status(self.settings.identity, payload)
         except Exception as exc:

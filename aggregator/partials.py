@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from aggregator.plan import KLL_K
+from aggregator.quantiles import KLL_K
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -37,6 +37,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from aggregator.quantiles import KLL_K
 from apm.functions import SUMMARY_FIELDS, needs
 from apm.model import metric_sql, topic_for
 from apm.query import Query, StoredQuery
@@ -45,7 +46,6 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = [
-    "KLL_K",
     "QUERY_SCHEMA",
     "admit",
     "decode",
@@ -56,11 +56,6 @@ __all__ = [
     "window_summaries",
 ]
 
-# A KLL sketch holds every value until it has seen k of them, so percentiles are exact up to
-# k samples a window; beyond, its rank error is ~0.02% (measured; DataSketches bounds it
-# near 2.3/k^0.97), far inside the 0.5% the platform promises. Sketch size: <= 80 KB exact,
-# ~160 KB at 50k samples.
-KLL_K = 10_000
 # Spark marks event-time columns with this metadata key (EventTimeWatermark.delayKey). The
 # window_end column is derived from the watermarked event time, so it carries the mark too:
 # that is what lets the aggregation evict windows the watermark has passed.

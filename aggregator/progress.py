@@ -19,8 +19,8 @@ DEDUP_OPERATOR = "flatMapGroupsWithState"
 
 
 class ProgressCounter:
-    def __init__(self, metrics: AggregatorTelemetry) -> None:
-        self.metrics = metrics
+    def __init__(self, telemetry: AggregatorTelemetry) -> None:
+        self.telemetry = telemetry
         self.late_rows_total = 0
         self._counted: set[tuple[str, int, str]] = set()
 
@@ -37,15 +37,15 @@ class ProgressCounter:
             if key in self._counted:
                 continue
             self._counted.add(key)
-            self.metrics.input_rows.inc(report.get("numInputRows", 0))
-            self.metrics.batch_seconds.observe(
+            self.telemetry.input_rows.inc(report.get("numInputRows", 0))
+            self.telemetry.batch_seconds.observe(
                 report["durationMs"].get("triggerExecution", 0) / 1000
             )
             late = sum(
                 op.get("numRowsDroppedByWatermark", 0) for op in report.get("stateOperators", [])
             )
             self.late_rows_total += late
-            self.metrics.late_rows.inc(late)
+            self.telemetry.late_rows.inc(late)
         self._counted &= seen
         return newest
 

@@ -2,7 +2,7 @@
 writes, read here by the DataSketches Python binding, the same library's C++ side).
 
 Definition: numpy's default, ``method="linear"`` (Hyndman & Fan type 7). While the sketch
-holds every value (n <= ``plan.KLL_K``, its exact mode) the result *is* ``np.percentile`` of
+holds every value (n <= ``KLL_K``, its exact mode) the result *is* ``np.percentile`` of
 the window's distinct values. Beyond, the two order statistics around ``r = (n - 1) p / 100``
 are read at the middle of their rank intervals and interpolated as numpy does; each is off
 by the sketch's rank error, measured at 0.015% and bounded by DataSketches near
@@ -23,7 +23,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SketchPercentiles", "lerp", "percentiles"]
+__all__ = ["KLL_K", "SketchPercentiles", "lerp", "percentiles"]
+
+# The k of every KLL sketch the aggregator builds (plan.py, partials.py; here, beside the
+# code that reads the sketches, so that those two need not import each other). A KLL sketch
+# holds every value until it has seen k of them, so percentiles are exact up to k samples a
+# window; beyond, its rank error is ~0.02% (measured; DataSketches bounds it
+# near 2.3/k^0.97), far inside the 0.5% the platform promises. Sketch size: <= 80 KB exact,
+# ~160 KB at 50k samples.
+KLL_K = 10_000
 
 
 def lerp(a: float, b: float, t: float) -> float:

@@ -69,7 +69,7 @@ class Spec(NamedTuple):
 
     ``kind`` is ``exact`` (the platform's value is the numpy truth, to the bit, when the
     values' sum is exact: fixed point in the plan, ``math.fsum`` in the truth) or ``sketch``
-    (read from the KLL sketch: exact while a window holds at most ``plan.KLL_K`` samples,
+    (read from the KLL sketch: exact while a window holds at most ``quantiles.KLL_K`` samples,
     beyond within ``rank_error`` percentile points of the rank asked for). ``needs`` are the
     :data:`SUMMARY_FIELDS` that ``compute`` reads. ``numpy`` says, for people, what ``truth``
     does. A function with a parameter takes it as ``name(p)`` with ``param[0] < p <

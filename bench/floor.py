@@ -27,7 +27,7 @@ KEYS = 100
 
 
 def floor_shape() -> str:
-    from aggregator.plan import KLL_K
+    from aggregator.quantiles import KLL_K
 
     return (
         f"rate source, 10 s tumbling windows, 20 s watermark, groupBy {KEYS} keys x window: "
@@ -39,7 +39,7 @@ def floor_shape() -> str:
 def _step(spark: Any, rate: int, seconds: int, trigger_s: float) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
-    from aggregator.plan import KLL_K
+    from aggregator.quantiles import KLL_K
 
     frame = (
         spark.readStream.format("rate")

@@ -87,7 +87,7 @@ def test_two_samples_of_1_7e308_in_a_window_do_not_stop_the_job(
     assert poisoned.values.keys() == {"max", "p50", "count", OVERFLOW_KEY}
     assert poisoned.values["max"] == HUGE and poisoned.values[OVERFLOW_KEY] == 2.0
     assert poisoned.values["count"] == normal["count"] + 2 == poisoned.samples
-    assert job.metrics.overflowed.labels("avg")._value.get() >= 1
+    assert job.telemetry.overflowed.labels("avg")._value.get() >= 1
     assert job.restarts.failures == 0
 
 
@@ -177,4 +177,4 @@ def test_storage_away_past_the_retry_deadline_restarts_the_stream_and_loses_noth
     finally:
         job.stop()
     assert_matches(fake_store.of(q.id), expected(rows, q.query))  # the failed batch replayed
-    assert job.metrics.stream_failures.labels("windows")._value.get() == 1
+    assert job.telemetry.stream_failures.labels("windows")._value.get() == 1

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 from datasketches import kll_doubles_sketch
 
-from aggregator.plan import KLL_K
-from aggregator.quantiles import percentiles
+from aggregator.quantiles import KLL_K, percentiles
 
 pytestmark = pytest.mark.unit
 

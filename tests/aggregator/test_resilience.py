@@ -100,7 +100,7 @@ def test_the_server_last_seen_writes_are_retried_too():
     job.store.stop = AdvancingEvent(FakeClock())
     job._seen({"web-1": 1_700_000_000.0}, {})
     assert store.servers == {"web-1": 1_700_000_000.0} and store.calls == 2
-    assert job.metrics.storage_retries.labels("touch_servers")._value.get() == 1
+    assert job.telemetry.storage_retries.labels("touch_servers")._value.get() == 1
 
 
 def test_a_row_storage_refuses_is_set_aside_and_the_others_are_written():
@@ -110,8 +110,8 @@ def test_a_row_storage_refuses_is_set_aside_and_the_others_are_written():
     job = Aggregator(None, store, AggregatorSettings())  # type: ignore[arg-type]
     job._write([_row("a", 1.0), _row("poison", float("inf")), _row("b", 2.0)])
     assert sorted(qid for qid, _ in store.results) == ["a", "b"]
-    assert job.metrics.refused._value.get() == 1
-    assert job.metrics.results._value.get() == 2
+    assert job.telemetry.refused._value.get() == 1
+    assert job.telemetry.results._value.get() == 2
 
 
 def test_a_transient_failure_at_the_deadline_fails_the_batch_so_it_is_replayed():
@@ -156,6 +156,6 @@ def test_a_stopped_stream_is_started_again_with_backoff_and_the_job_keeps_runnin
         assert stop.waits[-1] == expected_wait
     assert started == [True, True, True] and job.restarts.failures == 3
     assert job.failed() is None and "OperationTimedOut" in (job.restarts.last_error or "")
-    assert job.metrics.stream_failures.labels("windows")._value.get() == 3
+    assert job.telemetry.stream_failures.labels("windows")._value.get() == 3
     status = job.publish_status()
     assert status["stream_failures"] == 3

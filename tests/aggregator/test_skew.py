@@ -39,7 +39,7 @@ def test_the_status_the_cli_and_the_health_page_show_set_aside_samples_per_metri
     job.set_aside.add([{"metric": "cpu.util", "future": 2, "backlog": 7200}])
     payload = job.publish_status()
     assert payload["set_aside"] == {"cpu.util": {"future": 2, "backlog": 7200}}
-    assert job.metrics.set_aside.labels("cpu.util", "backlog")._value.get() == 7200
+    assert job.telemetry.set_aside.labels("cpu.util", "backlog")._value.get() == 7200
 
     now = time.time()
     published = {**store.status["aggregator"], "updated_at": now}

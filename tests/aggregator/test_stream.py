@@ -263,3 +263,37 @@ def test_new_topics_are_picked_up_shards_split_metrics_and_lag_reaches_zero(
     assert status["lag"] == {topic_for(m1): 0, topic_for(late_topic): 0}
     assert status["reads"] == sorted([m1, late_topic])
     assert status["scope"] == {"metrics": [], "shard": [shard_of(m1, n), n]}
+
+
+def test_a_record_across_dedup_keys_and_windows_is_split_and_a_resend_in_another_counts_once(
+    fake_store, job_factory, metric_topics, produce
+):
+    """One record whose samples belong to many dedup keys (servers in different buckets, times
+    on both sides of an 8 s block's end) and to two 10 s windows, then a later batch whose one
+    record mixes new samples with a resend of one old sample: every window equals numpy's, and
+    the resend changes nothing."""
+    from aggregator.partials import DEDUP_BLOCK_SECONDS
+
+    metric = metric_topics(partitions=1)
+    ten = fake_store.add(f"FROM * SELECT {metric} WINDOW 10s COMPUTE count, sum, min, max, p50")
+    minute = fake_store.add(f"FROM web-1* SELECT {metric} WINDOW 1m COMPUTE count, sum, avg")
+    job = job_factory(metrics=metric, allowed_lateness_seconds=600)
+    edge = BASE + DEDUP_BLOCK_SECONDS  # a block's end inside the first window
+    times = [BASE + 1.25, edge - 0.001, edge, edge + 0.5, BASE + 9.999, BASE + 10.0, BASE + 13.5]
+    first = [
+        (f"web-{s}", t, float(s * 100 + i) + 0.125)
+        for i, t in enumerate(times)
+        for s in range(12)  # 12 servers: several of the 32 server buckets
+    ]
+    produce(metric, first, chunk_bytes=1 << 20)  # all of it in one record
+    _drain(job)
+    assert_matches(fake_store.of(ten.id), expected(first, ten.query))
+    assert set(fake_store.of(ten.id)) == {float(BASE), float(BASE + 10)}
+
+    resent = first[17]  # one old sample, now in a new record with new ones
+    later = [("web-3", BASE + 15.5, 7.0), resent, ("web-10", BASE + 2.0, -3.5)]
+    produce(metric, later, chunk_bytes=1 << 20)
+    _drain(job)
+    everything = [*first, later[0], later[2]]
+    assert_matches(fake_store.of(ten.id), expected(everything, ten.query))
+    assert_matches(fake_store.of(minute.id), expected(everything, minute.query))

@@ -3,7 +3,7 @@ the parser, the plan's query table, the evaluation, the load generator's truth a
 
 The platform's values go through the aggregator's own evaluation path from a window summary
 (``aggregator.evaluate.to_results``): n, min and max as Spark keeps them, the KLL sketch built
-by the same DataSketches library at ``plan.KLL_K``, and the sum as the plan's fixed-point sum
+by the same DataSketches library at ``quantiles.KLL_K``, and the sum as the plan's fixed-point sum
 gives it for these values (multiples of 2**-10: exact, so ``math.fsum``)."""
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import pytest
 from datasketches import kll_doubles_sketch
 
 from aggregator.evaluate import to_results
-from aggregator.plan import KLL_K, QUERY_SCHEMA, query_row
+from aggregator.plan import QUERY_SCHEMA, query_row
+from aggregator.quantiles import KLL_K
 from apm import functions
 from apm.functions import CATALOGUE, SUMMARY_FIELDS, Spec, Summary
 from apm.query import FUNCTION_NAMES, Function, Query, QueryError, StoredQuery, WindowResult, parse

@@ -44,11 +44,39 @@ public final class Partials {
     return (long) Math.floor(ts / width) * width + width;
   }
 
-  /** The sample's value as an exact decimal(38,18), or null if it has none. */
+  /**
+   * The sample's value as an exact decimal(38,18), or null if it has none: Spark's {@code
+   * try_cast(text AS decimal(38,18))} of the value's shortest decimal text (what the ingest
+   * writes, Python's {@code repr}), kept only if it converts back to the same double.
+   *
+   * <p>v4: most values ({@link FixedPoint#unscaled}: at most 15 significant digits, 18
+   * decimals) are converted with double arithmetic alone; only the rest take the way through
+   * {@code BigDecimal} ({@link FixedPoint#shortest}), which Java 17 makes slow
+   * (docs/aggregator.md, "v4, step by step").
+   */
   public static BigDecimal fixed(double value) {
-    BigDecimal decimal = new BigDecimal(Double.toString(value)).setScale(SCALE, RoundingMode.HALF_UP);
+    if (!(Math.abs(value) < FixedPoint.LIMIT)) {
+      return null; // 10^20 or more (or not finite): beyond decimal(38,18)
+    }
+    long unscaled = FixedPoint.unscaled(value);
+    if (unscaled != FixedPoint.NONE) {
+      return BigDecimal.valueOf(unscaled, SCALE);
+    }
+    int decimals = FixedPoint.decimals(value);
+    if (decimals >= 0) { // its digits times 10^(18 - decimals) overflow a long: exact, wider
+      return BigDecimal.valueOf(FixedPoint.digits(value, decimals), decimals).setScale(SCALE);
+    }
+    long[] longer = FixedPoint.longDigits(value); // 16 or 17 digits, still no BigDecimal math
+    if (longer != null) {
+      return longer[1] < 0 ? null : BigDecimal.valueOf(longer[0], (int) longer[1]).setScale(SCALE);
+    }
+    BigDecimal shortest = FixedPoint.shortest(value);
+    BigDecimal decimal = shortest.setScale(SCALE, RoundingMode.HALF_UP);
     if (decimal.abs().compareTo(LIMIT) >= 0) {
       return null;
+    }
+    if (shortest.scale() <= SCALE) {
+      return decimal; // not rounded: the shortest text converts back to the double
     }
     return decimal.doubleValue() == value ? decimal : null;
   }
