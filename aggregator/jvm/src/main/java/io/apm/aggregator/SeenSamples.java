@@ -1,6 +1,5 @@
 package io.apm.aggregator;
 
-import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -246,17 +245,47 @@ public final class SeenSamples {
     }
   }
 
-  private static final class Output extends ByteArrayOutputStream {
+  /**
+   * A growable byte buffer. Not ByteArrayOutputStream: its write(int) is synchronized, one lock
+   * per byte, which was most of v3's encode time (make bench-aggregator-order, "roundtrip").
+   */
+  private static final class Output {
+    private byte[] buf;
+    private int count;
+
     Output(int capacity) {
-      super(capacity);
+      buf = new byte[Math.max(16, capacity)];
+    }
+
+    private void room(int n) {
+      if (count + n > buf.length) {
+        long grown = Math.max((long) count + n, 2L * buf.length);
+        buf = Arrays.copyOf(buf, (int) Math.min(Integer.MAX_VALUE - 8, grown));
+      }
+    }
+
+    void write(int b) {
+      room(1);
+      buf[count++] = (byte) b;
+    }
+
+    void write(byte[] bytes, int offset, int length) {
+      room(length);
+      System.arraycopy(bytes, offset, buf, count, length);
+      count += length;
     }
 
     void varint(int value) {
+      room(5);
       while ((value & ~0x7F) != 0) {
-        write((value & 0x7F) | 0x80);
+        buf[count++] = (byte) ((value & 0x7F) | 0x80);
         value >>>= 7;
       }
-      write(value);
+      buf[count++] = (byte) value;
+    }
+
+    byte[] toByteArray() {
+      return Arrays.copyOf(buf, count);
     }
   }
 
