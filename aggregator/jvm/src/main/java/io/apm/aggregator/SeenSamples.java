@@ -111,6 +111,7 @@ public final class SeenSamples {
   private static final class Offsets {
     private static final int EMPTY = -1; // offsets are >= 0
     private static final int MIN_PENDING = 32;
+    private static final int SEED = java.util.concurrent.ThreadLocalRandom.current().nextInt();
 
     int[] values;
     int size;
@@ -238,10 +239,16 @@ public final class SeenSamples {
       }
     }
 
-    /** Spreads offsets that are multiples of a second over the table's low bits. */
+    /**
+     * Spreads offsets that are multiples of a second over the table's low bits. Seeded per JVM:
+     * the offsets come from the senders' timestamps, and a fixed hash would let a sender pick
+     * colliding ones. The seed changes no result: the encoding is sorted.
+     */
     private static int mix(int value) {
-      int h = value * 0x9E3779B9;
-      return h ^ (h >>> 16);
+      int h = (value ^ SEED) * 0x9E3779B9;
+      h ^= h >>> 15;
+      h *= 0x2C1B3C6D;
+      return h ^ (h >>> 12);
     }
   }
 
