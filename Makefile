@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: help install jars up down status run test test-jvm test-unit test-integration test-e2e lint mypy format \
         cluster-up cluster-down cluster-status test-cluster \
-        browser debs agent-deb bench bench-ingest bench-agent bench-aggregator bench-aggregator-breadth bench-aggregator-nodedup bench-dashboard bench-storage bench-loadgen bench-pipeline bench-alerting \
+        browser debs agent-deb bench bench-ingest bench-agent bench-aggregator bench-aggregator-breadth bench-aggregator-nodedup bench-aggregator-order bench-dashboard bench-storage bench-loadgen bench-pipeline bench-alerting \
         clean
 
 help:  ## list the targets
@@ -117,6 +117,9 @@ bench-aggregator-breadth: up  ## 200 metric topics, one query each, a 1 Hz fleet
 
 bench-aggregator-nodedup: up  ## the aggregator without its dedup stage (the cost of exact dedup)
 	$(PY) -m bench.aggregator --no-dedup
+
+bench-aggregator-order:  ## the JVM dedup state: 200,000 offsets for one key inserted ascending, descending, random (v3 vs v4); no stack needed
+	$(PY) -m bench.aggregator_order
 
 bench-dashboard: up
 	$(PY) -m bench.dashboard

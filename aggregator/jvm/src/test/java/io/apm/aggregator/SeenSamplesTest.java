@@ -6,11 +6,18 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Base64;
+import java.util.Collections;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Random;
 import java.util.Set;
+import java.util.TreeSet;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class SeenSamplesTest {
   @Test
@@ -85,5 +92,143 @@ class SeenSamplesTest {
     byte[] longer = Arrays.copyOf(full, full.length + 1);
     assertThrows(IllegalStateException.class, () -> SeenSamples.decode(longer));
     assertThrows(IllegalArgumentException.class, () -> one.add("web-1", -1));
+  }
+
+  /**
+   * Bytes written by the v3 encoder (main at 2b2a0c6, before the pending-table change), captured
+   * from this program run against that build: 5 servers "srv-N" with offsets
+   * sec * 1,000,000 + N for sec 7 down to 0; 40 offsets from new Random(11).nextInt(8,000,000)
+   * and 2,000,000,000 for "web-é"; offset 0 for the empty server name.
+   */
+  private static final String V3_BYTES =
+      "AQcAAQAFc3J2LTAIAMCEPcCEPcCEPcCEPcCEPcCEPcCEPQVzcnYtMQgBwIQ9wIQ9wIQ9wIQ9wIQ9wIQ9wIQ9BXNydi00"
+          + "CATAhD3AhD3AhD3AhD3AhD3AhD3AhD0Fc3J2LTIIAsCEPcCEPcCEPcCEPcCEPcCEPcCEPQVzcnYtMwgDwIQ9wIQ9"
+          + "wIQ9wIQ9wIQ9wIQ9wIQ9BndlYi3DqSnU5wvGgQH74gHdvwmN0gL9ng+E1AStoRHu7iDimSrhmwz0+huStwH89h/j"
+          + "6gW8rQSBmgyW/gXg4A3m5CvpmwSRhwS4khmvwgXa6guMDY7qC/KODK62EKftEdTEA577Bf7sE/PpEZ/ZDdO6AsKH"
+          + "BJIh8KkDhMgG66DxtQc=";
+
+  @Test
+  void stateWrittenByTheV3EncoderDecodesToTheSameSamples() {
+    Set<String> truth = new HashSet<>();
+    for (int srv = 0; srv < 5; srv++) {
+      for (int sec = 7; sec >= 0; sec--) {
+        truth.add("srv-" + srv + "\t" + (sec * 1_000_000 + srv));
+      }
+    }
+    Random random = new Random(11);
+    for (int i = 0; i < 40; i++) {
+      truth.add("web-é\t" + random.nextInt(8_000_000));
+    }
+    truth.add("web-é\t2000000000");
+    truth.add("\t0");
+    byte[] v3 = Base64.getDecoder().decode(V3_BYTES);
+    SeenSamples seen = SeenSamples.decode(v3);
+    assertEquals(truth.size(), seen.size());
+    for (String sample : truth) {
+      String[] parts = sample.split("\t", -1);
+      int offset = Integer.parseInt(parts[1]);
+      assertTrue(seen.contains(parts[0], offset), sample);
+      assertFalse(seen.add(parts[0], offset), "a sample held by v3 state is never new again: " + sample);
+    }
+    assertEquals(truth.size(), seen.size());
+    assertArrayEquals(v3, SeenSamples.decode(v3).encode(), "the layout is v3's, byte for byte");
+  }
+
+  /** The insertion orders an adversary or an unlucky network can produce. */
+  private static int[] offsets(String order, int n, Random random) {
+    int[] out = new int[n];
+    switch (order) {
+      case "ascending" -> {
+        for (int i = 0; i < n; i++) {
+          out[i] = i * 1000;
+        }
+      }
+      case "descending" -> {
+        for (int i = 0; i < n; i++) {
+          out[i] = (n - i) * 1000;
+        }
+      }
+      case "random" -> {
+        for (int i = 0; i < n; i++) {
+          out[i] = random.nextInt(Integer.MAX_VALUE);
+        }
+      }
+      case "duplicates" -> {
+        for (int i = 0; i < n; i++) {
+          out[i] = random.nextInt(n / 8 + 1) * 1_000_000;
+        }
+      }
+      case "interleaved" -> { // two runs, one up and one down, plus resends of earlier values
+        for (int i = 0; i < n; i++) {
+          int k = i / 2;
+          out[i] = i % 7 == 6 ? out[random.nextInt(i)] : (i % 2 == 0 ? 2 * k : 2 * (n - k) + 1);
+        }
+      }
+      case "shuffled" -> {
+        List<Integer> all = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+          all.add(i);
+        }
+        Collections.shuffle(all, random);
+        for (int i = 0; i < n; i++) {
+          out[i] = all.get(i);
+        }
+      }
+      default -> throw new IllegalArgumentException(order);
+    }
+    return out;
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"ascending", "descending", "random", "duplicates", "interleaved", "shuffled"})
+  void matchesATreeSetInEveryArrivalOrder(String order) {
+    Random random = new Random(order.hashCode());
+    for (int round = 0; round < 20; round++) {
+      int n = 1 + random.nextInt(round < 10 ? 100 : 5_000);
+      int servers = 1 + random.nextInt(3);
+      SeenSamples seen = new SeenSamples();
+      List<TreeSet<Integer>> truth = new ArrayList<>();
+      for (int s = 0; s < servers; s++) {
+        truth.add(new TreeSet<>());
+      }
+      int[] values = offsets(order, n, random);
+      for (int i = 0; i < n; i++) {
+        int s = random.nextInt(servers);
+        int probe = values[random.nextInt(i + 1)];
+        assertEquals(truth.get(s).contains(probe), seen.contains("s" + s, probe), order + " contains");
+        assertEquals(truth.get(s).add(values[i]), seen.add("s" + s, values[i]), order + " add");
+        if (random.nextInt(n) == 0) { // a micro-batch boundary: the state is stored and read back
+          seen = SeenSamples.decode(seen.encode());
+        }
+      }
+      long total = truth.stream().mapToLong(TreeSet::size).sum();
+      assertEquals(total, seen.size());
+      SeenSamples back = SeenSamples.decode(seen.encode());
+      assertEquals(total, back.size());
+      for (int s = 0; s < servers; s++) {
+        for (int v : truth.get(s)) {
+          assertTrue(back.contains("s" + s, v));
+          assertFalse(seen.add("s" + s, v));
+        }
+      }
+      assertEquals(total, seen.size(), "re-adding everything adds nothing");
+    }
+  }
+
+  @Test
+  void encodingDoesNotDependOnArrivalOrder() {
+    Random random = new Random(3);
+    int[] values = offsets("shuffled", 3_000, random);
+    SeenSamples shuffled = new SeenSamples();
+    SeenSamples sorted = new SeenSamples();
+    for (int v : values) {
+      shuffled.add("a", v);
+    }
+    int[] ascending = values.clone();
+    Arrays.sort(ascending);
+    for (int v : ascending) {
+      sorted.add("a", v);
+    }
+    assertArrayEquals(sorted.encode(), shuffled.encode());
   }
 }
