@@ -108,7 +108,8 @@ bench-agent: agent-deb debs  ## the agent's overhead; the .deb's size, its insta
 bench-ingest: up
 	$(PY) -m bench.ingest
 
-bench-aggregator: up  ## the issue config, then the breadth config (each its own Spark session)
+bench-aggregator: up  ## the dedup state's arrival-order figure, the issue config, then the breadth config (each its own Spark session)
+	$(PY) -m bench.aggregator_order
 	$(PY) -m bench.aggregator
 	$(PY) -m bench.aggregator --config breadth
 
