@@ -12,8 +12,8 @@ from collections import Counter
 from collections.abc import Callable
 
 from ingest.errors import ApiError
+from ingest.intake import Decoded
 from ingest.records import to_records
-from ingest.routes.samples import Decoded
 from ingest.validate import Batch, Validator
 
 __all__ = ["Points", "Tally", "bad_request", "to_decoded"]

@@ -17,10 +17,10 @@ from google.protobuf.message import DecodeError
 
 from apm.labels import Namer, server_from_label
 from ingest.errors import ApiError
+from ingest.intake import Decoded
 from ingest.interop.points import Points, Tally, bad_request, to_decoded
 from ingest.interop.prompb import WriteRequest
 from ingest.interop.settings import InteropSettings
-from ingest.routes.samples import Decoded
 from ingest.validate import Validator
 
 __all__ = ["STALE_NAN", "check_headers", "decode_write", "map_write", "remote_write_decoder"]

@@ -3,7 +3,7 @@
 OTLP's own path is /v1/metrics, which is this ingest's JSON contract: exporters point
 ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` at ``http://<ingest>/otlp/v1/metrics`` (or
 ``OTEL_EXPORTER_OTLP_ENDPOINT`` at ``http://<ingest>/otlp``). The request takes the ingest's one
-path (ingest.routes.samples.intake: admission, limits, the answer deadline, validation,
+path (ingest.intake.intake: admission, limits, the answer deadline, validation,
 publishing, the answer only after Kafka's acks). Answers, per the OTLP spec: 200 with an
 ``ExportMetricsServiceResponse`` (``partial_success`` when some points were refused, which a
 retry would not change); 400 when no point could be taken; 429, 503 with Retry-After to retry;
@@ -16,10 +16,10 @@ import functools
 from collections.abc import Callable
 
 from fastapi import APIRouter, Request, Response
-from fastapi.security import HTTPBearer
 
-from ingest.deps import ServiceDep, State, require_key
+from ingest.deps import ServiceDep, State, require_bearer
 from ingest.errors import ApiError
+from ingest.intake import Decoded, for_senders, intake
 from ingest.interop.otlp import (
     JSON,
     PROTOBUF,
@@ -31,13 +31,10 @@ from ingest.interop.otlp import (
 from ingest.interop.otlp_map import map_export
 from ingest.interop.points import Tally, bad_request, to_decoded
 from ingest.interop.runtime import Interop
-from ingest.routes.remote_write import for_senders
-from ingest.routes.samples import Decoded, intake
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["interop"])
-_bearer = HTTPBearer(auto_error=False)
 
 
 def _decode(
@@ -77,7 +74,7 @@ async def otlp_metrics(request: Request, state: ServiceDep) -> Response:
     tally = Tally()
     media = JSON if "json" in (request.headers.get("content-type") or "").lower() else PROTOBUF
     try:
-        await require_key(state, await _bearer(request))
+        await require_bearer(state, request)
 
         def prepare() -> Callable[[bytes], Decoded]:
             kind, gzipped = check_headers(

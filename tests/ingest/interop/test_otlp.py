@@ -379,7 +379,7 @@ def test_arbitrary_points_get_an_otlp_answer(client_once, values, kind):
 
 @pytest.mark.parametrize(("status", "code"), [(429, 429), (422, 400)])
 def test_the_cap_on_new_names_is_429_to_retry_or_400_to_drop(make_client, status, code):
-    from tests.ingest.test_remote_write import _CappedPublisher
+    from tests.ingest.interop.test_remote_write import _CappedPublisher
 
     resp = post(
         make_client(publisher=_CappedPublisher(status)), request([gauge("g", (1.0, now_ns()))])
