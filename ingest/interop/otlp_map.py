@@ -29,6 +29,7 @@ from ingest.errors import ApiError
 from ingest.interop.points import Points, Tally
 from ingest.interop.rates import RateState
 from ingest.interop.settings import InteropSettings
+from ingest.interop.wirecount import Deadline
 
 __all__ = ["map_export"]
 
@@ -66,8 +67,14 @@ def _server(resource: Any, default: str) -> tuple[str | None, str]:
 
 class _Mapper:
     def __init__(
-        self, settings: InteropSettings, names: Namer, rates: RateState, tally: Tally
+        self,
+        settings: InteropSettings,
+        names: Namer,
+        rates: RateState,
+        tally: Tally,
+        deadline: Deadline | None,
     ) -> None:
+        self.deadline = deadline
         self.settings = settings
         self.names = names
         self.rates = rates
@@ -78,6 +85,8 @@ class _Mapper:
         self.tally.count("rejected", reason, n, problem)
 
     def metric(self, server: str, metric: Any) -> None:
+        if self.deadline is not None:
+            self.deadline.check()
         kind = metric.WhichOneof("data")
         if kind is None:
             return
@@ -227,6 +236,7 @@ def map_export(
     names: Namer,
     rates: RateState,
     tally: Tally,
+    deadline: Deadline | None = None,
 ) -> Points:
     """The samples of an ExportMetricsServiceRequest; a request with more than
     ``otlp_max_points`` data points is a 413, a bad point costs only itself."""
@@ -246,7 +256,7 @@ def map_export(
             at="body",
             reason="too_large",
         )
-    mapper = _Mapper(settings, names, rates, tally)
+    mapper = _Mapper(settings, names, rates, tally, deadline)
     for rm in request.resource_metrics:
         server, source = _server(rm.resource, settings.otlp_default_server)
         metrics = [m for sm in rm.scope_metrics for m in sm.metrics]

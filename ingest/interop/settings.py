@@ -38,6 +38,11 @@ class InteropSettings(BaseSettings):
     # The previous point of each cumulative series (rates), per ingest process, LRU.
     otlp_rate_series_max: int = Field(default=100_000, ge=1)
 
+    # Both protobuf bodies are counted before they are parsed (ingest.interop.wirecount): at
+    # most this many repeated messages of all kinds together (series, labels, samples;
+    # resource_metrics, scope_metrics, metrics, points, attributes), ~50 bytes each parsed.
+    protobuf_max_elements: int = Field(default=1_000_000, ge=1)
+
     # The cardinality guard of DogStatsD tags (apm.labels), for labels and attributes.
     drop_unbounded_labels: bool = True
     labels_keep: list[str] = Field(default_factory=lambda: list(LABELS_KEEP))

@@ -31,6 +31,7 @@ from ingest.interop.otlp import (
 from ingest.interop.otlp_map import map_export
 from ingest.interop.points import Tally, bad_request, to_decoded
 from ingest.interop.runtime import Interop
+from ingest.interop.wirecount import Deadline
 
 __all__ = ["router"]
 
@@ -38,11 +39,30 @@ router = APIRouter(tags=["interop"])
 
 
 def _decode(
-    state: State, interop: Interop, media: str, gzipped: bool, tally: Tally, raw: bytes
+    state: State,
+    interop: Interop,
+    media: str,
+    gzipped: bool,
+    tally: Tally,
+    deadline: Deadline,
+    raw: bytes,
 ) -> Decoded:
-    s = state.settings
-    request = decode_export(raw, media, gzipped, s.max_decompressed_bytes, s.max_json_values)
-    points = map_export(request, interop.settings, interop.otlp_names, interop.rates, tally)
+    s, i = state.settings, interop.settings
+    limits = dict.fromkeys(
+        ("resource_metrics", "scope_metrics", "metrics", "points"),
+        (i.otlp_max_points, "otlp_max_points"),
+    )
+    request = decode_export(
+        raw,
+        media,
+        gzipped,
+        s.max_decompressed_bytes,
+        s.max_json_values,
+        limits,
+        (i.protobuf_max_elements, "protobuf_max_elements"),
+        deadline,
+    )
+    points = map_export(request, i, interop.otlp_names, interop.rates, tally, deadline)
     decoded = to_decoded(points, state.validator, s.record_max_bytes)
     if tally.of("rejected") and not tally.of("accepted") and not tally.of("dropped"):
         # Nothing of it can ever be taken: OTLP's "bad data", not a partial success.
@@ -80,7 +100,8 @@ async def otlp_metrics(request: Request, state: ServiceDep) -> Response:
             kind, gzipped = check_headers(
                 request.headers.get("content-type"), request.headers.get("content-encoding")
             )
-            return functools.partial(_decode, state, interop, kind, gzipped, tally)
+            deadline = Deadline(state.settings.answer_timeout_s, state.settings.retry_after_s)
+            return functools.partial(_decode, state, interop, kind, gzipped, tally, deadline)
 
         await intake(request, state, prepare)
     except ApiError as exc:

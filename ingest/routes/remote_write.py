@@ -21,6 +21,7 @@ from ingest.intake import Decoded, for_senders, intake
 from ingest.interop.points import Tally
 from ingest.interop.remote_write import check_headers, remote_write_decoder
 from ingest.interop.runtime import Interop
+from ingest.interop.wirecount import Deadline
 
 __all__ = ["router"]
 
@@ -63,6 +64,7 @@ async def remote_write(request: Request, state: ServiceDep) -> Response:
                 settings.max_samples,
                 settings.record_max_bytes,
                 tally,
+                Deadline(settings.answer_timeout_s, settings.retry_after_s),
             )
 
         batch, _records = await intake(request, state, prepare)
