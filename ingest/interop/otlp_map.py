@@ -1,8 +1,11 @@
 """OTLP metrics onto the model, as the agent maps StatsD (agent/statsd/aggregate.py):
 
-- server: the resource's ``host.name``, else ``service.instance.id``, else
-  ``otlp_default_server``; metric: the instrument name (``/`` and other characters outside the
-  rule made ``_``, dots kept) plus the chosen point attributes as name parts (apm.labels);
+- server: the resource's ``host.name`` (``<host.name>.<service.instance.id>`` when it has
+  both), else ``service.instance.id``, else ``otlp_default_server``; metric: the instrument
+  name (``/`` and other characters outside the rule made ``_``, dots kept) plus the
+  resource's ``service.namespace`` and ``service.name`` and the chosen point attributes as
+  name parts (apm.labels); the rate state is keyed by OpenTelemetry's identity of a stream
+  (every resource attribute, the scope, the metric, the point's attributes);
 - a gauge point, and a cumulative non-monotonic sum (an UpDownCounter: a level), is a sample
   of its value at its time;
 - a cumulative monotonic sum (a counter) becomes its rate per second against the series'
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, NamedTuple
 
 from apm.labels import Namer, server_from_label
 from apm.model import metric_name_error
@@ -33,9 +36,14 @@ from ingest.interop.wirecount import Deadline
 
 __all__ = ["map_export"]
 
+Labels = tuple[tuple[str, str], ...]
 _DELTA, _CUMULATIVE = 1, 2
 _NO_RECORDED_VALUE = 1
-_SERVER_KEYS = ("host.name", "service.instance.id")
+_HOST, _INSTANCE = "host.name", "service.instance.id"
+# The resource attributes that name a service: name parts of its metrics, so that two services
+# on one host publish two series (the SDKs' default "unknown_service[:<process>]" is no name).
+_SERVICE_KEYS = ("service.namespace", "service.name")
+_UNKNOWN_SERVICE = "unknown_service"
 
 
 def _add(a: float, b: float) -> float:
@@ -56,13 +64,33 @@ def _text(value: Any) -> str | None:
     return None
 
 
-def _server(resource: Any, default: str) -> tuple[str | None, str]:
-    found = {kv.key: _text(kv.value) for kv in resource.attributes if kv.key in _SERVER_KEYS}
-    for key in _SERVER_KEYS:
-        raw = found.get(key)
-        if raw:
-            return server_from_label(raw), f"{key}={raw[:60]!r}"
-    return default, "otlp_default_server"
+class _Resource(NamedTuple):
+    """One resource's identity: ``server`` (None: no valid one, ``source`` says why),
+    the name parts of its service, and ``key``, every attribute, for the rate state."""
+
+    server: str | None
+    source: str
+    parts: tuple[tuple[str, str], ...]
+    key: tuple[tuple[str, str], ...]
+
+
+def _resource(resource: Any, default: str) -> _Resource:
+    """The server is ``host.name``, with ``.<service.instance.id>`` when the resource has
+    both (two processes of one service on one host are two servers); else the instance id;
+    else ``default``."""
+    attrs = {kv.key: _text(kv.value) or "" for kv in resource.attributes}
+    key = tuple(sorted(attrs.items()))
+    parts = tuple(
+        (k, attrs[k])
+        for k in _SERVICE_KEYS
+        if attrs.get(k) and not attrs[k].startswith(_UNKNOWN_SERVICE)
+    )
+    host, instance = attrs.get(_HOST), attrs.get(_INSTANCE)
+    raw = f"{host}.{instance}" if host and instance else host or instance
+    if not raw:
+        return _Resource(default, "otlp_default_server", parts, key)
+    source = f"{_HOST if host else _INSTANCE}={raw[:60]!r}"
+    return _Resource(server_from_label(raw), source, parts, key)
 
 
 class _Mapper:
@@ -84,7 +112,9 @@ class _Mapper:
     def reject(self, reason: str, problem: str, n: int = 1) -> None:
         self.tally.count("rejected", reason, n, problem)
 
-    def metric(self, server: str, metric: Any) -> None:
+    def metric(self, server: str, stream: tuple[Hashable, ...], parts: Labels, metric: Any) -> None:
+        """``stream``: the identity of the resource and scope; ``parts``: the resource's
+        name parts."""
         if self.deadline is not None:
             self.deadline.check()
         kind = metric.WhichOneof("data")
@@ -93,11 +123,20 @@ class _Mapper:
         data = getattr(metric, kind)
         for point in data.data_points:
             try:
-                self.point(server, metric.name, kind, data, point)
+                self.point(server, stream, parts, metric.name, kind, data, point)
             except _Refused as exc:
                 self.reject(exc.reason, f"{metric.name[:80]!r}: {exc}")
 
-    def point(self, server: str, name: str, kind: str, data: Any, point: Any) -> None:
+    def point(
+        self,
+        server: str,
+        stream: tuple[Hashable, ...],
+        parts: Labels,
+        name: str,
+        kind: str,
+        data: Any,
+        point: Any,
+    ) -> None:
         if point.flags & _NO_RECORDED_VALUE:
             self.tally.count("dropped", "no_recorded_value")
             return
@@ -116,12 +155,13 @@ class _Mapper:
                 self.tally.labels_dropped += 1
             else:
                 items.append((kv.key, text))
-        named = self.names.name(name, tuple(items))
+        named = self.names.name(name, (*parts, *items))
         self.tally.labels_dropped += named.dropped
         if named.name is None:
             raise _Refused("metric_name", str(named.error))
         ts = point.time_unix_nano / 1e9
-        key = (server, name, kind, tuple(sorted(items)))
+        # OpenTelemetry's identity of a stream: resource, scope, metric, point attributes.
+        key = (stream, name, kind, tuple(sorted(items)))
         temporality = getattr(data, "aggregation_temporality", _CUMULATIVE)  # gauges: none
         if kind == "gauge" or (
             kind == "sum" and not data.is_monotonic and temporality == _CUMULATIVE
@@ -258,16 +298,19 @@ def map_export(
         )
     mapper = _Mapper(settings, names, rates, tally, deadline)
     for rm in request.resource_metrics:
-        server, source = _server(rm.resource, settings.otlp_default_server)
-        metrics = [m for sm in rm.scope_metrics for m in sm.metrics]
-        if server is None:
+        resource = _resource(rm.resource, settings.otlp_default_server)
+        if resource.server is None:
             n = sum(
                 len(getattr(m, m.WhichOneof("data")).data_points)
-                for m in metrics
+                for sm in rm.scope_metrics
+                for m in sm.metrics
                 if m.WhichOneof("data")
             )
-            mapper.reject("server_name", f"the resource's {source} makes no valid server name", n)
+            why = f"the resource's {resource.source} makes no valid server name"
+            mapper.reject("server_name", why, n)
             continue
-        for metric in metrics:
-            mapper.metric(server, metric)
+        for sm in rm.scope_metrics:
+            stream = (resource.key, sm.scope.name, sm.scope.version)
+            for metric in sm.metrics:
+                mapper.metric(resource.server, stream, resource.parts, metric)
     return mapper.points

@@ -141,9 +141,10 @@ def test_a_gauge_point_is_a_sample_on_the_host_with_its_attributes_in_the_name(
 @pytest.mark.parametrize(
     ("resource", "server"),
     [
-        ({"host.name": "h1", "service.instance.id": "i1"}, "h1"),
+        ({"host.name": "h1"}, "h1"),
+        ({"host.name": "h1", "service.instance.id": "i1"}, "h1.i1"),
         ({"service.instance.id": "pod:7"}, "pod_7"),
-        ({"service.name": "api"}, "otlp"),
+        ({"service.name": "unknown_service:python"}, "otlp"),
     ],
 )
 def test_the_server_is_host_name_else_service_instance_id_else_the_default(
