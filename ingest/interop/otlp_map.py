@@ -30,7 +30,7 @@ from apm.labels import Namer, server_from_label
 from apm.model import metric_name_error
 from ingest.errors import ApiError
 from ingest.interop.points import Points, Tally
-from ingest.interop.rates import RateState
+from ingest.interop.rates import Pending, RateState
 from ingest.interop.settings import InteropSettings
 from ingest.interop.wirecount import Deadline
 
@@ -101,8 +101,10 @@ class _Mapper:
         rates: RateState,
         tally: Tally,
         deadline: Deadline | None,
+        pending: Pending | None,
     ) -> None:
         self.deadline = deadline
+        self.pending = pending
         self.settings = settings
         self.names = names
         self.rates = rates
@@ -194,7 +196,9 @@ class _Mapper:
                 )
             rates = tuple(v / span for v in values)
         elif temporality == _CUMULATIVE:
-            step = self.rates.step(key, point.start_time_unix_nano, point.time_unix_nano, values)
+            step = self.rates.step(
+                key, point.start_time_unix_nano, point.time_unix_nano, values, self.pending
+            )
             if step.kind != "rate":
                 self.tally.count("dropped", step.kind)
                 return False
@@ -277,9 +281,11 @@ def map_export(
     rates: RateState,
     tally: Tally,
     deadline: Deadline | None = None,
+    pending: Pending | None = None,
 ) -> Points:
     """The samples of an ExportMetricsServiceRequest; a request with more than
-    ``otlp_max_points`` data points is a 413, a bad point costs only itself."""
+    ``otlp_max_points`` data points is a 413, a bad point costs only itself. With ``pending``
+    the rate state's steps are kept there, for ``rates.commit`` after the publish."""
     total = sum(
         len(getattr(m, m.WhichOneof("data")).data_points)
         for rm in request.resource_metrics
@@ -296,7 +302,7 @@ def map_export(
             at="body",
             reason="too_large",
         )
-    mapper = _Mapper(settings, names, rates, tally, deadline)
+    mapper = _Mapper(settings, names, rates, tally, deadline, pending)
     for rm in request.resource_metrics:
         resource = _resource(rm.resource, settings.otlp_default_server)
         if resource.server is None:

@@ -17,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
-__all__ = ["RateState", "Step"]
+__all__ = ["Pending", "RateState", "Step"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,9 @@ class Step:
     rates: tuple[float, ...] = ()
 
 
+Pending = dict[Hashable, "_Last"]
+
+
 class RateState:
     def __init__(self, max_series: int, on_evict: Callable[[], None] = lambda: None) -> None:
         self.max_series = max_series
@@ -48,16 +51,25 @@ class RateState:
     def size(self) -> int:
         return len(self._last)
 
-    def step(self, key: Hashable, start: int, t: int, values: tuple[float, ...]) -> Step:
+    def step(
+        self,
+        key: Hashable,
+        start: int,
+        t: int,
+        values: tuple[float, ...],
+        pending: Pending | None = None,
+    ) -> Step:
         """The rates of one cumulative point of series ``key`` at ``t`` (nanoseconds: the
         interval is computed exactly, then made seconds). ``values[0]`` must never go down
-        within a run: the counter, or a histogram's count."""
+        within a run: the counter, or a histogram's count. With ``pending`` the new state goes
+        there, for :meth:`commit` (else it is applied at once)."""
         with self._lock:
-            last = self._last.get(key)
-            if last is not None:
-                self._last.move_to_end(key)
+            last = pending.get(key) if pending is not None else None
+            if last is None:
+                last = self._last.get(key)
+            target = self._last if pending is None else pending
             if last is None or (start and start != last.start):
-                return self._restart(key, last, start, t, values)
+                return self._restart(target, key, last, start, t, values)
             if t == last.t and values == last.values:  # sent again
                 if last.before is None or last.before_t is None:
                     return Step("first")
@@ -65,18 +77,36 @@ class RateState:
             if t <= last.t:
                 return Step("out_of_order")
             if values[0] < last.values[0]:  # the counter went down: restarted
-                return self._restart(key, last, start, t, values)
-            self._last[key] = _Last(start or last.start, t, values, last.t, last.values)
+                return self._restart(target, key, last, start, t, values)
+            self._put(target, key, _Last(start or last.start, t, values, last.t, last.values))
             return Step("rate", _rates(last.t, last.values, t, values))
 
+    def commit(self, pending: Pending) -> None:
+        """Applies a published request's steps. A series another request moved past them
+        meanwhile keeps its newer point."""
+        with self._lock:
+            for key, new in pending.items():
+                old = self._last.get(key)
+                if old is None or new.start != old.start or new.t > old.t:
+                    self._put(self._last, key, new)
+
     def _restart(
-        self, key: Hashable, last: _Last | None, start: int, t: int, values: tuple[float, ...]
+        self,
+        target: Pending,
+        key: Hashable,
+        last: _Last | None,
+        start: int,
+        t: int,
+        values: tuple[float, ...],
     ) -> Step:
-        self._put(key, _Last(start, t, values))
+        self._put(target, key, _Last(start, t, values))
         return Step("first" if last is None else "reset")
 
-    def _put(self, key: Hashable, last: _Last) -> None:
-        self._last[key] = last
+    def _put(self, target: Pending, key: Hashable, last: _Last) -> None:
+        target[key] = last
+        if target is not self._last:
+            return
+        self._last.move_to_end(key)
         while len(self._last) > self.max_series:
             self._last.popitem(last=False)
             self._on_evict()

@@ -30,6 +30,7 @@ from ingest.interop.otlp import (
 )
 from ingest.interop.otlp_map import map_export
 from ingest.interop.points import Tally, bad_request, to_decoded
+from ingest.interop.rates import Pending
 from ingest.interop.runtime import Interop
 from ingest.interop.wirecount import Deadline
 
@@ -45,6 +46,7 @@ def _decode(
     gzipped: bool,
     tally: Tally,
     deadline: Deadline,
+    pending: Pending,
     raw: bytes,
 ) -> Decoded:
     s, i = state.settings, interop.settings
@@ -62,7 +64,7 @@ def _decode(
         (i.protobuf_max_elements, "protobuf_max_elements"),
         deadline,
     )
-    points = map_export(request, i, interop.otlp_names, interop.rates, tally, deadline)
+    points = map_export(request, i, interop.otlp_names, interop.rates, tally, deadline, pending)
     decoded = to_decoded(points, state.validator, s.record_max_bytes)
     if tally.of("rejected") and not tally.of("accepted") and not tally.of("dropped"):
         # Nothing of it can ever be taken: OTLP's "bad data", not a partial success.
@@ -92,6 +94,7 @@ def _message(tally: Tally) -> str:
 async def otlp_metrics(request: Request, state: ServiceDep) -> Response:
     interop: Interop = request.app.state.interop
     tally = Tally()
+    pending: Pending = {}
     media = JSON if "json" in (request.headers.get("content-type") or "").lower() else PROTOBUF
     try:
         await require_bearer(state, request)
@@ -101,9 +104,13 @@ async def otlp_metrics(request: Request, state: ServiceDep) -> Response:
                 request.headers.get("content-type"), request.headers.get("content-encoding")
             )
             deadline = Deadline(state.settings.answer_timeout_s, state.settings.retry_after_s)
-            return functools.partial(_decode, state, interop, kind, gzipped, tally, deadline)
+            return functools.partial(
+                _decode, state, interop, kind, gzipped, tally, deadline, pending
+            )
 
         await intake(request, state, prepare)
+        # Only now, with every record acknowledged, do the series' rate states move.
+        interop.rates.commit(pending)
     except ApiError as exc:
         error = for_senders(exc)
         interop.telemetry.answered("otlp", error.status, tally, error)

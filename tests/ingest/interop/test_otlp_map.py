@@ -6,8 +6,12 @@ one for the other's duplicate."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from ingest.publisher import PublishUnavailable
+from tests.ingest.fakes import FakePublisher
 from tests.ingest.interop.test_otlp import NS, answer, counter, now_ns, post, published, request
 
 pytestmark = pytest.mark.unit
@@ -66,3 +70,44 @@ def test_one_counter_in_two_scopes_keeps_two_rate_states(make_client, fake_publi
         scope.metrics[0].sum.data_points[0].as_double = 30.0 * i
         answer(post(client, doc))
     assert [v for _s, _ts, v in published(fake_publisher)["c"]] == [40.0, 40.0]
+
+
+class _SlowOnce(FakePublisher):
+    """Kafka slow once: the first publish outlasts the answer deadline and then fails, as a
+    producer's delivery timeout does (nothing of it reached Kafka); the next ones are quick."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def publish(self, records):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        if self.calls == 1:  # the first point of a series publishes nothing
+            time.sleep(1.0)
+            raise PublishUnavailable("delivery timed out (fake)")
+        super().publish(records)
+
+
+def test_a_retry_after_a_503_gives_every_point_its_rate(make_client):
+    """The rate state moves only with a successful publish (issue 28, finding 2): before, the
+    503'd request had moved it, and the retry's first point was out of order: no rate."""
+    publisher = _SlowOnce()
+    client = make_client(publisher=publisher, answer_timeout_s=0.5)
+    t0 = now_ns() - 20 * NS
+    resource = {"host.name": "h"}
+    _export(client, resource, 0.0, t0 - NS, t0)  # first point: no rate, state committed
+    batch = request(
+        [
+            counter(
+                "http.server.request.count", (10.0, t0 - NS, t0 + NS), (30.0, t0 - NS, t0 + 2 * NS)
+            )
+        ],
+        resource,
+    )
+    first = post(client, batch)
+    assert first.status_code == 503 and "Retry-After" in first.headers
+    answer(post(client, batch))  # the exporter's retry
+    _export(client, resource, 60.0, t0 - NS, t0 + 3 * NS)
+    time.sleep(1.0)  # the slow publish gives up
+    got = {(ts, v) for _s, ts, v in published(publisher)["http.server.request.count"]}
+    assert got == {((t0 + NS) / NS, 10.0), ((t0 + 2 * NS) / NS, 20.0), ((t0 + 3 * NS) / NS, 30.0)}

@@ -53,3 +53,17 @@ def test_the_least_recently_seen_series_is_forgotten_past_the_bound():
     assert state.size() == 2 and len(evicted) == 1
     assert state.step("b", 1, 11 * S, (2.0,)).kind == "first"  # b was forgotten
     assert state.step("c", 1, 11 * S, (2.0,)).kind == "rate"
+
+
+def test_pending_steps_move_the_state_only_when_committed():
+    rates = RateState(10)
+    rates.step("s", 1, 1_000_000_000, (0.0,))
+    pending: dict = {}
+    assert rates.step("s", 1, 2_000_000_000, (10.0,), pending).rates == (10.0,)
+    assert rates.step("s", 1, 3_000_000_000, (30.0,), pending).rates == (20.0,)
+    # not committed (the publish failed): a retry gives the same rates
+    retry: dict = {}
+    assert rates.step("s", 1, 2_000_000_000, (10.0,), retry).rates == (10.0,)
+    rates.commit(retry)
+    rates.commit(pending)
+    assert rates.step("s", 1, 4_000_000_000, (60.0,)).rates == (30.0,)
