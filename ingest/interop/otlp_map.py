@@ -196,6 +196,9 @@ class _Mapper:
                 )
             rates = tuple(v / span for v in values)
         elif temporality == _CUMULATIVE:
+            for value in values:  # a NaN kept as the previous point would poison the next
+                if not math.isfinite(value):
+                    raise _Refused("value", f"value {value} is not finite")
             step = self.rates.step(
                 key, point.start_time_unix_nano, point.time_unix_nano, values, self.pending
             )
@@ -229,19 +232,15 @@ class _Mapper:
         for metric in names:
             if metric_name_error(metric):
                 raise _Refused("metric_name", f"{metric[:80]!r} is over the name length")
-        for value in (point.sum, top or 0.0):  # checked before the rate state moves
+        # A histogram may carry no sum (optional since OTLP 0.11: negative observations): then
+        # no .sum, rather than a made-up 0.
+        has_sum = kind == "summary" or point.HasField("sum")
+        values = (float(point.count), point.sum) if has_sum else (float(point.count),)
+        for value in (*values, top or 0.0):  # checked before the rate state moves
             if not math.isfinite(value):
                 raise _Refused("value", f"{value} is not finite")
-        given = self.sums(
-            server,
-            ts,
-            name,
-            key,
-            point,
-            temporality,
-            (float(point.count), point.sum),
-            (".count", ".sum"),
-        )
+        suffixes = (".count", ".sum") if has_sum else (".count",)
+        given = self.sums(server, ts, name, key, point, temporality, values, suffixes)
         if top is not None and point.count:
             self.sample(server, ts, names[2], top, max, new_point=not given)
 

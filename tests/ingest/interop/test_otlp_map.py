@@ -12,7 +12,16 @@ import pytest
 
 from ingest.publisher import PublishUnavailable
 from tests.ingest.fakes import FakePublisher
-from tests.ingest.interop.test_otlp import NS, answer, counter, now_ns, post, published, request
+from tests.ingest.interop.test_otlp import (
+    NS,
+    answer,
+    counter,
+    histogram,
+    now_ns,
+    post,
+    published,
+    request,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -111,3 +120,32 @@ def test_a_retry_after_a_503_gives_every_point_its_rate(make_client):
     time.sleep(1.0)  # the slow publish gives up
     got = {(ts, v) for _s, ts, v in published(publisher)["http.server.request.count"]}
     assert got == {((t0 + NS) / NS, 10.0), ((t0 + 2 * NS) / NS, 20.0), ((t0 + 3 * NS) / NS, 30.0)}
+
+
+def test_a_nan_counter_point_is_refused_alone(make_client, fake_publisher):
+    """Points 0, NaN, 40 (issue 28, finding 7): before, 200, 400, 400 and no rate; the NaN had
+    become the series' previous point."""
+    client = make_client()
+    t0 = now_ns() - 20 * NS
+    statuses = [
+        post(
+            client, request([counter("c", (v, t0 - NS, t0 + i * NS))], {"host.name": "h"})
+        ).status_code
+        for i, v in enumerate((0.0, float("nan"), 40.0))
+    ]
+    assert statuses == [200, 400, 200]
+    assert [v for _s, _ts, v in published(fake_publisher)["c"]] == [20.0]
+
+
+def test_a_histogram_without_sum_publishes_no_sum(make_client, fake_publisher):
+    """Issue 28, finding 9: before, a made-up .sum of 0."""
+    client = make_client()
+    t0 = now_ns() - 20 * NS
+    for i, count in enumerate((10, 30)):
+        doc = request([histogram("h", (count, 0.0, 2.0, t0 - NS, t0 + i * NS))], {"host.name": "h"})
+        doc.resource_metrics[0].scope_metrics[0].metrics[0].histogram.data_points[0].ClearField(
+            "sum"
+        )
+        answer(post(client, doc))
+    got = published(fake_publisher)
+    assert sorted(got) == ["h.count", "h.max"] and [v for *_, v in got["h.count"]] == [20.0]
