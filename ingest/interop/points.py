@@ -101,7 +101,8 @@ def to_decoded(points: Points, validator: Validator, record_max_bytes: int) -> D
         ]
     }
     try:
-        batch = validator.validate(doc)
+        # Every bad snapshot is counted and reported, however many: the good ones are kept.
+        batch = validator.validate(doc, max_rejected=len(items))
     except ApiError as exc:
         if exc.status != 422:
             raise
