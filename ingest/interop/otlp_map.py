@@ -22,6 +22,7 @@ buckets do; two gauges there are a duplicate (the first kept).
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Hashable
 from typing import Any, NamedTuple
@@ -162,8 +163,9 @@ class _Mapper:
         if named.name is None:
             raise _Refused("metric_name", str(named.error))
         ts = point.time_unix_nano / 1e9
-        # OpenTelemetry's identity of a stream: resource, scope, metric, point attributes.
-        key = (stream, name, kind, tuple(sorted(items)))
+        # OpenTelemetry's identity of a stream: resource, scope, metric, point attributes;
+        # kept as a digest, so that an attribute's long values cost the rate state nothing.
+        key = _digest((stream, name, kind, tuple(sorted(items))))
         temporality = getattr(data, "aggregation_temporality", _CUMULATIVE)  # gauges: none
         if kind == "gauge" or (
             kind == "sum" and not data.is_monotonic and temporality == _CUMULATIVE
@@ -200,7 +202,12 @@ class _Mapper:
                 if not math.isfinite(value):
                     raise _Refused("value", f"value {value} is not finite")
             step = self.rates.step(
-                key, point.start_time_unix_nano, point.time_unix_nano, values, self.pending
+                key,
+                point.start_time_unix_nano,
+                point.time_unix_nano,
+                values,
+                self.pending,
+                point_metric(name),
             )
             if step.kind != "rate":
                 self.tally.count("dropped", step.kind)
@@ -256,6 +263,16 @@ class _Mapper:
         if not math.isfinite(value):
             raise _Refused("value", f"value {value} is not finite")
         self.points.add(server, ts, metric, value, merge, new_point)
+
+
+def _digest(identity: Hashable) -> bytes:
+    text = repr(identity).encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(text, digest_size=16).digest()
+
+
+def point_metric(name: str) -> str:
+    """The instrument name as the series budget counts it (bounded in length)."""
+    return name[:200]
 
 
 class _Refused(Exception):

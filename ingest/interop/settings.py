@@ -37,6 +37,12 @@ class InteropSettings(BaseSettings):
     otlp_max_attributes: int = Field(default=64, ge=1)
     # The previous point of each cumulative series (rates), per ingest process, LRU.
     otlp_rate_series_max: int = Field(default=100_000, ge=1)
+    # ... and its bytes (~530 per series: the key is a digest, whatever the attributes' length),
+    # and the series of one metric (its new series past it are dropped, counted, warned of).
+    otlp_rate_state_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+    otlp_series_per_metric_max: int = Field(default=10_000, ge=1)
+    # Each protocol's cache of names (apm.labels.Namer): bytes, emptied when reached.
+    names_cache_max_bytes: int = Field(default=16 * 1024 * 1024, ge=1)
 
     # Both protobuf bodies are counted before they are parsed (ingest.interop.wirecount): at
     # most this many repeated messages of all kinds together (series, labels, samples;
