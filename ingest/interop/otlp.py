@@ -17,7 +17,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 from starlette.responses import Response
 
 from ingest.body import check_media, count_values, gunzip
-from ingest.errors import ApiError
+from ingest.errors import ApiError, printable
 from ingest.interop.points import bad_request
 from ingest.interop.prompb import Status
 from ingest.interop.wirecount import OTLP, Deadline, count_elements
@@ -91,7 +91,7 @@ def success_answer(media: str, rejected_points: int, error_message: str) -> Resp
     response = ExportMetricsServiceResponse()
     if rejected_points or error_message:
         response.partial_success.rejected_data_points = rejected_points
-        response.partial_success.error_message = error_message
+        response.partial_success.error_message = printable(error_message)
     return Response(_encode(response, media), status_code=200, media_type=media)
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from fastapi import APIRouter, Request, Response
 
 from ingest.deps import ServiceDep, require_bearer
-from ingest.errors import ApiError
+from ingest.errors import ApiError, printable
 from ingest.intake import Decoded, for_senders, intake
 from ingest.interop.points import Tally
 from ingest.interop.remote_write import check_headers, remote_write_decoder
@@ -29,7 +29,9 @@ router = APIRouter(tags=["interop"])
 
 
 def _text(status: int, text: str, headers: dict[str, str] | None = None) -> Response:
-    return Response(text + "\n", status_code=status, headers=headers, media_type="text/plain")
+    return Response(
+        printable(text) + "\n", status_code=status, headers=headers, media_type="text/plain"
+    )
 
 
 @router.post(
