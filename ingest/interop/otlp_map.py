@@ -22,14 +22,14 @@ buckets do; two gauges there are a duplicate (the first kept).
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Callable, Hashable
-from typing import Any, NamedTuple
+from typing import Any
 
-from apm.labels import Namer, server_from_label
+from apm.labels import Namer
 from apm.model import metric_name_error
 from ingest.errors import ApiError
+from ingest.interop.otlp_identity import Labels, digest, point_metric, resource_of, text_of
 from ingest.interop.points import Points, Tally
 from ingest.interop.rates import Pending, RateState
 from ingest.interop.settings import InteropSettings
@@ -37,61 +37,12 @@ from ingest.interop.wirecount import Deadline
 
 __all__ = ["map_export"]
 
-Labels = tuple[tuple[str, str], ...]
 _DELTA, _CUMULATIVE = 1, 2
 _NO_RECORDED_VALUE = 1
-_HOST, _INSTANCE = "host.name", "service.instance.id"
-# The resource attributes that name a service: name parts of its metrics, so that two services
-# on one host publish two series (the SDKs' default "unknown_service[:<process>]" is no name).
-_SERVICE_KEYS = ("service.namespace", "service.name")
-_UNKNOWN_SERVICE = "unknown_service"
 
 
 def _add(a: float, b: float) -> float:
     return a + b
-
-
-def _text(value: Any) -> str | None:
-    """An AnyValue as a name part's text; None for arrays, maps and bytes."""
-    kind = value.WhichOneof("value")
-    if kind == "string_value":
-        return str(value.string_value)
-    if kind == "bool_value":
-        return "true" if value.bool_value else "false"
-    if kind == "int_value":
-        return str(value.int_value)
-    if kind == "double_value":
-        return repr(value.double_value)
-    return None
-
-
-class _Resource(NamedTuple):
-    """One resource's identity: ``server`` (None: no valid one, ``source`` says why),
-    the name parts of its service, and ``key``, every attribute, for the rate state."""
-
-    server: str | None
-    source: str
-    parts: tuple[tuple[str, str], ...]
-    key: tuple[tuple[str, str], ...]
-
-
-def _resource(resource: Any, default: str) -> _Resource:
-    """The server is ``host.name``, with ``.<service.instance.id>`` when the resource has
-    both (two processes of one service on one host are two servers); else the instance id;
-    else ``default``."""
-    attrs = {kv.key: _text(kv.value) or "" for kv in resource.attributes}
-    key = tuple(sorted(attrs.items()))
-    parts = tuple(
-        (k, attrs[k])
-        for k in _SERVICE_KEYS
-        if attrs.get(k) and not attrs[k].startswith(_UNKNOWN_SERVICE)
-    )
-    host, instance = attrs.get(_HOST), attrs.get(_INSTANCE)
-    raw = f"{host}.{instance}" if host and instance else host or instance
-    if not raw:
-        return _Resource(default, "otlp_default_server", parts, key)
-    source = f"{_HOST if host else _INSTANCE}={raw[:60]!r}"
-    return _Resource(server_from_label(raw), source, parts, key)
 
 
 class _Mapper:
@@ -153,7 +104,7 @@ class _Mapper:
             raise _Refused("ts", "the point has no time_unix_nano")
         items: list[tuple[str, str]] = []
         for kv in point.attributes:
-            text = _text(kv.value)
+            text = text_of(kv.value)
             if text is None:
                 self.tally.labels_dropped += 1
             else:
@@ -165,7 +116,7 @@ class _Mapper:
         ts = point.time_unix_nano / 1e9
         # OpenTelemetry's identity of a stream: resource, scope, metric, point attributes;
         # kept as a digest, so that an attribute's long values cost the rate state nothing.
-        key = _digest((stream, name, kind, tuple(sorted(items))))
+        key = digest((stream, name, kind, tuple(sorted(items))))
         temporality = getattr(data, "aggregation_temporality", _CUMULATIVE)  # gauges: none
         if kind == "gauge" or (
             kind == "sum" and not data.is_monotonic and temporality == _CUMULATIVE
@@ -265,16 +216,6 @@ class _Mapper:
         self.points.add(server, ts, metric, value, merge, new_point)
 
 
-def _digest(identity: Hashable) -> bytes:
-    text = repr(identity).encode("utf-8", "surrogatepass")
-    return hashlib.blake2b(text, digest_size=16).digest()
-
-
-def point_metric(name: str) -> str:
-    """The instrument name as the series budget counts it (bounded in length)."""
-    return name[:200]
-
-
 class _Refused(Exception):
     def __init__(self, reason: str, detail: str) -> None:
         super().__init__(detail)
@@ -320,7 +261,7 @@ def map_export(
         )
     mapper = _Mapper(settings, names, rates, tally, deadline, pending)
     for rm in request.resource_metrics:
-        resource = _resource(rm.resource, settings.otlp_default_server)
+        resource = resource_of(rm.resource, settings.otlp_default_server)
         if resource.server is None:
             n = sum(
                 len(getattr(m, m.WhichOneof("data")).data_points)

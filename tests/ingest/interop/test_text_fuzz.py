@@ -41,22 +41,6 @@ BAD_BYTES = st.one_of(
 SLOTS = (b"NAME_SLOT", b"KEYS_SLOT", b"VALU_SLOT")
 
 
-@pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from fastapi.testclient import TestClient
-
-    from ingest.app import create_app
-    from ingest.auth import add_key
-    from ingest.settings import IngestSettings
-    from tests.ingest.fakes import FakePublisher
-
-    keys = tmp_path_factory.mktemp("keys") / "ingest-keys"
-    key = add_key(keys, "tests")
-    app = create_app(IngestSettings(keys_file=keys), publisher=FakePublisher())
-    with TestClient(app, headers={"Authorization": f"Bearer {key}"}) as c:
-        yield c
-
-
 def _otlp_doc(
     name: str, key: str, value: str, unknown: str, typed: str, typed_value: str
 ) -> dict[str, Any]:

@@ -59,22 +59,6 @@ def answered(fn: Callable[[], Any]) -> tuple[Any, float, float]:
     return result, time.perf_counter() - started, (_hwm_kib() - before) / 1024
 
 
-@pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from fastapi.testclient import TestClient
-
-    from ingest.app import create_app
-    from ingest.auth import add_key
-    from ingest.settings import IngestSettings
-    from tests.ingest.fakes import FakePublisher
-
-    keys = tmp_path_factory.mktemp("keys") / "ingest-keys"
-    key = add_key(keys, "tests")
-    app = create_app(IngestSettings(keys_file=keys), publisher=FakePublisher())
-    with TestClient(app, headers={"Authorization": f"Bearer {key}"}) as c:
-        yield c
-
-
 def test_three_million_empty_resource_metrics_are_413_at_once(client: Any) -> None:
     body = gzip.compress(ld(1) * 3_000_000, 9)
     assert len(body) < 8_000  # the 5.9 KB body
