@@ -44,10 +44,10 @@ class Resource(NamedTuple):
     key: tuple[tuple[str, str], ...]
 
 
-def resource_of(resource: Any, default: str) -> Resource:
-    """The server is ``host.name``, with ``.<service.instance.id>`` when the resource has
-    both (two processes of one service on one host are two servers); else the instance id;
-    else ``default``."""
+def resource_of(resource: Any, default: str, with_instance: bool = False) -> Resource:
+    """The server is ``host.name`` (with ``.<service.instance.id>`` when ``with_instance``
+    and the resource has both: two processes of one service on one host are two servers);
+    else the instance id; else ``default``."""
     attrs = {kv.key: text_of(kv.value) or "" for kv in resource.attributes}
     key = tuple(sorted(attrs.items()))
     parts = tuple(
@@ -56,7 +56,7 @@ def resource_of(resource: Any, default: str) -> Resource:
         if attrs.get(k) and not attrs[k].startswith(_UNKNOWN_SERVICE)
     )
     host, instance = attrs.get(_HOST), attrs.get(_INSTANCE)
-    raw = f"{host}.{instance}" if host and instance else host or instance
+    raw = f"{host}.{instance}" if host and instance and with_instance else host or instance
     if not raw:
         return Resource(default, "otlp_default_server", parts, key)
     source = f"{_HOST if host else _INSTANCE}={raw[:60]!r}"

@@ -1,11 +1,12 @@
 """OTLP metrics onto the model, as the agent maps StatsD (agent/statsd/aggregate.py):
 
 - server: the resource's ``host.name`` (``<host.name>.<service.instance.id>`` when it has
-  both), else ``service.instance.id``, else ``otlp_default_server``; metric: the instrument
-  name (``/`` and other characters outside the rule made ``_``, dots kept) plus the
-  resource's ``service.namespace`` and ``service.name`` and the chosen point attributes as
-  name parts (apm.labels); the rate state is keyed by OpenTelemetry's identity of a stream
-  (every resource attribute, the scope, the metric, the point's attributes);
+  both and ``otlp_server_with_instance`` is set), else ``service.instance.id``, else
+  ``otlp_default_server``; metric: the instrument name (``/`` and other characters outside
+  the rule made ``_``, dots kept) plus the resource's ``service.namespace`` and
+  ``service.name`` and the chosen point attributes as name parts (apm.labels); the rate
+  state is keyed by OpenTelemetry's identity of a stream (every resource attribute, the
+  scope, the metric, the point's attributes: ingest.interop.otlp_identity);
 - a gauge point, and a cumulative non-monotonic sum (an UpDownCounter: a level), is a sample
   of its value at its time;
 - a cumulative monotonic sum (a counter) becomes its rate per second against the series'
@@ -261,7 +262,9 @@ def map_export(
         )
     mapper = _Mapper(settings, names, rates, tally, deadline, pending)
     for rm in request.resource_metrics:
-        resource = resource_of(rm.resource, settings.otlp_default_server)
+        resource = resource_of(
+            rm.resource, settings.otlp_default_server, settings.otlp_server_with_instance
+        )
         if resource.server is None:
             n = sum(
                 len(getattr(m, m.WhichOneof("data")).data_points)

@@ -31,6 +31,10 @@ class InteropSettings(BaseSettings):
     # service.instance.id, else otlp_default_server. Data point attributes in
     # otlp_name_attributes ("*": all) and not in otlp_ignore_attributes become name parts.
     otlp_default_server: str = "otlp"
+    # The server is "<host.name>.<service.instance.id>" when the resource has both: two
+    # processes of one service on one host kept apart, at the price of a new server at every
+    # process start where the SDK makes the instance id a random UUID (Python's does).
+    otlp_server_with_instance: bool = False
     otlp_name_attributes: list[str] = Field(default_factory=lambda: ["*"])
     otlp_ignore_attributes: list[str] = Field(default_factory=list)
     otlp_max_points: int = Field(default=50_000, ge=1)

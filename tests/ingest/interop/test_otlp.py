@@ -142,7 +142,7 @@ def test_a_gauge_point_is_a_sample_on_the_host_with_its_attributes_in_the_name(
     ("resource", "server"),
     [
         ({"host.name": "h1"}, "h1"),
-        ({"host.name": "h1", "service.instance.id": "i1"}, "h1.i1"),
+        ({"host.name": "h1", "service.instance.id": "i1"}, "h1"),
         ({"service.instance.id": "pod:7"}, "pod_7"),
         ({"service.name": "unknown_service:python"}, "otlp"),
     ],

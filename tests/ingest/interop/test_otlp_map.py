@@ -52,7 +52,12 @@ def test_two_services_on_one_host_keep_their_own_rates(make_client, fake_publish
 
 
 def test_two_instances_of_one_service_on_one_host_are_two_servers(make_client, fake_publisher):
+    """With otlp_server_with_instance (off by default: the SDKs make the instance id a random
+    UUID per process, a new server at every start)."""
+    from ingest.interop.settings import InteropSettings
+
     client = make_client()
+    client.app.state.interop.settings = InteropSettings(otlp_server_with_instance=True)
     t0 = now_ns() - 20 * NS
     for i in range(3):
         for n, rate in ((1, 5.0), (2, 50.0)):
