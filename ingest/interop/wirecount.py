@@ -91,9 +91,14 @@ def count_elements(
     first one past its limit in ``limits`` (kind -> (limit, setting)), or past ``max_total``
     counted elements of all kinds together."""
     counts: Counter[str] = Counter()
-    seen = total = 0
+    bound = {kind: limit[0] for kind, limit in limits.items()}
+    no_limit = max_total[0] + 1  # a kind without its own limit is bounded by the total's
+    total, budget = 0, max_total[0]
+    check_in = _EVERY
     # Depth first: the stack holds the enclosing messages' (resume position, end, schema),
     # so it is as deep as the nesting (the parser refuses past 100 levels; so does this).
+    # Varints of one byte (nearly every tag and length) are read inline: this loop is the
+    # cost of every protobuf request.
     stack: list[tuple[int, int, Schema]] = []
     pos, end, fields = 0, len(buf), schema
     try:
@@ -103,41 +108,51 @@ def count_elements(
                     break
                 pos, end, fields = stack.pop()
                 continue
-            seen += 1
-            if deadline is not None and seen % _EVERY == 0:
-                deadline.check()
-            tag, pos = _varint(buf, pos, end)
+            check_in -= 1
+            if not check_in:
+                check_in = _EVERY
+                if deadline is not None:
+                    deadline.check()
+            tag = buf[pos]
+            if tag < 0x80:
+                pos += 1
+            else:
+                tag, pos = _varint(buf, pos, end)
             wire = tag & 7
-            if wire == 0:
-                _, pos = _varint(buf, pos, end)
-            elif wire == 1:
-                pos += 8
-            elif wire == 5:
-                pos += 4
-            elif wire == 2:
-                size, pos = _varint(buf, pos, end)
+            if wire == 2:
+                size = buf[pos] if pos < end else 0x80
+                if size < 0x80:
+                    pos += 1
+                else:
+                    size, pos = _varint(buf, pos, end)
                 start, pos = pos, pos + size
                 if pos > end:
                     raise _NotProtobuf
                 field = fields.get(tag >> 3)
                 if field is None:
                     continue
-                if field.kind is not None:
-                    counts[field.kind] += 1
-                    limit = limits.get(field.kind)
-                    if limit is not None and counts[field.kind] > limit[0]:
-                        raise _too_many(field.kind, *limit)
+                kind = field.kind
+                if kind is not None:
+                    n = counts[kind] = counts[kind] + 1
+                    if n > bound.get(kind, no_limit):
+                        raise _too_many(kind, *limits[kind])
                     total += 1
-                    if total > max_total[0]:
+                    if total > budget:
                         raise _too_many("elements", *max_total)
                 if field.schema is not None and size:
                     if len(stack) >= _MAX_DEPTH:
                         raise _NotProtobuf
                     stack.append((pos, end, fields))
                     pos, end, fields = start, pos, field.schema
+            elif wire == 0:
+                _, pos = _varint(buf, pos, end)
+            elif wire == 1:
+                pos += 8
+            elif wire == 5:
+                pos += 4
             else:  # groups (deprecated) and bad wire types: the parser's to refuse
                 raise _NotProtobuf
-    except _NotProtobuf:
+    except (_NotProtobuf, IndexError):
         pass
     return counts
 
