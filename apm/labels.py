@@ -14,7 +14,7 @@ parts follow the base name sorted, joined by ``.``: ``http.server.duration`` wit
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -171,13 +171,27 @@ def labelled_name(base: str, labels: Iterable[tuple[str, str]], policy: LabelPol
 
 class Namer:
     """:func:`labelled_name` under one policy, with the names of label sets seen before kept
-    (at most ``cache_size``; the cache is emptied when full, so a flood of distinct label
-    sets costs time, never memory). A hit skips the regexes of the guard: the same series
-    arrive every scrape or export. ``dropped`` is counted on every call, hit or not."""
+    (a hit skips the regexes of the guard: the same series arrive every scrape or export).
+    The cache is bounded in entries (``cache_size``) and in bytes (``max_bytes``, the label
+    text it holds plus a fixed overhead per entry): it is emptied when either is reached, so
+    a flood of distinct label sets costs time, never memory, and label sets longer than
+    ``max_entry_bytes`` are named without being kept. ``dropped`` is counted on every call,
+    hit or not; ``on_evict`` is called with the entries dropped at each emptying."""
 
-    def __init__(self, policy: LabelPolicy, cache_size: int = 100_000) -> None:
+    def __init__(
+        self,
+        policy: LabelPolicy,
+        cache_size: int = 100_000,
+        max_bytes: int = 16 * 1024 * 1024,
+        max_entry_bytes: int = 2048,
+        on_evict: Callable[[int], None] = lambda n: None,
+    ) -> None:
         self.policy = policy
         self.cache_size = cache_size
+        self.max_bytes = max_bytes
+        self.max_entry_bytes = max_entry_bytes
+        self.bytes = 0
+        self._on_evict = on_evict
         self._cache: dict[tuple[str, tuple[tuple[str, str], ...]], Named] = {}
 
     def name(self, base: str, labels: tuple[tuple[str, str], ...]) -> Named:
@@ -185,7 +199,19 @@ class Namer:
         named = self._cache.get(key)
         if named is None:
             named = labelled_name(base, labels, self.policy)
-            if len(self._cache) >= self.cache_size:
+            size = _ENTRY_BYTES + len(base) + sum(len(k) + len(v) for k, v in labels)
+            size += len(named.name or "")
+            if size > self.max_entry_bytes:
+                return named
+            if len(self._cache) >= self.cache_size or self.bytes + size > self.max_bytes:
+                self._on_evict(len(self._cache))
                 self._cache.clear()
+                self.bytes = 0
             self._cache[key] = named
+            self.bytes += size
         return named
+
+
+# A cache entry's fixed cost beyond its text: the dict slot, the key and label tuples, the
+# Named and the str headers (measured ~400 bytes for a name of three labels; rounded up).
+_ENTRY_BYTES = 512

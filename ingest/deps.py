@@ -23,7 +23,17 @@ from ingest.settings import IngestSettings
 from ingest.telemetry import IngestTelemetry
 from ingest.validate import Validator
 
-__all__ = ["AuthDep", "Gate", "PublisherDep", "ServiceDep", "SettingsDep", "Slot", "State"]
+__all__ = [
+    "AuthDep",
+    "Gate",
+    "PublisherDep",
+    "ServiceDep",
+    "SettingsDep",
+    "Slot",
+    "State",
+    "require_bearer",
+    "require_key",
+]
 
 
 class Slot:
@@ -145,6 +155,12 @@ async def require_key(
         state.telemetry.rejected("unauthorized", 0)
         raise _unauthorized("the API key is not valid")
     return credentials.credentials.partition(".")[0]
+
+
+async def require_bearer(state: State, request: Request) -> str:
+    """:func:`require_key` for routes that answer in their own protocol's shape (OTLP,
+    remote_write), so they call it themselves instead of taking it as a dependency."""
+    return await require_key(state, await _bearer(request))
 
 
 AuthDep = Annotated[str, Depends(require_key)]

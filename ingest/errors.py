@@ -10,7 +10,17 @@ from starlette.responses import Response
 
 from apm.errors import ErrorBody, error_body
 
-__all__ = ["ApiError", "json_response", "unavailable"]
+__all__ = ["ApiError", "json_response", "printable", "unavailable"]
+
+
+def printable(text: str) -> str:
+    """``text`` made encodable as UTF-8: a lone surrogate (which a JSON body can carry as
+    ``\\ud800``, and a parser's message then quotes) becomes its escape, ``\\ud800``."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 class ApiError(Exception):
@@ -26,11 +36,12 @@ class ApiError(Exception):
         headers: dict[str, str] | None = None,
         samples: int = 0,
     ) -> None:
+        detail = printable(detail)  # the answer quotes it: never a 500 for the text it quotes
         super().__init__(detail)
         self.status = status
         self.error = error
         self.detail = detail
-        self.at = at
+        self.at = printable(at) if at is not None else None
         self.reason = reason or error
         self.headers = headers or {}
         self.samples = samples  # samples the refused request carried, for /metrics

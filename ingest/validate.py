@@ -114,7 +114,12 @@ class Validator:
             cache.clear()
         cache.add(name)  # type: ignore[arg-type]  # check() proved it is a str
 
-    def validate(self, doc: object) -> Batch:
+    def validate(self, doc: object, max_rejected: int | None = None) -> Batch:
+        """The batch's verdict; ``max_rejected`` overrides the validator's bound on bad
+        snapshots (the foreign protocols' snapshots are built by the ingest itself, so their
+        bad ones are cheap and bounded by ``max_samples``: they pass the number of snapshots,
+        and keep every good sample whatever the number of bad ones)."""
+        limit = self.max_rejected if max_rejected is None else max_rejected
         if not isinstance(doc, dict):
             raise _reject("shape", "the body must be a JSON object with a 'snapshots' list", "")
         extra = sorted(set(doc) - {"snapshots"})
@@ -142,14 +147,14 @@ class Validator:
                 self._snapshot(i, snap, now, by_metric)
             except ApiError as exc:
                 batch.rejected.append(Rejection(i, exc.reason, exc.detail, exc.at or "", size))
-                if len(batch.rejected) > self.max_rejected:
+                if len(batch.rejected) > limit:
                     # Bad snapshots are the slow path (~4 us each): a body of half a million
                     # `{}` would cost seconds and 200 MB of verdicts. That many is a client
                     # bug, not skew: refuse the batch, naming the first.
                     first = batch.rejected[0]
                     raise _reject(
                         "too_many_bad_snapshots",
-                        f"more than {self.max_rejected} bad snapshots; the first: {first.detail}",
+                        f"more than {limit} bad snapshots; the first: {first.detail}",
                         first.at,
                     ) from None
                 continue

@@ -5,6 +5,7 @@ request's own encoding, as the OTLP specification's "OTLP/HTTP Response" section
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from google.protobuf import json_format
@@ -16,9 +17,10 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 from starlette.responses import Response
 
 from ingest.body import check_media, count_values, gunzip
-from ingest.errors import ApiError
+from ingest.errors import ApiError, printable
 from ingest.interop.points import bad_request
 from ingest.interop.prompb import Status
+from ingest.interop.wirecount import OTLP, Deadline, count_elements
 
 __all__ = ["JSON", "PROTOBUF", "check_headers", "decode_export", "error_answer", "success_answer"]
 
@@ -35,10 +37,18 @@ def check_headers(content_type: str | None, content_encoding: str | None) -> tup
 
 
 def decode_export(
-    raw: bytes, media: str, gzipped: bool, max_inflated: int, max_json_values: int
+    raw: bytes,
+    media: str,
+    gzipped: bool,
+    max_inflated: int,
+    max_json_values: int,
+    limits: Mapping[str, tuple[int, str]],
+    max_elements: tuple[int, str],
+    deadline: Deadline,
 ) -> Any:
     """The ExportMetricsServiceRequest in ``raw``: 400 when it is not one, 413 past a limit
-    (gzip bombs stop at ``max_inflated``; JSON values are counted before parsing)."""
+    (gzip bombs stop at ``max_inflated``; JSON values are counted before parsing, protobuf
+    elements by kind, ``limits``, and in all, ``max_elements``); 503 past ``deadline``."""
     if gzipped:
         raw = gunzip(raw, max_inflated)
     elif len(raw) > max_inflated:
@@ -51,6 +61,7 @@ def decode_export(
         )
     request = ExportMetricsServiceRequest()
     if media == PROTOBUF:
+        count_elements(raw, OTLP, limits, max_elements, deadline)
         try:
             request.ParseFromString(raw)
         except (DecodeError, ValueError, RecursionError) as exc:
@@ -80,7 +91,7 @@ def success_answer(media: str, rejected_points: int, error_message: str) -> Resp
     response = ExportMetricsServiceResponse()
     if rejected_points or error_message:
         response.partial_success.rejected_data_points = rejected_points
-        response.partial_success.error_message = error_message
+        response.partial_success.error_message = printable(error_message)
     return Response(_encode(response, media), status_code=200, media_type=media)
 
 

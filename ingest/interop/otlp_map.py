@@ -1,8 +1,12 @@
 """OTLP metrics onto the model, as the agent maps StatsD (agent/statsd/aggregate.py):
 
-- server: the resource's ``host.name``, else ``service.instance.id``, else
-  ``otlp_default_server``; metric: the instrument name (``/`` and other characters outside the
-  rule made ``_``, dots kept) plus the chosen point attributes as name parts (apm.labels);
+- server: the resource's ``host.name`` (``<host.name>.<service.instance.id>`` when it has
+  both and ``otlp_server_with_instance`` is set), else ``service.instance.id``, else
+  ``otlp_default_server``; metric: the instrument name (``/`` and other characters outside
+  the rule made ``_``, dots kept) plus the resource's ``service.namespace`` and
+  ``service.name`` and the chosen point attributes as name parts (apm.labels); the rate
+  state is keyed by OpenTelemetry's identity of a stream (every resource attribute, the
+  scope, the metric, the point's attributes: ingest.interop.otlp_identity);
 - a gauge point, and a cumulative non-monotonic sum (an UpDownCounter: a level), is a sample
   of its value at its time;
 - a cumulative monotonic sum (a counter) becomes its rate per second against the series'
@@ -23,51 +27,37 @@ import math
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from apm.labels import Namer, server_from_label
+from apm.labels import Namer
 from apm.model import metric_name_error
 from ingest.errors import ApiError
+from ingest.interop.otlp_identity import Labels, digest, point_metric, resource_of, text_of
 from ingest.interop.points import Points, Tally
-from ingest.interop.rates import RateState
+from ingest.interop.rates import Pending, RateState
 from ingest.interop.settings import InteropSettings
+from ingest.interop.wirecount import Deadline
 
 __all__ = ["map_export"]
 
 _DELTA, _CUMULATIVE = 1, 2
 _NO_RECORDED_VALUE = 1
-_SERVER_KEYS = ("host.name", "service.instance.id")
 
 
 def _add(a: float, b: float) -> float:
     return a + b
 
 
-def _text(value: Any) -> str | None:
-    """An AnyValue as a name part's text; None for arrays, maps and bytes."""
-    kind = value.WhichOneof("value")
-    if kind == "string_value":
-        return str(value.string_value)
-    if kind == "bool_value":
-        return "true" if value.bool_value else "false"
-    if kind == "int_value":
-        return str(value.int_value)
-    if kind == "double_value":
-        return repr(value.double_value)
-    return None
-
-
-def _server(resource: Any, default: str) -> tuple[str | None, str]:
-    found = {kv.key: _text(kv.value) for kv in resource.attributes if kv.key in _SERVER_KEYS}
-    for key in _SERVER_KEYS:
-        raw = found.get(key)
-        if raw:
-            return server_from_label(raw), f"{key}={raw[:60]!r}"
-    return default, "otlp_default_server"
-
-
 class _Mapper:
     def __init__(
-        self, settings: InteropSettings, names: Namer, rates: RateState, tally: Tally
+        self,
+        settings: InteropSettings,
+        names: Namer,
+        rates: RateState,
+        tally: Tally,
+        deadline: Deadline | None,
+        pending: Pending | None,
     ) -> None:
+        self.deadline = deadline
+        self.pending = pending
         self.settings = settings
         self.names = names
         self.rates = rates
@@ -77,18 +67,31 @@ class _Mapper:
     def reject(self, reason: str, problem: str, n: int = 1) -> None:
         self.tally.count("rejected", reason, n, problem)
 
-    def metric(self, server: str, metric: Any) -> None:
+    def metric(self, server: str, stream: tuple[Hashable, ...], parts: Labels, metric: Any) -> None:
+        """``stream``: the identity of the resource and scope; ``parts``: the resource's
+        name parts."""
+        if self.deadline is not None:
+            self.deadline.check()
         kind = metric.WhichOneof("data")
         if kind is None:
             return
         data = getattr(metric, kind)
         for point in data.data_points:
             try:
-                self.point(server, metric.name, kind, data, point)
+                self.point(server, stream, parts, metric.name, kind, data, point)
             except _Refused as exc:
                 self.reject(exc.reason, f"{metric.name[:80]!r}: {exc}")
 
-    def point(self, server: str, name: str, kind: str, data: Any, point: Any) -> None:
+    def point(
+        self,
+        server: str,
+        stream: tuple[Hashable, ...],
+        parts: Labels,
+        name: str,
+        kind: str,
+        data: Any,
+        point: Any,
+    ) -> None:
         if point.flags & _NO_RECORDED_VALUE:
             self.tally.count("dropped", "no_recorded_value")
             return
@@ -102,17 +105,19 @@ class _Mapper:
             raise _Refused("ts", "the point has no time_unix_nano")
         items: list[tuple[str, str]] = []
         for kv in point.attributes:
-            text = _text(kv.value)
+            text = text_of(kv.value)
             if text is None:
                 self.tally.labels_dropped += 1
             else:
                 items.append((kv.key, text))
-        named = self.names.name(name, tuple(items))
+        named = self.names.name(name, (*parts, *items))
         self.tally.labels_dropped += named.dropped
         if named.name is None:
             raise _Refused("metric_name", str(named.error))
         ts = point.time_unix_nano / 1e9
-        key = (server, name, kind, tuple(sorted(items)))
+        # OpenTelemetry's identity of a stream: resource, scope, metric, point attributes;
+        # kept as a digest, so that an attribute's long values cost the rate state nothing.
+        key = digest((stream, name, kind, tuple(sorted(items))))
         temporality = getattr(data, "aggregation_temporality", _CUMULATIVE)  # gauges: none
         if kind == "gauge" or (
             kind == "sum" and not data.is_monotonic and temporality == _CUMULATIVE
@@ -145,7 +150,17 @@ class _Mapper:
                 )
             rates = tuple(v / span for v in values)
         elif temporality == _CUMULATIVE:
-            step = self.rates.step(key, point.start_time_unix_nano, point.time_unix_nano, values)
+            for value in values:  # a NaN kept as the previous point would poison the next
+                if not math.isfinite(value):
+                    raise _Refused("value", f"value {value} is not finite")
+            step = self.rates.step(
+                key,
+                point.start_time_unix_nano,
+                point.time_unix_nano,
+                values,
+                self.pending,
+                point_metric(name),
+            )
             if step.kind != "rate":
                 self.tally.count("dropped", step.kind)
                 return False
@@ -176,19 +191,15 @@ class _Mapper:
         for metric in names:
             if metric_name_error(metric):
                 raise _Refused("metric_name", f"{metric[:80]!r} is over the name length")
-        for value in (point.sum, top or 0.0):  # checked before the rate state moves
+        # A histogram may carry no sum (optional since OTLP 0.11: negative observations): then
+        # no .sum, rather than a made-up 0.
+        has_sum = kind == "summary" or point.HasField("sum")
+        values = (float(point.count), point.sum) if has_sum else (float(point.count),)
+        for value in (*values, top or 0.0):  # checked before the rate state moves
             if not math.isfinite(value):
                 raise _Refused("value", f"{value} is not finite")
-        given = self.sums(
-            server,
-            ts,
-            name,
-            key,
-            point,
-            temporality,
-            (float(point.count), point.sum),
-            (".count", ".sum"),
-        )
+        suffixes = (".count", ".sum") if has_sum else (".count",)
+        given = self.sums(server, ts, name, key, point, temporality, values, suffixes)
         if top is not None and point.count:
             self.sample(server, ts, names[2], top, max, new_point=not given)
 
@@ -227,9 +238,12 @@ def map_export(
     names: Namer,
     rates: RateState,
     tally: Tally,
+    deadline: Deadline | None = None,
+    pending: Pending | None = None,
 ) -> Points:
     """The samples of an ExportMetricsServiceRequest; a request with more than
-    ``otlp_max_points`` data points is a 413, a bad point costs only itself."""
+    ``otlp_max_points`` data points is a 413, a bad point costs only itself. With ``pending``
+    the rate state's steps are kept there, for ``rates.commit`` after the publish."""
     total = sum(
         len(getattr(m, m.WhichOneof("data")).data_points)
         for rm in request.resource_metrics
@@ -246,18 +260,23 @@ def map_export(
             at="body",
             reason="too_large",
         )
-    mapper = _Mapper(settings, names, rates, tally)
+    mapper = _Mapper(settings, names, rates, tally, deadline, pending)
     for rm in request.resource_metrics:
-        server, source = _server(rm.resource, settings.otlp_default_server)
-        metrics = [m for sm in rm.scope_metrics for m in sm.metrics]
-        if server is None:
+        resource = resource_of(
+            rm.resource, settings.otlp_default_server, settings.otlp_server_with_instance
+        )
+        if resource.server is None:
             n = sum(
                 len(getattr(m, m.WhichOneof("data")).data_points)
-                for m in metrics
+                for sm in rm.scope_metrics
+                for m in sm.metrics
                 if m.WhichOneof("data")
             )
-            mapper.reject("server_name", f"the resource's {source} makes no valid server name", n)
+            why = f"the resource's {resource.source} makes no valid server name"
+            mapper.reject("server_name", why, n)
             continue
-        for metric in metrics:
-            mapper.metric(server, metric)
+        for sm in rm.scope_metrics:
+            stream = (resource.key, sm.scope.name, sm.scope.version)
+            for metric in sm.metrics:
+                mapper.metric(resource.server, stream, resource.parts, metric)
     return mapper.points

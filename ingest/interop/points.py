@@ -12,8 +12,8 @@ from collections import Counter
 from collections.abc import Callable
 
 from ingest.errors import ApiError
+from ingest.intake import Decoded
 from ingest.records import to_records
-from ingest.routes.samples import Decoded
 from ingest.validate import Batch, Validator
 
 __all__ = ["Points", "Tally", "bad_request", "to_decoded"]
@@ -101,7 +101,8 @@ def to_decoded(points: Points, validator: Validator, record_max_bytes: int) -> D
         ]
     }
     try:
-        batch = validator.validate(doc)
+        # Every bad snapshot is counted and reported, however many: the good ones are kept.
+        batch = validator.validate(doc, max_rejected=len(items))
     except ApiError as exc:
         if exc.status != 422:
             raise

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import cramjam
 from google.protobuf.message import DecodeError
 
 from apm.labels import Namer, server_from_label
 from ingest.errors import ApiError
+from ingest.intake import Decoded
 from ingest.interop.points import Points, Tally, bad_request, to_decoded
 from ingest.interop.prompb import WriteRequest
 from ingest.interop.settings import InteropSettings
-from ingest.routes.samples import Decoded
+from ingest.interop.wirecount import REMOTE_WRITE, Deadline, count_elements
 from ingest.validate import Validator
 
 __all__ = ["STALE_NAN", "check_headers", "decode_write", "map_write", "remote_write_decoder"]
@@ -63,9 +64,17 @@ def check_headers(content_type: str | None, content_encoding: str | None) -> Non
         )
 
 
-def decode_write(raw: bytes, max_inflated: int) -> object:
+def decode_write(
+    raw: bytes,
+    max_inflated: int,
+    limits: Mapping[str, tuple[int, str]],
+    max_elements: tuple[int, str],
+    deadline: Deadline,
+) -> object:
     """Snappy (block format) then protobuf. The inflated length is read from the block's
-    header and checked before anything is inflated (413); bad bytes are a 400."""
+    header and checked before anything is inflated (413); the elements of each kind
+    (``limits``: timeseries, samples) and in all (``max_elements``) are counted before the
+    parse (413); bad bytes are a 400; 503 past ``deadline``."""
     try:
         size = cramjam.snappy.decompress_raw_len(raw)
     except cramjam.DecompressionError as exc:
@@ -82,6 +91,7 @@ def decode_write(raw: bytes, max_inflated: int) -> object:
         inflated = bytes(cramjam.snappy.decompress_raw(raw))
     except cramjam.DecompressionError as exc:
         raise bad_request(f"the body is not snappy (block format): {exc}", "malformed") from None
+    count_elements(inflated, REMOTE_WRITE, limits, max_elements, deadline)
     try:
         return WriteRequest.FromString(inflated)
     except (DecodeError, ValueError, RecursionError) as exc:
@@ -98,6 +108,7 @@ def map_write(
     names: Namer,
     max_samples: int,
     tally: Tally,
+    deadline: Deadline | None = None,
 ) -> Points:
     """The samples of a WriteRequest. A request past the series or samples limit is a 413, a
     series with more labels than ``remote_write_max_labels`` a 400 (the whole request: it
@@ -117,6 +128,8 @@ def map_write(
     server_label = settings.remote_write_server_label
     default_server = settings.remote_write_default_server
     for index, series in enumerate(series_list):
+        if deadline is not None and not index % 1024:
+            deadline.check()
         if len(series.labels) > settings.remote_write_max_labels:
             raise bad_request(
                 f"series {index} has {len(series.labels)} labels, more than "
@@ -178,12 +191,18 @@ def remote_write_decoder(
     max_samples: int,
     record_max_bytes: int,
     tally: Tally,
+    deadline: Deadline,
 ) -> Callable[[bytes], Decoded]:
     """The intake's decoder for one request (it fills ``tally``)."""
+    limits = {
+        "timeseries": (settings.remote_write_max_series, "remote_write_max_series"),
+        "samples": (max_samples, "max_samples"),
+    }
+    total = (settings.protobuf_max_elements, "protobuf_max_elements")
 
     def decode(raw: bytes) -> Decoded:
-        request = decode_write(raw, max_inflated)
-        points = map_write(request, settings, names, max_samples, tally)
+        request = decode_write(raw, max_inflated, limits, total, deadline)
+        points = map_write(request, settings, names, max_samples, tally, deadline)
         return to_decoded(points, validator, record_max_bytes)
 
     return decode

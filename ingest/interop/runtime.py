@@ -43,6 +43,19 @@ class InteropTelemetry:
             "cumulative OTLP series whose previous point is kept for rates",
             registry=registry,
         )
+        self.cache_bytes = Gauge(
+            "apm_ingest_cache_bytes",
+            "bytes held by each per-process cache (estimated: text plus a fixed overhead per "
+            "entry), against its budget (otlp_rate_state_max_bytes, names_cache_max_bytes)",
+            ["cache"],
+            registry=registry,
+        )
+        self.cache_evictions = Counter(
+            "apm_ingest_cache_evictions",
+            "entries dropped from each per-process cache to stay within its budget",
+            ["cache"],
+            registry=registry,
+        )
         self.rate_evicted = Counter(
             "apm_ingest_otlp_rate_series_evicted",
             "cumulative OTLP series forgotten (least recently seen) past otlp_rate_series_max",
@@ -72,14 +85,16 @@ class Interop:
     rates: RateState = field(init=False)
 
     def __post_init__(self) -> None:
-        s = self.settings
+        s, t = self.settings, self.telemetry
         self.remote_write_names = Namer(
             LabelPolicy.of(
                 s.remote_write_name_labels,
                 {"__name__", s.remote_write_server_label, *s.remote_write_ignore_labels},
                 s.drop_unbounded_labels,
                 s.labels_keep,
-            )
+            ),
+            max_bytes=s.names_cache_max_bytes,
+            on_evict=t.cache_evictions.labels("remote_write_names").inc,
         )
         self.otlp_names = Namer(
             LabelPolicy.of(
@@ -87,7 +102,25 @@ class Interop:
                 s.otlp_ignore_attributes,
                 s.drop_unbounded_labels,
                 s.labels_keep,
-            )
+            ),
+            max_bytes=s.names_cache_max_bytes,
+            on_evict=t.cache_evictions.labels("otlp_names").inc,
         )
-        self.rates = RateState(s.otlp_rate_series_max, self.telemetry.rate_evicted.inc)
-        self.telemetry.rate_series.set_function(self.rates.size)
+        evictions = t.cache_evictions.labels("otlp_rates")
+
+        def evicted() -> None:
+            t.rate_evicted.inc()
+            evictions.inc()
+
+        self.rates = RateState(
+            s.otlp_rate_series_max,
+            evicted,
+            max_bytes=s.otlp_rate_state_max_bytes,
+            max_per_metric=s.otlp_series_per_metric_max,
+        )
+        t.rate_series.set_function(self.rates.size)
+        t.cache_bytes.labels("otlp_rates").set_function(lambda: self.rates.bytes)
+        t.cache_bytes.labels("otlp_names").set_function(lambda: self.otlp_names.bytes)
+        t.cache_bytes.labels("remote_write_names").set_function(
+            lambda: self.remote_write_names.bytes
+        )

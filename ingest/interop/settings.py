@@ -31,12 +31,27 @@ class InteropSettings(BaseSettings):
     # service.instance.id, else otlp_default_server. Data point attributes in
     # otlp_name_attributes ("*": all) and not in otlp_ignore_attributes become name parts.
     otlp_default_server: str = "otlp"
+    # The server is "<host.name>.<service.instance.id>" when the resource has both: two
+    # processes of one service on one host kept apart, at the price of a new server at every
+    # process start where the SDK makes the instance id a random UUID (Python's does).
+    otlp_server_with_instance: bool = False
     otlp_name_attributes: list[str] = Field(default_factory=lambda: ["*"])
     otlp_ignore_attributes: list[str] = Field(default_factory=list)
     otlp_max_points: int = Field(default=50_000, ge=1)
     otlp_max_attributes: int = Field(default=64, ge=1)
     # The previous point of each cumulative series (rates), per ingest process, LRU.
     otlp_rate_series_max: int = Field(default=100_000, ge=1)
+    # ... and its bytes (~530 per series: the key is a digest, whatever the attributes' length),
+    # and the series of one metric (its new series past it are dropped, counted, warned of).
+    otlp_rate_state_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+    otlp_series_per_metric_max: int = Field(default=10_000, ge=1)
+    # Each protocol's cache of names (apm.labels.Namer): bytes, emptied when reached.
+    names_cache_max_bytes: int = Field(default=16 * 1024 * 1024, ge=1)
+
+    # Both protobuf bodies are counted before they are parsed (ingest.interop.wirecount): at
+    # most this many repeated messages of all kinds together (series, labels, samples;
+    # resource_metrics, scope_metrics, metrics, points, attributes), ~50 bytes each parsed.
+    protobuf_max_elements: int = Field(default=1_000_000, ge=1)
 
     # The cardinality guard of DogStatsD tags (apm.labels), for labels and attributes.
     drop_unbounded_labels: bool = True

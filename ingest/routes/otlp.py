@@ -3,7 +3,7 @@
 OTLP's own path is /v1/metrics, which is this ingest's JSON contract: exporters point
 ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` at ``http://<ingest>/otlp/v1/metrics`` (or
 ``OTEL_EXPORTER_OTLP_ENDPOINT`` at ``http://<ingest>/otlp``). The request takes the ingest's one
-path (ingest.routes.samples.intake: admission, limits, the answer deadline, validation,
+path (ingest.intake.intake: admission, limits, the answer deadline, validation,
 publishing, the answer only after Kafka's acks). Answers, per the OTLP spec: 200 with an
 ``ExportMetricsServiceResponse`` (``partial_success`` when some points were refused, which a
 retry would not change); 400 when no point could be taken; 429, 503 with Retry-After to retry;
@@ -16,10 +16,10 @@ import functools
 from collections.abc import Callable
 
 from fastapi import APIRouter, Request, Response
-from fastapi.security import HTTPBearer
 
-from ingest.deps import ServiceDep, State, require_key
+from ingest.deps import ServiceDep, State, require_bearer
 from ingest.errors import ApiError
+from ingest.intake import Decoded, for_senders, intake
 from ingest.interop.otlp import (
     JSON,
     PROTOBUF,
@@ -30,22 +30,41 @@ from ingest.interop.otlp import (
 )
 from ingest.interop.otlp_map import map_export
 from ingest.interop.points import Tally, bad_request, to_decoded
+from ingest.interop.rates import Pending
 from ingest.interop.runtime import Interop
-from ingest.routes.remote_write import for_senders
-from ingest.routes.samples import Decoded, intake
+from ingest.interop.wirecount import Deadline
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["interop"])
-_bearer = HTTPBearer(auto_error=False)
 
 
 def _decode(
-    state: State, interop: Interop, media: str, gzipped: bool, tally: Tally, raw: bytes
+    state: State,
+    interop: Interop,
+    media: str,
+    gzipped: bool,
+    tally: Tally,
+    deadline: Deadline,
+    pending: Pending,
+    raw: bytes,
 ) -> Decoded:
-    s = state.settings
-    request = decode_export(raw, media, gzipped, s.max_decompressed_bytes, s.max_json_values)
-    points = map_export(request, interop.settings, interop.otlp_names, interop.rates, tally)
+    s, i = state.settings, interop.settings
+    limits = dict.fromkeys(
+        ("resource_metrics", "scope_metrics", "metrics", "points"),
+        (i.otlp_max_points, "otlp_max_points"),
+    )
+    request = decode_export(
+        raw,
+        media,
+        gzipped,
+        s.max_decompressed_bytes,
+        s.max_json_values,
+        limits,
+        (i.protobuf_max_elements, "protobuf_max_elements"),
+        deadline,
+    )
+    points = map_export(request, i, interop.otlp_names, interop.rates, tally, deadline, pending)
     decoded = to_decoded(points, state.validator, s.record_max_bytes)
     if tally.of("rejected") and not tally.of("accepted") and not tally.of("dropped"):
         # Nothing of it can ever be taken: OTLP's "bad data", not a partial success.
@@ -75,17 +94,23 @@ def _message(tally: Tally) -> str:
 async def otlp_metrics(request: Request, state: ServiceDep) -> Response:
     interop: Interop = request.app.state.interop
     tally = Tally()
+    pending: Pending = {}
     media = JSON if "json" in (request.headers.get("content-type") or "").lower() else PROTOBUF
     try:
-        await require_key(state, await _bearer(request))
+        await require_bearer(state, request)
 
         def prepare() -> Callable[[bytes], Decoded]:
             kind, gzipped = check_headers(
                 request.headers.get("content-type"), request.headers.get("content-encoding")
             )
-            return functools.partial(_decode, state, interop, kind, gzipped, tally)
+            deadline = Deadline(state.settings.answer_timeout_s, state.settings.retry_after_s)
+            return functools.partial(
+                _decode, state, interop, kind, gzipped, tally, deadline, pending
+            )
 
         await intake(request, state, prepare)
+        # Only now, with every record acknowledged, do the series' rate states move.
+        interop.rates.commit(pending)
     except ApiError as exc:
         error = for_senders(exc)
         interop.telemetry.answered("otlp", error.status, tally, error)

@@ -1,6 +1,6 @@
 """POST /api/v1/write: Prometheus remote_write 1.0 into the ingest (docs/interop.md).
 
-The request takes the ingest's one path (ingest.routes.samples.intake: admission, limits,
+The request takes the ingest's one path (ingest.intake.intake: admission, limits,
 the answer deadline, validation, publishing, the answer only after Kafka's acks); this route
 adds the protocol's headers, its decoding and its answers. Answers follow the remote_write
 spec, as Prometheus reads them: 204 when every sample is in; 5xx and 429 (with Retry-After)
@@ -14,35 +14,24 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fastapi import APIRouter, Request, Response
-from fastapi.security import HTTPBearer
 
-from ingest.deps import ServiceDep, require_key
-from ingest.errors import ApiError
+from ingest.deps import ServiceDep, require_bearer
+from ingest.errors import ApiError, printable
+from ingest.intake import Decoded, for_senders, intake
 from ingest.interop.points import Tally
 from ingest.interop.remote_write import check_headers, remote_write_decoder
 from ingest.interop.runtime import Interop
-from ingest.routes.samples import Decoded, intake
+from ingest.interop.wirecount import Deadline
 
-__all__ = ["for_senders", "router"]
+__all__ = ["router"]
 
 router = APIRouter(tags=["interop"])
-_bearer = HTTPBearer(auto_error=False)
-
-
-def for_senders(error: ApiError) -> ApiError:
-    """The ingest's answer as remote_write senders and OTLP exporters read it: they retry 429
-    and 5xx and drop every other 4xx. A 408 (the body was slow to arrive) is worth a retry:
-    it becomes a 503. A 422 (past the cap on new names, for good) is bad data: a 400."""
-    if error.status == 408:
-        error.status = 503
-        error.headers = {**error.headers, "Retry-After": "1"}
-    elif error.status == 422:
-        error.status = 400
-    return error
 
 
 def _text(status: int, text: str, headers: dict[str, str] | None = None) -> Response:
-    return Response(text + "\n", status_code=status, headers=headers, media_type="text/plain")
+    return Response(
+        printable(text) + "\n", status_code=status, headers=headers, media_type="text/plain"
+    )
 
 
 @router.post(
@@ -63,7 +52,7 @@ async def remote_write(request: Request, state: ServiceDep) -> Response:
     tally = Tally()
     settings = state.settings
     try:
-        await require_key(state, await _bearer(request))
+        await require_bearer(state, request)
 
         def prepare() -> Callable[[bytes], Decoded]:
             check_headers(
@@ -77,6 +66,7 @@ async def remote_write(request: Request, state: ServiceDep) -> Response:
                 settings.max_samples,
                 settings.record_max_bytes,
                 tally,
+                Deadline(settings.answer_timeout_s, settings.retry_after_s),
             )
 
         batch, _records = await intake(request, state, prepare)

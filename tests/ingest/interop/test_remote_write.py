@@ -352,3 +352,17 @@ def test_the_cap_on_new_names_is_429_to_retry_or_400_to_drop(make_client, status
     got = post(client, write_request([({"__name__": "up"}, [(1.0, now_ms())])]))
     assert got.status_code == answer
     assert (got.headers.get("Retry-After") == "7") == (status == 429)
+
+
+def test_the_good_samples_are_kept_whatever_the_number_of_bad_ones(make_client, fake_publisher):
+    """Issue 28, finding 8: before, past the validator's 1,000 bad snapshots the whole batch
+    was refused, good samples included."""
+    client = make_client()
+    t = now_ms()
+    old = t - 2 * 86_400_000
+    series = [({"__name__": "up", "instance": "a"}, [(1.0, old - i) for i in range(1001)])]
+    series.append(({"__name__": "up", "instance": "b"}, [(2.0, t)]))
+    answer = post(client, write_request(series))
+    assert answer.status_code == 400, answer.text
+    assert "1 samples accepted, 1001 refused (ts_old: 1001)" in answer.text
+    assert list(published(fake_publisher).values()) == [[("b", t / 1000, 2.0)]]

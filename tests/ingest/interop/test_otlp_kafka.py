@@ -64,3 +64,44 @@ def test_an_sdk_export_is_in_kafka(kafka_bootstrap, start_ingest_process, unique
         for a, b in itertools.pairwise(points[counter_name])
     ]
     assert sorted(read_samples(kafka_bootstrap, topics)) == sorted(want)
+
+
+def test_two_sdks_on_one_host_publish_their_own_rates(
+    kafka_bootstrap, start_ingest_process, unique_name, own_topics
+):
+    """Two real SDKs (services checkout and search) on host otel-2 export one counter at 10
+    and 100 per export, interleaved (issue 28, finding 1): each service's rates are in Kafka
+    under its own name, none lost, none mixed."""
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+    from opentelemetry.sdk.resources import Resource
+
+    ingest = start_ingest_process(kafka_bootstrap)
+    name = unique_name("otlp2") + ".requests"
+    services = {"checkout": 10, "search": 100}
+    topics = {s: topic_for(f"{name}.service_name_{s}") for s in services}
+    own_topics.extend(topics.values())
+    providers = {}
+    for service in services:
+        exporter = OTLPMetricExporter(
+            endpoint=f"{ingest.url}/otlp/v1/metrics", headers=ingest.headers
+        )
+        reader = PeriodicExportingMetricReader(exporter, export_interval_millis=3_600_000)
+        resource = Resource.create({"host.name": "otel-2", "service.name": service})
+        providers[service] = MeterProvider(resource=resource, metric_readers=[reader])
+    counters = {s: p.get_meter("apm-test").create_counter(name) for s, p in providers.items()}
+    for _ in range(4):
+        for service, step in services.items():
+            counters[service].add(step)
+            providers[service].force_flush()
+    for provider in providers.values():
+        provider.shutdown()
+    checkout, search = (read_samples(kafka_bootstrap, [topics[s]]) for s in services)
+    for rows in (checkout, search):
+        # 3 rates from the adds, and one of 0 from the shutdown's export of the same value
+        assert len(rows) == 4 and {r[1] for r in rows} == {"otel-2"}, rows
+        assert all(r[3] > 0 for r in rows[:3]) and rows[3][3] == 0, rows
+    # over the same exports search counted 10x what checkout did: each its own rates
+    ratio = sum(r[3] for r in search) / sum(r[3] for r in checkout)
+    assert 3 < ratio < 30, (checkout, search)

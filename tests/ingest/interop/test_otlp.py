@@ -141,9 +141,10 @@ def test_a_gauge_point_is_a_sample_on_the_host_with_its_attributes_in_the_name(
 @pytest.mark.parametrize(
     ("resource", "server"),
     [
+        ({"host.name": "h1"}, "h1"),
         ({"host.name": "h1", "service.instance.id": "i1"}, "h1"),
         ({"service.instance.id": "pod:7"}, "pod_7"),
-        ({"service.name": "api"}, "otlp"),
+        ({"service.name": "unknown_service:python"}, "otlp"),
     ],
 )
 def test_the_server_is_host_name_else_service_instance_id_else_the_default(
@@ -379,7 +380,7 @@ def test_arbitrary_points_get_an_otlp_answer(client_once, values, kind):
 
 @pytest.mark.parametrize(("status", "code"), [(429, 429), (422, 400)])
 def test_the_cap_on_new_names_is_429_to_retry_or_400_to_drop(make_client, status, code):
-    from tests.ingest.test_remote_write import _CappedPublisher
+    from tests.ingest.interop.test_remote_write import _CappedPublisher
 
     resp = post(
         make_client(publisher=_CappedPublisher(status)), request([gauge("g", (1.0, now_ns()))])

@@ -1,0 +1,83 @@
+"""One metric's flood of new series (issue 28, findings 3 and 4): cumulative counters whose
+attribute (a request id, left out of the name by the guard) takes a new long value at every
+point. Before, each point was a new entry in the namer's cache and in the rate state, both
+bounded in entries only: 20 such requests of ~180 KB gzip left the ingest hundreds of MiB
+larger, and the LRU forgot a steady counter's previous point, so its next point gave no rate.
+
+The RSS bound is the issue's (growth under 32 MiB), asserted on the process's peak RSS
+(VmHWM, reset first) over the flood after its first request: that one request's own working
+set (inflating and parsing ~8 MB, ~28 MiB measured, freed when it is answered) is what any
+request of that size costs, not what the flood accumulates. Measured here: ~16 MiB over the
+19 requests, none after the second; before the fix the flood grew it by several hundred MiB
+(the issue measured 574 MiB)."""
+
+from __future__ import annotations
+
+import gzip
+import random
+from typing import Any
+
+import pytest
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+)
+
+from tests.ingest.interop.test_otlp import CUMULATIVE, NS, answer, now_ns, post, published
+from tests.ingest.interop.test_wirecount import answered
+
+pytestmark = pytest.mark.unit
+
+POINTS = 8_000
+
+
+def _flood(i: int, t0: int) -> bytes:
+    """~8 MB of points (~180 KB gzip): the flood counter, one new series per point, and one
+    point of the steady counter."""
+    rng = random.Random(i)
+    request = ExportMetricsServiceRequest()
+    rm = request.resource_metrics.add()
+    kv = rm.resource.attributes.add()
+    kv.key, kv.value.string_value = "host.name", "web-1"
+    sm = rm.scope_metrics.add()
+    flood = sm.metrics.add(name="flood")
+    flood.sum.aggregation_temporality, flood.sum.is_monotonic = CUMULATIVE, True
+    for _ in range(POINTS):
+        point = flood.sum.data_points.add(
+            as_double=1.0, start_time_unix_nano=t0 - NS, time_unix_nano=t0 + i * NS
+        )
+        attr = point.attributes.add()
+        attr.key, attr.value.string_value = (
+            "request_id",
+            "r" * 1000 + f"{rng.getrandbits(128):032x}",
+        )
+    steady = sm.metrics.add(name="steady")
+    steady.sum.aggregation_temporality, steady.sum.is_monotonic = CUMULATIVE, True
+    steady.sum.data_points.add(
+        as_double=5.0 * i, start_time_unix_nano=t0 - NS, time_unix_nano=t0 + i * NS
+    )
+    return gzip.compress(request.SerializeToString(), 6)
+
+
+def test_a_flood_of_one_metric_holds_memory_and_keeps_the_others_rates(
+    make_client: Any, fake_publisher: Any
+) -> None:
+    client = make_client()
+    t0 = now_ns() - 60 * NS
+    bodies = [_flood(i, t0) for i in range(20)]
+    assert 120_000 < len(bodies[0]) < 260_000, len(bodies[0])
+
+    def send(some: list[bytes]) -> None:
+        for body in some:
+            answer(post(client, raw=body, **{"Content-Encoding": "gzip"}))
+
+    send(bodies[:1])
+    _, _seconds, grown = answered(lambda: send(bodies[1:]))
+    steady = published(fake_publisher)["steady"]
+    assert [v for _s, _ts, v in steady] == [5.0] * 19  # every point after the first
+    assert grown < 32, grown
+    metrics = client.get("/metrics").text
+    assert (
+        'apm_ingest_interop_points_total{outcome="dropped",protocol="otlp",reason="series_budget"}'
+        in metrics
+    )
+    assert 'apm_ingest_cache_bytes{cache="otlp_rates"}' in metrics
