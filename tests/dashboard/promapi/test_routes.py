@@ -36,6 +36,7 @@ class ResultRepo(MemoryRepo):
         super().__init__()
         self.windows: dict[str, list[WindowResult]] = {}
         self.reads: list[tuple[str, float, float]] = []
+        self.rows_read = 0  # windows handed out, as storage would read them
 
     def add(self, text: str, qid: str) -> StoredQuery:
         self.queries[qid] = StoredQuery(qid, parse(text))
@@ -50,6 +51,7 @@ class ResultRepo(MemoryRepo):
         found = [
             w for w in self.windows.get(query_id, []) if lo <= round(w.window_start * 1000) < hi
         ]
+        self.rows_read += len(found)
         return iter(sorted(found, key=lambda w: w.window_start))
 
 
