@@ -5,9 +5,11 @@ fault records (load held, time to recover, samples lost, windows wrong)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -18,6 +20,7 @@ __all__ = [
     "FIGURES_FILE",
     "Figures",
     "Load",
+    "Watch",
     "converge",
     "health_page",
     "kill9",
@@ -28,8 +31,15 @@ __all__ = [
 ]
 
 FIGURES_FILE = "faults.json"  # under var/cluster: the figures of the last run, per fault
-SERVERS, METRICS = 300, 3  # 900 samples/s offered through the load balancer
+# Samples/s offered through the load balancer: 10 metrics a server, one snapshot a second.
+# `make bench-faults` sets APM_FAULTS_RATE to the highest rate the cluster keeps up with.
+RATE = int(os.environ.get("APM_FAULTS_RATE", "30000"))
+METRICS = 10
+SERVERS = max(1, RATE // METRICS)
 LOAD_S = 50  # seconds of real-time load per fault
+# Freshness: seconds from now back to the end of the probe query's newest stored window, as
+# the dashboard's API answers it. Back "under its bound" = at or below this, and staying so.
+FRESH_BOUND_S = 30.0
 
 
 @dataclass
@@ -46,6 +56,10 @@ class Figures:
     recover_s: float = 0.0  # what it measures: see `recovery`
     recovery: str = ""
     converge_s: float = 0.0  # from the load's end until every window equals the truth
+    reads: int = 0  # dashboard API reads of the probe query, one a second through the load
+    reads_failed: int = 0
+    fresh_after_s: float | None = None  # from the fault's end until freshness is back under
+    # FRESH_BOUND_S for good (None: never within the load)
     notes: dict[str, Any] = field(default_factory=dict)
 
 
@@ -71,6 +85,53 @@ def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> floa
     return time.monotonic() - began
 
 
+class Watch:
+    """Reads the probe query's recent windows through the dashboard's API once a second in a
+    thread: each read's success and the freshness it shows (seconds since the newest window's
+    end), so that a fault reports the dashboard reads it failed and how long after it ended
+    the data was fresh again."""
+
+    def __init__(self, dashboard_url: str, token: str, query_id: str) -> None:
+        from tests.support.http import http_json
+
+        self._get, self._url, self._token = (
+            http_json,
+            f"{dashboard_url}/api/queries/{query_id}/results",
+            token,
+        )
+        self.samples: list[tuple[float, bool, float | None]] = []  # (monotonic, ok, freshness)
+        self.over_at: float | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def fault_over(self) -> None:
+        self.over_at = time.monotonic()
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            now, at = time.time(), time.monotonic()
+            try:
+                page = self._get(
+                    f"{self._url}?from={now - 180:.0f}&to={now + 60:.0f}", self._token, timeout=10
+                )
+                ends = [w["window_start"] + w["window_seconds"] for w in page.get("windows") or []]
+                self.samples.append((at, True, now - max(ends) if ends else None))
+            except (OSError, ValueError):
+                self.samples.append((at, False, None))
+
+    def close(self, figures: Figures) -> None:
+        self._stop.set()
+        self._thread.join(15)
+        figures.reads = len(self.samples)
+        figures.reads_failed = sum(1 for _, ok, _ in self.samples if not ok)
+        over = self.over_at if self.over_at is not None else (self.samples or [(0.0,)])[0][0]
+        after = [(at, fresh) for at, _, fresh in self.samples if at >= over]
+        stale = [at for at, fresh in after if fresh is None or fresh > FRESH_BOUND_S]
+        good = [at for at, _ in after if not stale or at > stale[-1]]
+        figures.fresh_after_s = round(max(0.0, good[0] - over), 1) if good else None
+
+
 class Load:
     """``apm loadgen`` in real time against the load balancer, with the truth of one query."""
 
@@ -83,8 +144,9 @@ class Load:
         out: Path,
         seed: int,
         seconds: int = LOAD_S,
+        watch: Watch | None = None,
     ):
-        self.seconds = seconds
+        self.seconds, self.watch = seconds, watch
         self.truth_file = out / "truth.json"
         self.log = out / "loadgen.log"
         out.mkdir(parents=True, exist_ok=True)
@@ -127,8 +189,15 @@ class Load:
         """Sleeps until ``seconds`` after the load started."""
         time.sleep(max(0.0, self.started + seconds - time.monotonic()))
 
+    def fault_over(self) -> None:
+        """The fault has ended (the node is back): freshness is measured from here."""
+        if self.watch is not None:
+            self.watch.fault_over()
+
     def finish(self, figures: Figures) -> dict[str, Any]:
         out, _ = self.proc.communicate(timeout=self.seconds + 240)
+        if self.watch is not None:
+            self.watch.close(figures)
         assert self.proc.returncode == 0, f"loadgen failed: {self.log.read_text()[-2000:]}"
         summary: dict[str, Any] = json.loads(out)
         figures.offered_per_s = float(SERVERS * METRICS)
