@@ -34,11 +34,12 @@ ORDER = (
 )
 NOTES = """
 Each fault runs under its own real-time load from `apm loadgen` through the nginx load balancer
-(`APM_FAULTS_RATE` / 10 servers x 10 metrics, one snapshot a second; 50 s, 60 s for the three
-hung/double faults, 70 s for Cassandra kill -9, 80 s for the shard) with `--query ... --expect`
+(`APM_FAULTS_RATE` / 10 servers x 10 metrics, one snapshot a second; 50 s, 70 s for Cassandra
+kill -9, 80 s for the shard) with `--query ... --expect`
 truth for one stored query (`WINDOW 10s COMPUTE min, max, avg, count, sum`) on a metric of its
 own, whose shard the test picks. Faults start 10-15 s into the load; killed nodes are restarted
-15 s later (Cassandra 40 s later; the shard stays stopped about 40 s); frozen nodes get SIGCONT
+15 s later (Cassandra 40 s later, or once the aggregator has written with it down, up to 150 s;
+the shard stays stopped about 40 s); frozen nodes get SIGCONT
 30 s after SIGSTOP; the two brokers are restarted 30 s after their kill. Load held = samples/s
 the ingest answered 202 for, over the loadgen's elapsed time (every sample generated was
 accepted: the loadgen exits 1 otherwise; retries = requests the loadgen sent again after a
@@ -47,9 +48,10 @@ stored windows (read from Cassandra at LOCAL_QUORUM), counted twice = the excess
 = windows whose stored values differ from the truth in any function. Converge = from the load's
 end until every window equals the truth. Dashboard reads = the probe query's last 3 minutes read
 through the dashboard's API once a second through the whole load, and how many failed. Fresh
-again = seconds from the fault's end (restart or SIGCONT done) until freshness (now minus the
-end of the newest stored window of the probe query) is at most 30 s and stays so to the load's
-end ("never" if it did not within the load). Time to recover says what it measures per fault.
+again = seconds from the fault's end (restart or SIGCONT done) until freshness (the newest
+sample's time, i.e. now or the load's end, minus the end of the probe query's newest stored
+window, as the dashboard's API answers) is at most 30 s ("never": not within 30 s of the
+load's end). Time to recover says what it measures per fault.
 The whole tier shares one cluster (`apm cluster up`, 3 Kafka brokers, 3 Cassandra nodes, a Spark
 master and 2 workers, 2 ingest replicas, 2 aggregator shards, the dashboard) on the 2-core
 reference machine.

@@ -37,8 +37,8 @@ RATE = int(os.environ.get("APM_FAULTS_RATE", "30000"))
 METRICS = 10
 SERVERS = max(1, RATE // METRICS)
 LOAD_S = 50  # seconds of real-time load per fault
-# Freshness: seconds from now back to the end of the probe query's newest stored window, as
-# the dashboard's API answers it. Back "under its bound" = at or below this, and staying so.
+# Freshness: seconds from the newest sample sent back to the end of the probe query's newest
+# stored window, as the dashboard's API answers it (Watch). Back under its bound: at or below.
 FRESH_BOUND_S = 30.0
 
 
@@ -59,7 +59,7 @@ class Figures:
     reads: int = 0  # dashboard API reads of the probe query, one a second through the load
     reads_failed: int = 0
     fresh_after_s: float | None = None  # from the fault's end until freshness is back under
-    # FRESH_BOUND_S for good (None: never within the load)
+    # FRESH_BOUND_S (None: not within 30 s of the load's end)
     notes: dict[str, Any] = field(default_factory=dict)
 
 
@@ -87,9 +87,12 @@ def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> floa
 
 class Watch:
     """Reads the probe query's recent windows through the dashboard's API once a second in a
-    thread: each read's success and the freshness it shows (seconds since the newest window's
-    end), so that a fault reports the dashboard reads it failed and how long after it ended
-    the data was fresh again."""
+    thread: each read's success and the freshness it shows, so that a fault reports the
+    dashboard reads that failed and how long after its end the data was fresh again.
+
+    Freshness = the newest sample's time minus the end of the newest stored window: ``now``
+    while the load runs, the load's end after it (so a fault that outlasts the load is still
+    measured: the stored windows catching up with the last data sent)."""
 
     def __init__(self, dashboard_url: str, token: str, query_id: str) -> None:
         from tests.support.http import http_json
@@ -101,6 +104,7 @@ class Watch:
         )
         self.samples: list[tuple[float, bool, float | None]] = []  # (monotonic, ok, freshness)
         self.over_at: float | None = None
+        self.load_end: float | None = None  # wall clock
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -111,25 +115,37 @@ class Watch:
     def _run(self) -> None:
         while not self._stop.wait(1.0):
             now, at = time.time(), time.monotonic()
+            newest = now if self.load_end is None else min(now, self.load_end)
             try:
                 page = self._get(
                     f"{self._url}?from={now - 180:.0f}&to={now + 60:.0f}", self._token, timeout=10
                 )
                 ends = [w["window_start"] + w["window_seconds"] for w in page.get("windows") or []]
-                self.samples.append((at, True, now - max(ends) if ends else None))
+                self.samples.append((at, True, newest - max(ends) if ends else None))
             except (OSError, ValueError):
                 self.samples.append((at, False, None))
 
-    def close(self, figures: Figures) -> None:
+    def _fresh_after(self) -> float | None:
+        over = self.over_at if self.over_at is not None else (self.samples or [(0.0,)])[0][0]
+        fresh = [
+            at
+            for at, _, f in list(self.samples)
+            if at >= over and f is not None and f <= FRESH_BOUND_S
+        ]
+        return round(max(0.0, fresh[0] - over), 1) if fresh else None
+
+    def close(self, figures: Figures, wait_s: float = 30) -> None:
+        """Once the load has ended: waits (up to ``wait_s``) for freshness to be back if the
+        fault ended late, then stops and fills the figures."""
+        self.load_end = self.load_end or time.time()
+        deadline = time.monotonic() + wait_s
+        while self._fresh_after() is None and time.monotonic() < deadline:
+            time.sleep(1)
         self._stop.set()
         self._thread.join(15)
         figures.reads = len(self.samples)
         figures.reads_failed = sum(1 for _, ok, _ in self.samples if not ok)
-        over = self.over_at if self.over_at is not None else (self.samples or [(0.0,)])[0][0]
-        after = [(at, fresh) for at, _, fresh in self.samples if at >= over]
-        stale = [at for at, fresh in after if fresh is None or fresh > FRESH_BOUND_S]
-        good = [at for at, _ in after if not stale or at > stale[-1]]
-        figures.fresh_after_s = round(max(0.0, good[0] - over), 1) if good else None
+        figures.fresh_after_s = self._fresh_after()
 
 
 class Load:
@@ -197,6 +213,7 @@ class Load:
     def finish(self, figures: Figures) -> dict[str, Any]:
         out, _ = self.proc.communicate(timeout=self.seconds + 240)
         if self.watch is not None:
+            self.watch.load_end = time.time()
             self.watch.close(figures)
         assert self.proc.returncode == 0, f"loadgen failed: {self.log.read_text()[-2000:]}"
         summary: dict[str, Any] = json.loads(out)

@@ -22,7 +22,7 @@ from tests.cluster.support import Figures, converge, kill9, start_node, wait_for
 pytestmark = pytest.mark.cluster
 
 FAULT_AT_S, HUNG_S = 15, 30  # into the load; how long the node stays hung or down
-LOAD_S = 60
+LOAD_S = 50  # the fault ends 5 s before the load does
 
 
 def _freeze_for(cluster: Cluster, fault: str, victim: str, seed: int, tmp_path: Path) -> None:
