@@ -137,7 +137,6 @@ class Watch:
     def close(self, figures: Figures, wait_s: float = 30) -> None:
         """Once the load has ended: waits (up to ``wait_s``) for freshness to be back if the
         fault ended late, then stops and fills the figures."""
-        self.load_end = self.load_end or time.time()
         deadline = time.monotonic() + wait_s
         while self._fresh_after() is None and time.monotonic() < deadline:
             time.sleep(1)
@@ -193,6 +192,8 @@ class Load:
             "--quiet",
         ]
         self.started = time.monotonic()
+        if watch is not None:  # the newest sample's time is never past the load's end
+            watch.load_end = time.time() + seconds
         with self.log.open("wb") as err:
             self.proc = subprocess.Popen(
                 argv,
@@ -213,7 +214,6 @@ class Load:
     def finish(self, figures: Figures) -> dict[str, Any]:
         out, _ = self.proc.communicate(timeout=self.seconds + 240)
         if self.watch is not None:
-            self.watch.load_end = time.time()
             self.watch.close(figures)
         assert self.proc.returncode == 0, f"loadgen failed: {self.log.read_text()[-2000:]}"
         summary: dict[str, Any] = json.loads(out)
