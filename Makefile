@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: help install jars up down status run test test-jvm test-unit test-integration test-e2e lint mypy format \
         cluster-up cluster-down cluster-status test-cluster \
-        browser debs agent-deb bench bench-ingest bench-agent bench-aggregator bench-aggregator-breadth bench-aggregator-nodedup bench-aggregator-order bench-dashboard bench-storage bench-loadgen bench-pipeline bench-alerting \
+        browser debs agent-deb bench bench-ingest bench-agent bench-aggregator bench-aggregator-breadth bench-aggregator-nodedup bench-aggregator-order bench-dashboard bench-storage bench-loadgen bench-pipeline bench-alerting bench-faults \
         clean
 
 help:  ## list the targets
@@ -136,6 +136,15 @@ bench-loadgen: up  ## the load generator's own CPU at 200k samples/s, generating
 
 bench-pipeline: up
 	$(PY) -m bench.pipeline
+
+# The highest offered rate the cluster kept up with on the 2-core reference machine (see
+# docs/BENCHMARKS.md, "Faults"); override: make bench-faults FAULTS_RATE=60000
+FAULTS_RATE ?= 30000
+bench-faults: install jars debs  ## every cluster fault at FAULTS_RATE samples/s, then docs/BENCHMARKS.md "Faults"
+	@began=$$(date +%s); set +e; APM_FAULTS_RATE=$(FAULTS_RATE) $(VENV)/bin/pytest -m cluster tests/cluster; rc=$$?; \
+	  took=$$(( $$(date +%s) - began )); \
+	  $(PY) -m bench.faults --tier-time "$$((took / 60)) min $$((took % 60)) s" --command "make bench-faults FAULTS_RATE=$(FAULTS_RATE)"; \
+	  exit $$rc
 
 clean: down cluster-down  ## remove data and logs (keeps the jar cache)
 	rm -rf var

@@ -9,7 +9,9 @@ shared store). Every state-changing request made with the cookie must echo the s
 token in ``X-CSRFToken``: Dash's renderer does so from the ``_csrf_token`` cookie (double
 submit), the login/logout forms carry it as a field. API clients use ``Authorization: Bearer
 <token>``, which a cross-site form cannot forge. Login attempts are throttled
-(:mod:`dashboard.throttle`) before the password hash is checked.
+(:mod:`dashboard.throttle`) before the password hash is checked, and so are wrong Bearer
+tokens (:func:`check_bearer`, the one check of a Bearer token, here and in
+:mod:`dashboard.promapi.access`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import hmac
 import secrets
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from urllib.parse import quote
 
@@ -36,6 +39,8 @@ from dashboard.throttle import LoginThrottle
 __all__ = [
     "CSRF_COOKIE",
     "PUBLIC_PATHS",
+    "BearerRefusal",
+    "check_bearer",
     "check_credentials",
     "install_auth",
     "login_throttle",
@@ -73,6 +78,36 @@ def check_credentials(settings: DashboardSettings, user: str, password: str) -> 
         except (ValueError, TypeError):  # a malformed configured hash refuses, never crashes
             return False
     return False
+
+
+@dataclass(frozen=True)
+class BearerRefusal:
+    status: int  # 401 (wrong token) or 429 (too many wrong tokens from this client)
+    detail: str
+    retry_after: int = 0
+
+
+def check_bearer(
+    settings: DashboardSettings,
+    throttle: LoginThrottle,
+    telemetry: DashboardTelemetry,
+    token: str | None,
+    client: str,
+) -> BearerRefusal | None:
+    """None when ``token`` is the dashboard's token. A wrong one takes from ``client``'s login
+    bucket; once it is empty the token is not even compared (429 + Retry-After), so the answer
+    tells a guesser nothing until the bucket refills."""
+    wait = throttle.client_wait(client)
+    if wait:
+        telemetry.refused.labels("throttled_bearer").inc()
+        return BearerRefusal(
+            429, f"too many wrong tokens from this client; retry in {wait} s", wait
+        )
+    if settings.token and same_secret(token, settings.token):
+        return None
+    throttle.failed(client)
+    telemetry.refused.labels("bad_token").inc()
+    return BearerRefusal(401, "invalid bearer token")
 
 
 def same_secret(a: object, b: object) -> bool:
@@ -180,14 +215,15 @@ def install_auth(
         if path in PUBLIC_PATHS or (delegated and path.startswith(delegated)):
             return None
         if path.startswith("/api/") and request.authorization is not None:
-            if (
-                request.authorization.type == "bearer"
-                and settings.token
-                and same_secret(request.authorization.token, settings.token)
-            ):
+            token = request.authorization.token if request.authorization.type == "bearer" else None
+            refusal = check_bearer(settings, attempts, metrics, token, request.remote_addr or "-")
+            if refusal is None:
                 return None
-            metrics.refused.labels("bad_token").inc()
-            return _refuse(401, "unauthorized", "invalid bearer token", "header:Authorization")
+            if refusal.status == 429:
+                return _refuse(
+                    429, "too_many_requests", refusal.detail, retry_after=refusal.retry_after
+                )
+            return _refuse(401, "unauthorized", refusal.detail, "header:Authorization")
         if not sessions.valid(session):
             metrics.refused.labels("no_session").inc()
             if path.startswith(("/api/", "/_dash-")) or request.method not in _SAFE:
@@ -207,9 +243,13 @@ def install_auth(
     return sessions
 
 
-def _refuse(status: int, code: str, detail: str, at: str | None = None) -> Response:
+def _refuse(
+    status: int, code: str, detail: str, at: str | None = None, retry_after: int = 0
+) -> Response:
     response = jsonify(error_body(code, detail, at))
     response.status_code = status
+    if retry_after:
+        response.headers["Retry-After"] = str(retry_after)
     if status == 401:
         response.headers["WWW-Authenticate"] = 'Bearer realm="apm"'
     return response

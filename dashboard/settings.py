@@ -2,12 +2,34 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+import math
+import string
+
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings
 
 from apm.settings import env_config, shared
 
-__all__ = ["DashboardSettings"]
+__all__ = ["MIN_TOKEN_BITS", "DashboardSettings", "token_bits"]
+
+# A token is tried offline by nobody, but online guessing over many addresses (the throttle is
+# per client) must stay hopeless: 128 bits. `make run` generates `secrets.token_urlsafe(24)`.
+MIN_TOKEN_BITS = 128
+_CLASSES = (string.ascii_lowercase, string.ascii_uppercase, string.digits)
+
+
+def token_bits(token: str) -> float:
+    """An upper bound on the entropy of ``token``, as if each character were drawn uniformly
+    from the union of the character classes it uses (lower, upper, digits, each other
+    character its own): `token_urlsafe(24)` scores at least 182, `uuid4().hex` 165. A token
+    that repeats a shorter one (``aaaa...``, ``abcabc...``) scores that shorter one. It catches
+    an operator's mistake (a word, a short or repeated string), not every guessable token."""
+    period = next(
+        p for p in range(1, len(token) + 1) if token == (token[:p] * len(token))[: len(token)]
+    )
+    pool = sum(len(c) for c in _CLASSES if any(ch in c for ch in token))
+    pool += len({ch for ch in token if not any(ch in c for c in _CLASSES)})
+    return period * math.log2(max(2, pool))
 
 
 class DashboardSettings(BaseSettings):
@@ -59,6 +81,17 @@ class DashboardSettings(BaseSettings):
     ingest_outcome_label: str = "outcome"
     reject_reason_label: str = "reason"
     scrape_timeout_seconds: float = Field(default=2.0, gt=0)
+
+    @field_validator("token")
+    @classmethod
+    def _strong_token(cls, token: str) -> str:
+        if token and token_bits(token) < MIN_TOKEN_BITS:
+            raise ValueError(
+                f"APM_DASHBOARD_TOKEN is too weak: about {token_bits(token):.0f} bits, at least "
+                f"{MIN_TOKEN_BITS} needed (e.g. 24 random letters and digits); generate one with "
+                "python -c 'import secrets; print(secrets.token_urlsafe(24))'"
+            )
+        return token
 
     @property
     def ingest_urls(self) -> list[str]:

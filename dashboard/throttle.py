@@ -5,6 +5,13 @@ one client burn the dashboard's CPU and guess passwords as fast as it likes. An 
 takes a token from its client's bucket and from the global one; when either is empty the
 answer is 429 with ``Retry-After`` and scrypt never runs. The clock is injected (tests never
 sleep).
+
+A Bearer token costs no scrypt, so only its failures take from the client's bucket
+(:meth:`LoginThrottle.client_wait`, :meth:`LoginThrottle.failed`): a client whose bucket is
+empty is refused before its token is compared, so guessing gets no answer at all while it
+waits, and a right token never spends the budget. Not the global bucket: failures from many
+addresses would then lock every API client out; guessing from many addresses is what the
+token's 128-bit floor (:mod:`dashboard.settings`) answers.
 """
 
 from __future__ import annotations
@@ -70,11 +77,7 @@ class LoginThrottle:
     def check(self, client: str) -> tuple[int, str | None]:
         with self._lock:
             now = self._clock()
-            bucket = self._clients.get(client)
-            if bucket is None:
-                self._forget(now)
-                bucket = TokenBucket(self._client_burst, self._client_rate, self._client_burst, now)
-                self._clients[client] = bucket
+            bucket = self._bucket(client, now)
             for name, b in (("client", bucket), ("global", self._global)):
                 wait = b.wait(now)
                 if wait > 0:
@@ -82,6 +85,30 @@ class LoginThrottle:
             bucket.take()
             self._global.take()
             return 0, None
+
+    def client_wait(self, client: str) -> int:
+        """Whole seconds until ``client`` may try again (0: now); takes nothing."""
+        with self._lock:
+            now = self._clock()
+            bucket = self._clients.get(client)
+            wait = 0.0 if bucket is None else bucket.wait(now)
+            return max(1, math.ceil(wait)) if wait > 0 else 0
+
+    def failed(self, client: str) -> None:
+        """A failed attempt that ran no hash: one token from ``client``'s bucket only."""
+        with self._lock:
+            now = self._clock()
+            bucket = self._bucket(client, now)
+            bucket.wait(now)  # refill first
+            bucket.take()
+
+    def _bucket(self, client: str, now: float) -> TokenBucket:
+        bucket = self._clients.get(client)
+        if bucket is None:
+            self._forget(now)
+            bucket = TokenBucket(self._client_burst, self._client_rate, self._client_burst, now)
+            self._clients[client] = bucket
+        return bucket
 
     def _forget(self, now: float) -> None:
         if len(self._clients) < MAX_CLIENTS:

@@ -1,7 +1,8 @@
 """Who may read through the Prometheus API: the dashboard's own credentials, in the forms a
 Prometheus client (Grafana's data source) can send.
 
-- ``Authorization: Bearer <APM_DASHBOARD_TOKEN>``: compared in constant time;
+- ``Authorization: Bearer <APM_DASHBOARD_TOKEN>``: :func:`dashboard.auth.check_bearer`,
+  compared in constant time, and wrong tokens throttled per client (429 with ``Retry-After``);
 - ``Authorization: Basic``: the configured user with its password, or any user with the token
   (:func:`dashboard.auth.check_credentials`). The password check runs scrypt, so an unknown
   credential first takes a token from the login throttle (the same buckets as the login
@@ -24,7 +25,7 @@ from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-from dashboard.auth import check_credentials, same_secret
+from dashboard.auth import check_bearer, check_credentials, same_secret
 from dashboard.sessions import SignedSessions
 from dashboard.settings import DashboardSettings
 from dashboard.telemetry import DashboardTelemetry
@@ -72,7 +73,7 @@ class Access:
         ``request.authorization``."""
         if authorization is not None:
             if authorization.type == "bearer":
-                return self._bearer(authorization.token)
+                return self._bearer(authorization.token, client)
             if authorization.type == "basic":
                 return self._basic(
                     authorization.username or "", authorization.password or "", client
@@ -88,10 +89,12 @@ class Access:
             )
         return None
 
-    def _bearer(self, token: str | None) -> Refusal | None:
-        if self._settings.token and same_secret(token, self._settings.token):
+    def _bearer(self, token: str | None, client: str) -> Refusal | None:
+        refusal = check_bearer(self._settings, self._throttle, self._telemetry, token, client)
+        if refusal is None:
             return None
-        return self._refuse("bad_token", 401, "invalid bearer token")
+        error_type = "unavailable" if refusal.status == 429 else "unauthorized"
+        return Refusal(refusal.status, error_type, refusal.detail, refusal.retry_after)
 
     def _basic(self, user: str, password: str, client: str) -> Refusal | None:
         digest = hmac.new(self._key, f"{user}\0{password}".encode(), hashlib.sha256).digest()

@@ -1,9 +1,18 @@
 """Evaluating one request against storage: select the series, check the limits before any
-result is read, then read each query's windows once (all its functions come from them)."""
+result is read, then read each query's windows once (all its functions come from them).
+
+A query reads only what its steps need: the whole range when its windows are no more than two
+per step, else one read per step of the one window that can give that step's point (a 30-day
+range at a 1 h step over 10 s windows reads 720 windows, not 259,200). ``max_points`` bounds
+both the points answered (series x steps) and the windows read, planned before reading and
+counted while reading (windows of an older definition of a query, of another length, count
+too)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import TypeVar
 
@@ -26,6 +35,41 @@ __all__ = ["Evaluator"]
 
 T = TypeVar("T")
 Guard = Callable[[str, Callable[[], T]], T]
+Span = tuple[float, float]  # [from, to) of window starts, epoch seconds
+
+
+def plan(window_ms: int, times: range) -> list[Span]:
+    """The reads one query needs for ``times``: one over the range when that is at most two
+    windows a step, else one a step (each ``window_ms`` wide in starts: one window at most,
+    since a query's windows do not overlap)."""
+    whole = read_window(window_ms, times[0], times[-1])
+    if len(times) == 1 or windows_in(window_ms, whole) <= 2 * len(times):
+        return [whole]
+    return [read_window(window_ms, t, t) for t in times]
+
+
+def windows_in(window_ms: int, span: Span) -> int:
+    """Windows of ``window_ms`` whose starts fall in ``span`` (at most)."""
+    return max(0, math.ceil((span[1] - span[0]) * 1000 / window_ms))
+
+
+def planned(window_ms: int, times: range) -> int:
+    """The windows :func:`plan`'s reads return at most (without :func:`plan`'s list)."""
+    whole = windows_in(window_ms, read_window(window_ms, times[0], times[-1]))
+    return whole if len(times) == 1 or whole <= 2 * len(times) else len(times)
+
+
+@dataclass
+class _Budget:
+    left: int
+
+    def spend(self) -> None:
+        self.left -= 1
+        if self.left < 0:
+            raise LimitError(
+                "the query read more windows than APM_DASHBOARD_PROM_MAX_POINTS (windows of "
+                "an older definition of a query count too); shorten the range or raise the step"
+            )
 
 
 class Evaluator:
@@ -61,6 +105,13 @@ class Evaluator:
                 f"{self._limits.max_points} points (APM_DASHBOARD_PROM_MAX_POINTS); "
                 "narrow the selector, shorten the range or raise the step"
             )
+        queries = {s.query.id: s.query.query.window_seconds * 1000 for s in found}
+        reads = sum(planned(w, times) for w in queries.values())
+        if reads > self._limits.max_points:
+            raise LimitError(
+                f"reading about {reads} windows is more than {self._limits.max_points} "
+                "(APM_DASHBOARD_PROM_MAX_POINTS); narrow the selector or shorten the range"
+            )
         rows = self._read(found, times, deadline)
         self._on_points(sum(len(p) for _, p in rows))
         return matrix(rows)
@@ -84,19 +135,27 @@ class Evaluator:
         for s in found:
             by_query.setdefault(s.query.id, []).append(s)
         rows: list[tuple[dict[str, str], list[Point]]] = []
+        budget = _Budget(self._limits.max_points)
         for qid, group in by_query.items():
             deadline.check()
             query = group[0].query
-            lo, hi = read_window(query.query.window_seconds * 1000, times[0], times[-1])
-            windows = self._guard("read_results", partial(self._collect, qid, lo, hi, deadline))
+            spans = plan(query.query.window_seconds * 1000, times)
+            read = partial(self._collect, qid, spans, budget, deadline)
+            windows = self._guard("read_results", read)
             got = points(windows, query, [s.fn for s in group], times, deadline)
             rows += [(dict(s.labels), got[s.fn]) for s in group]
         return rows
 
-    def _collect(self, qid: str, lo: float, hi: float, deadline: Deadline) -> list[WindowResult]:
+    def _collect(
+        self, qid: str, spans: Sequence[Span], budget: _Budget, deadline: Deadline
+    ) -> list[WindowResult]:
         out: list[WindowResult] = []
-        for i, w in enumerate(self._repo.read_results(qid, lo, hi)):
-            if i % 1000 == 999:
+        for n, (lo, hi) in enumerate(spans):
+            if n % 64 == 0:
                 deadline.check()
-            out.append(w)
+            for i, w in enumerate(self._repo.read_results(qid, lo, hi)):
+                if i % 1000 == 999:
+                    deadline.check()
+                budget.spend()
+                out.append(w)
         return out

@@ -4,7 +4,9 @@ Start order: the Kafka nodes together (a quorum needs a majority up), the Cassan
 other Cassandra nodes, the Spark master, its workers; then ``launch.cluster.platform`` if that
 module is installed. ``up`` is idempotent (a healthy node is left alone), prints progress on
 stderr and fails fast, naming the failing node's log; what it started is stopped again then.
-``kill9`` and ``start_node`` are for the fault tests: a node comes back on the same data dir.
+``kill9`` and ``start_node`` are for the fault tests: a node comes back on the same data dir;
+``freeze`` and ``thaw`` (SIGSTOP, SIGCONT) hang a node with its sockets open, the failure that
+only clients' timeouts notice.
 """
 
 from __future__ import annotations
@@ -31,10 +33,12 @@ __all__ = [
     "NodeStatus",
     "down",
     "engine_nodes",
+    "freeze",
     "kill9",
     "rss_total",
     "start_node",
     "status",
+    "thaw",
     "up",
 ]
 
@@ -233,6 +237,27 @@ def kill9(name: str, layout: ClusterLayout | None = None, timeout_s: float = 10.
     ):
         time.sleep(0.05)
     proc.pidfile.unlink(missing_ok=True)
+    return pid
+
+
+def freeze(name: str, layout: ClusterLayout | None = None) -> int:
+    """SIGSTOP to the node's process group: it hangs, its sockets stay open (connections are
+    accepted by the kernel and never answered). Returns the pid; ``thaw`` undoes it."""
+    return _signal(name, signal.SIGSTOP, layout)
+
+
+def thaw(name: str, layout: ClusterLayout | None = None) -> int:
+    """SIGCONT to a node ``freeze`` stopped."""
+    return _signal(name, signal.SIGCONT, layout)
+
+
+def _signal(name: str, sig: signal.Signals, layout: ClusterLayout | None) -> int:
+    node = _pick(engine_nodes(layout or ClusterLayout()), name)
+    proc = node.process()
+    pid = proc.pid()
+    if pid is None:
+        raise StartError(f"{name} is not running (log: {proc.log})")
+    os.killpg(pid, sig)
     return pid
 
 

@@ -25,6 +25,9 @@ def _figures(name: str, **over: object) -> dict[str, object]:
         "windows": 6,
         "windows_wrong": 0,
         "converge_s": 4.0,
+        "reads": 50,
+        "reads_failed": 2,
+        "fresh_after_s": 7.25,
         "notes": {"down_s": 15},
         **over,
     }
@@ -35,10 +38,29 @@ def test_rows_follow_the_fault_order_with_every_figure() -> None:
         {
             "aggregator shard stopped": _figures("aggregator shard stopped"),
             "kafka broker kill -9": _figures("kafka broker kill -9", windows_wrong=1),
+            "two kafka brokers down 30 s": _figures(
+                "two kafka brokers down 30 s", fresh_after_s=None
+            ),
         }
     )
-    assert [r[0] for r in table[1:]] == ["kafka broker kill -9", "aggregator shard stopped"]
-    assert table[1][1:] == ["897 / 900", 3, "12.3", "restart until healthy", 0, 0, "1 / 6", "4.0"]
+    assert [r[0] for r in table[1:]] == [
+        "kafka broker kill -9",
+        "two kafka brokers down 30 s",
+        "aggregator shard stopped",
+    ]
+    assert table[1][1:] == [
+        "897 / 900",
+        3,
+        "12.3",
+        "restart until healthy",
+        0,
+        0,
+        "1 / 6",
+        "4.0",
+        "2 / 50",
+        "7.2",
+    ]
+    assert table[2][-1] == "never"  # freshness not back within the watch
 
 
 def test_main_writes_the_section_from_the_figures_file(
@@ -57,5 +79,7 @@ def test_main_writes_the_section_from_the_figures_file(
     path.write_text(json.dumps({"kafka broker kill -9": _figures("kafka broker kill -9")}))
     assert faults.main(["--figures", str(path)]) == 0
     assert written["key"] == "faults" and written["command"] == faults.COMMAND
+    assert faults.main(["--figures", str(path), "--command", "make bench-faults X=1"]) == 0
+    assert written["command"] == "make bench-faults X=1"
     assert "down_s 15" in str(written["notes"])
     assert faults.main(["--figures", str(tmp_path / "none.json")]) == 1

@@ -10,11 +10,12 @@ import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.cluster.support import wait_for
+from tests.cluster.support import LOAD_S, Load, Watch, wait_for
 from tests.support.http import http_json
 
 if TYPE_CHECKING:
@@ -22,7 +23,16 @@ if TYPE_CHECKING:
     from storage.repository import Repository
 
 # fault -> the aggregator shard its metric falls in (shard: the one the test stops).
-FAULTS = {"kafka": 0, "cassandra": 1, "spark": 0, "ingest": 1, "shard": 1}
+FAULTS = {
+    "kafka": 0,
+    "cassandra": 1,
+    "spark": 0,
+    "ingest": 1,
+    "shard": 1,
+    "kafkahang": 0,
+    "cassandrahang": 1,
+    "kafkatwo": 1,
+}
 
 
 @dataclass
@@ -45,6 +55,12 @@ class Cluster:
 
     def read(self, probe: Probe, start: float, end: float) -> list[Any]:
         return list(self.repo.read_results(probe.query_id, start, end))
+
+    def load(self, fault: str, out: Path, seed: int, seconds: int = LOAD_S) -> Load:
+        """The fault's load through the load balancer, its probe query watched on the dashboard."""
+        p = self.probes[fault]
+        watch = Watch(self.layout.dashboard_url, self.token, p.query_id)
+        return Load(self.layout.lb_url, self.key, p.text, p.prefix, out, seed, seconds, watch)
 
     def job(self, shard: int) -> str:
         return f"aggregator-shard-{shard}-of-{self.layout.aggregator_shards}"

@@ -5,9 +5,11 @@ fault records (load held, time to recover, samples lost, windows wrong)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -18,6 +20,7 @@ __all__ = [
     "FIGURES_FILE",
     "Figures",
     "Load",
+    "Watch",
     "converge",
     "health_page",
     "kill9",
@@ -28,8 +31,15 @@ __all__ = [
 ]
 
 FIGURES_FILE = "faults.json"  # under var/cluster: the figures of the last run, per fault
-SERVERS, METRICS = 300, 3  # 900 samples/s offered through the load balancer
+# Samples/s offered through the load balancer: 10 metrics a server, one snapshot a second.
+# `make bench-faults` sets APM_FAULTS_RATE to the highest rate the cluster keeps up with.
+RATE = int(os.environ.get("APM_FAULTS_RATE", "30000"))
+METRICS = 10
+SERVERS = max(1, RATE // METRICS)
 LOAD_S = 50  # seconds of real-time load per fault
+# Freshness: seconds from the newest sample sent back to the end of the probe query's newest
+# stored window, as the dashboard's API answers it (Watch). Back under its bound: at or below.
+FRESH_BOUND_S = 30.0
 
 
 @dataclass
@@ -46,6 +56,10 @@ class Figures:
     recover_s: float = 0.0  # what it measures: see `recovery`
     recovery: str = ""
     converge_s: float = 0.0  # from the load's end until every window equals the truth
+    reads: int = 0  # dashboard API reads of the probe query, one a second through the load
+    reads_failed: int = 0
+    fresh_after_s: float | None = None  # from the fault's end until freshness is back under
+    # FRESH_BOUND_S (None: not within 30 s of the load's end)
     notes: dict[str, Any] = field(default_factory=dict)
 
 
@@ -71,6 +85,68 @@ def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> floa
     return time.monotonic() - began
 
 
+class Watch:
+    """Reads the probe query's recent windows through the dashboard's API once a second in a
+    thread: each read's success and the freshness it shows, so that a fault reports the
+    dashboard reads that failed and how long after its end the data was fresh again.
+
+    Freshness = the newest sample's time minus the end of the newest stored window: ``now``
+    while the load runs, the load's end after it (so a fault that outlasts the load is still
+    measured: the stored windows catching up with the last data sent)."""
+
+    def __init__(self, dashboard_url: str, token: str, query_id: str) -> None:
+        from tests.support.http import http_json
+
+        self._get, self._url, self._token = (
+            http_json,
+            f"{dashboard_url}/api/queries/{query_id}/results",
+            token,
+        )
+        self.samples: list[tuple[float, bool, float | None]] = []  # (monotonic, ok, freshness)
+        self.over_at: float | None = None
+        self.load_end: float | None = None  # wall clock
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def fault_over(self) -> None:
+        self.over_at = time.monotonic()
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            now, at = time.time(), time.monotonic()
+            newest = now if self.load_end is None else min(now, self.load_end)
+            try:
+                page = self._get(
+                    f"{self._url}?from={now - 180:.0f}&to={now + 60:.0f}", self._token, timeout=10
+                )
+                ends = [w["window_start"] + w["window_seconds"] for w in page.get("windows") or []]
+                self.samples.append((at, True, newest - max(ends) if ends else None))
+            except (OSError, ValueError):
+                self.samples.append((at, False, None))
+
+    def _fresh_after(self) -> float | None:
+        over = self.over_at if self.over_at is not None else (self.samples or [(0.0,)])[0][0]
+        fresh = [
+            at
+            for at, _, f in list(self.samples)
+            if at >= over and f is not None and f <= FRESH_BOUND_S
+        ]
+        return round(max(0.0, fresh[0] - over), 1) if fresh else None
+
+    def close(self, figures: Figures, wait_s: float = 30) -> None:
+        """Once the load has ended: waits (up to ``wait_s``) for freshness to be back if the
+        fault ended late, then stops and fills the figures."""
+        deadline = time.monotonic() + wait_s
+        while self._fresh_after() is None and time.monotonic() < deadline:
+            time.sleep(1)
+        self._stop.set()
+        self._thread.join(15)
+        figures.reads = len(self.samples)
+        figures.reads_failed = sum(1 for _, ok, _ in self.samples if not ok)
+        figures.fresh_after_s = self._fresh_after()
+
+
 class Load:
     """``apm loadgen`` in real time against the load balancer, with the truth of one query."""
 
@@ -83,8 +159,9 @@ class Load:
         out: Path,
         seed: int,
         seconds: int = LOAD_S,
+        watch: Watch | None = None,
     ):
-        self.seconds = seconds
+        self.seconds, self.watch = seconds, watch
         self.truth_file = out / "truth.json"
         self.log = out / "loadgen.log"
         out.mkdir(parents=True, exist_ok=True)
@@ -115,6 +192,8 @@ class Load:
             "--quiet",
         ]
         self.started = time.monotonic()
+        if watch is not None:  # the newest sample's time is never past the load's end
+            watch.load_end = time.time() + seconds
         with self.log.open("wb") as err:
             self.proc = subprocess.Popen(
                 argv,
@@ -127,8 +206,15 @@ class Load:
         """Sleeps until ``seconds`` after the load started."""
         time.sleep(max(0.0, self.started + seconds - time.monotonic()))
 
+    def fault_over(self) -> None:
+        """The fault has ended (the node is back): freshness is measured from here."""
+        if self.watch is not None:
+            self.watch.fault_over()
+
     def finish(self, figures: Figures) -> dict[str, Any]:
         out, _ = self.proc.communicate(timeout=self.seconds + 240)
+        if self.watch is not None:
+            self.watch.close(figures)
         assert self.proc.returncode == 0, f"loadgen failed: {self.log.read_text()[-2000:]}"
         summary: dict[str, Any] = json.loads(out)
         figures.offered_per_s = float(SERVERS * METRICS)

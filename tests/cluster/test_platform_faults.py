@@ -19,7 +19,6 @@ from launch.probe import http_ok
 from tests.cluster.conftest import Cluster
 from tests.cluster.support import (
     Figures,
-    Load,
     converge,
     health_page,
     kill9,
@@ -35,7 +34,7 @@ def test_kill9_an_ingest_replica_the_lb_routes_around_it(cluster: Cluster, tmp_p
     probe, victim = cluster.probes["ingest"], "ingest-1"
     lb = cluster.layout.lb_url
     figures = Figures("ingest replica kill -9")
-    load = Load(lb, cluster.key, probe.text, probe.prefix, tmp_path, seed=14)
+    load = cluster.load("ingest", tmp_path, seed=14)
     load.at(15)
     killed = time.monotonic()
     kill9(cluster.layout, victim)
@@ -51,6 +50,7 @@ def test_kill9_an_ingest_replica_the_lb_routes_around_it(cluster: Cluster, tmp_p
     figures.recovery = f"kill of {victim} until the lb answered 5 probes in a row"
     load.at(30)
     figures.notes["replica_restart_s"] = start_node(cluster.layout, victim)
+    load.fault_over()
     truth = load.finish(figures)
     converge(lambda a, b: cluster.read(probe, a, b), truth, figures, cluster.layout.var)
 
@@ -80,7 +80,7 @@ def test_a_stopped_aggregator_shard_is_not_covered_and_catches_up(
     node = f"aggregator-{probe.shard}"
     query = f"{cluster.layout.dashboard_url}/api/queries/{probe.query_id}"
     figures = Figures("aggregator shard stopped")
-    load = Load(cluster.layout.lb_url, cluster.key, probe.text, probe.prefix, tmp_path, 15, 80)
+    load = cluster.load("shard", tmp_path, seed=15, seconds=80)
     load.at(10)
     # The lag a running shard shows under this load: caught up means back to about this.
     baseline = sum(
@@ -110,6 +110,7 @@ def test_a_stopped_aggregator_shard_is_not_covered_and_catches_up(
     figures.notes["stopped_s"] = round(time.monotonic() - stopped, 1)
     restarted = time.monotonic()
     platform.start_node(cluster.layout, node, wait_s=300)
+    load.fault_over()
 
     def caught_up() -> bool:
         status = cluster.status().get(cluster.job(probe.shard)) or {}

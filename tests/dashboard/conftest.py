@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-TOKEN = "test-token-0123456789"
+TOKEN = "test-token-Hd4Kw9Xs2Mq7Fv3Bn8Lt6"
 USER, PASSWORD = "ops", "correct horse battery staple"
 
 

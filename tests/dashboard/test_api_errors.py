@@ -23,7 +23,7 @@ from storage.reader import bucket_span, ms_ceil
 
 pytestmark = pytest.mark.unit
 
-TOKEN = "tok"
+TOKEN = "tok-Jf5Ns8Gq2Vx6Bm9Lc3Pw7Rz4"
 BAD_TEXT = "FROM web-* SELECT cpu WINDOW 10x COMPUTE avg"
 
 

@@ -12,20 +12,21 @@ from werkzeug.security import generate_password_hash
 from dashboard import auth
 from dashboard.auth import CSRF_COOKIE, check_credentials, install_auth
 from dashboard.sessions import SignedSessions
-from dashboard.settings import DashboardSettings
+from dashboard.settings import MIN_TOKEN_BITS, DashboardSettings, token_bits
 from dashboard.telemetry import DashboardTelemetry
 from dashboard.throttle import LoginThrottle
 
 pytestmark = pytest.mark.unit
 
 HASH = generate_password_hash("s3cret")
+TOKEN = "tok-Wp3Xk8Rz5Lq2Nv7Hc4Tb9Md6"
 
 
 @pytest.fixture
 def make_client() -> Any:
     def make(clock: Any = None, throttle: Any = None, **overrides: Any) -> Any:
         settings = DashboardSettings(
-            **{"user": "ops", "password_hash": HASH, "token": "tok", **overrides}
+            **{"user": "ops", "password_hash": HASH, "token": TOKEN, **overrides}
         )
         app = Flask("t")
         extra = {"clock": clock} if clock else {}
@@ -94,12 +95,12 @@ def test_login_form_needs_its_csrf_token_and_right_credentials(make_client: Any)
     assert no_token.status_code == 400
     assert _login(client, password="wrong").status_code == 401
     assert _login(client, user="root").status_code == 401
-    assert _login(make_client(), user="", password="tok").status_code == 302
+    assert _login(make_client(), user="", password=TOKEN).status_code == 302
 
 
 def test_bearer_token_for_the_api_only(make_client: Any) -> None:
     client = make_client()
-    ok = {"Authorization": "Bearer tok"}
+    ok = {"Authorization": f"Bearer {TOKEN}"}
     assert client.post("/api/x", headers=ok).status_code == 200
     assert client.get("/api/x", headers={"Authorization": "Bearer bad"}).status_code == 401
     assert client.get("/", headers=ok).status_code == 302  # pages want a login
@@ -295,3 +296,64 @@ def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_bucket(
     assert _login(client, password="wrong").status_code == 429
     client.environ_base["HTTP_X_FORWARDED_FOR"] = "198.51.100.2"
     assert _login(client, password="wrong").status_code == 401
+
+
+def test_bearer_guesses_are_throttled_per_client_and_a_right_token_spends_nothing(
+    make_client: Any,
+) -> None:
+    now = [0.0]
+    client = make_client(throttle=_throttle(now, global_burst=100))
+    ok = {"Authorization": f"Bearer {TOKEN}"}
+    for _ in range(20):  # the right token never takes from the bucket
+        assert client.get("/api/x", headers=ok).status_code == 200
+    for i in range(3):
+        wrong = client.get("/api/x", headers={"Authorization": f"Bearer guess{i}"})
+        assert wrong.status_code == 401
+    refused = client.get("/api/x", headers=ok)  # even the right token: no oracle while refused
+    assert refused.status_code == 429 and refused.headers["Retry-After"] == "10"
+    assert refused.get_json()["error"] == "too_many_requests"
+    assert client.get("/", headers=ok).status_code == 302  # pages still want a login
+    now[0] += 10
+    assert client.get("/api/x", headers=ok).status_code == 200
+    client.environ_base["REMOTE_ADDR"] = "10.0.0.9"  # another client is not held up
+    assert client.get("/api/x", headers={"Authorization": "Bearer x"}).status_code == 401
+
+
+def test_bearer_guesses_share_the_login_bucket(make_client: Any) -> None:
+    now = [0.0]
+    client = make_client(throttle=_throttle(now, global_burst=100))
+    for i in range(3):
+        assert client.get("/api/x", headers={"Authorization": f"Bearer g{i}"}).status_code == 401
+    assert _login(client).status_code == 429
+
+
+@pytest.mark.parametrize(
+    "weak", ["tok", "test-token-0123456789", "a" * 200, "ab" * 64, "0123456789abcdef" * 2]
+)
+def test_a_weak_operator_token_is_refused_at_start(weak: str) -> None:
+    with pytest.raises(ValueError, match=r"APM_DASHBOARD_TOKEN is too weak.*128"):
+        DashboardSettings(token=weak)
+
+
+def test_generated_tokens_pass_the_strength_check(tmp_path: Any) -> None:
+    import secrets
+    import uuid
+
+    from launch.processes import dashboard_token
+
+    DashboardSettings(token=dashboard_token(tmp_path))  # what `make run` generates
+    for _ in range(20):
+        DashboardSettings(token=secrets.token_urlsafe(24))
+        DashboardSettings(token=uuid.uuid4().hex)
+    # The estimate alone over many draws (a settings object costs a read of the environment).
+    assert min(token_bits(secrets.token_urlsafe(24)) for _ in range(5000)) >= MIN_TOKEN_BITS
+    assert min(token_bits(uuid.uuid4().hex) for _ in range(5000)) >= MIN_TOKEN_BITS
+    assert token_bits(TOKEN) >= MIN_TOKEN_BITS
+
+
+def test_a_weak_token_in_the_environment_stops_the_dashboard(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("APM_DASHBOARD_TOKEN", "letmein")
+    with pytest.raises(ValueError, match="too weak"):
+        DashboardSettings()

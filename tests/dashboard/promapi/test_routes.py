@@ -23,7 +23,7 @@ from tests.dashboard.test_api_errors import MemoryRepo, _Scraper, _Topics
 
 pytestmark = pytest.mark.unit
 
-TOKEN = "tok-0123456789"
+TOKEN = "tok-Qx7vLm2Rp9Zc4Wn8Ht3Kb6Yd"
 USER, PASSWORD = "ops", "s3cret"
 T0 = 1_700_000_000
 
@@ -36,6 +36,7 @@ class ResultRepo(MemoryRepo):
         super().__init__()
         self.windows: dict[str, list[WindowResult]] = {}
         self.reads: list[tuple[str, float, float]] = []
+        self.rows_read = 0  # windows handed out, as storage would read them
 
     def add(self, text: str, qid: str) -> StoredQuery:
         self.queries[qid] = StoredQuery(qid, parse(text))
@@ -50,6 +51,7 @@ class ResultRepo(MemoryRepo):
         found = [
             w for w in self.windows.get(query_id, []) if lo <= round(w.window_start * 1000) < hi
         ]
+        self.rows_read += len(found)
         return iter(sorted(found, key=lambda w: w.window_start))
 
 
@@ -390,6 +392,30 @@ def test_basic_guesses_are_throttled_but_a_known_credential_keeps_working(server
     csrf = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
     login = anon.post("/login", data={"csrf_token": csrf, "user": USER, "password": PASSWORD})
     assert login.status_code == 429
+
+
+def test_bearer_guesses_are_throttled_and_counted(server: Any) -> None:
+    anon = server.test_client()
+    anon.environ_base["REMOTE_ADDR"] = "10.0.1.1"
+    answers = [
+        anon.get("/api/v1/labels", headers={"Authorization": f"Bearer guess{i}"}) for i in range(60)
+    ]
+    assert [a.status_code for a in answers[:2]] == [401, 401]  # the burst of 2
+    assert {a.status_code for a in answers[2:]} == {429}
+    _err(answers[-1], 429, "unavailable")
+    assert int(answers[-1].headers["Retry-After"]) >= 1
+    # The right token waits too (no oracle), the dashboard's own API shares the bucket, and
+    # another client is not held up.
+    assert (
+        anon.get("/api/v1/labels", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 429
+    )
+    assert anon.get("/api/queries", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 429
+    other = server.test_client()
+    other.environ_base["REMOTE_ADDR"] = "10.0.1.2"
+    _ok(other.get("/api/v1/labels", headers={"Authorization": f"Bearer {TOKEN}"}))
+    text = other.get("/metrics").get_data(as_text=True)
+    assert 'apm_dashboard_refused_total{reason="throttled_bearer"} 60.0' in text
+    assert 'apm_dashboard_refused_total{reason="bad_token"} 2.0' in text
 
 
 def test_session_reads_and_its_posts_need_the_csrf_token(server: Any) -> None:
