@@ -6,6 +6,7 @@ command line refusing bad files with one line naming the key."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 from pathlib import Path
@@ -182,3 +183,30 @@ def test_check_config_and_the_service_refuse_bad_files(build_deb, clean_host) ->
             lines = result.stderr.splitlines()
             assert len(lines) == 1 and expected in lines[0], (argv, result.stderr)
             assert "k3y" not in result.stderr
+
+
+# postinst configure as dpkg runs it for a fresh install (deb-systemd-helper reads the env).
+POSTINST = ["/var/lib/dpkg/info/apm-agent.postinst", "configure", ""]
+DPKG_ENV = {"DPKG_MAINTSCRIPT_PACKAGE": "apm-agent", "DPKG_MAINTSCRIPT_NAME": "postinst"}
+
+
+def test_a_fragment_the_service_cannot_read_keeps_it_stopped(build_deb, clean_host) -> None:
+    host = clean_host()
+    host.install(build_deb())
+    fragment = host.path("/etc/apm/agent.d/20-root-only.toml")
+    fragment.write_text('[agent]\ningest_url = "http://169.254.9.1:8080/v1/metrics"\n')
+    fragment.write_text(fragment.read_text() + 'api_key = "k3y"\n')
+    fragment.chmod(0o600)  # root's: the service's user cannot read it
+    checked = host.run(["apm-agent", "check-config", "--ready"], check=False)
+    assert checked.returncode == 2, checked.stderr
+    assert "20-root-only.toml" in checked.stderr and "apm-agent cannot read" in checked.stderr
+    out = host.run(POSTINST, env=DPKG_ENV, check=False)
+    assert "the service is NOT started" in out.stderr and "Permission denied" in out.stderr
+    assert not host.path(WANTS).is_symlink()
+    # 0640 root:apm-agent, as docs/agent.md says: readable by the service, and it is enabled.
+    os.chown(fragment, 0, (_ids(host, "apm-agent") or (-1, -1))[1])
+    fragment.chmod(0o640)
+    assert host.run(["apm-agent", "check-config", "--ready"]).returncode == 0
+    out = host.run(POSTINST, env=DPKG_ENV, check=False)
+    assert "NOT started" not in out.stderr, out.stderr
+    assert host.path(WANTS).is_symlink()
