@@ -8,6 +8,9 @@ settings class, against the merged document."""
 
 from __future__ import annotations
 
+import grp
+import os
+import pwd
 import stat
 import tomllib
 from collections.abc import Collection
@@ -15,7 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SECRET_KEYS", "ConfigFileError", "ConfigFiles", "fragments_dir", "read_config"]
+__all__ = [
+    "SECRET_KEYS",
+    "ConfigFileError",
+    "ConfigFiles",
+    "fragments_dir",
+    "read_config",
+    "unreadable_by",
+]
 
 # Keys whose values are masked when settings are printed and that only private files may hold.
 SECRET_KEYS = frozenset({"api_key"})
@@ -77,3 +87,29 @@ def read_config(config: Path, known: Collection[str]) -> ConfigFiles:
             out.origin[key] = path
         out.files.append(path)
     return out
+
+
+def unreadable_by(user: str, paths: Collection[Path]) -> Path | None:
+    """The first of ``paths`` that ``user`` could not read (by the mode bits: root, who runs
+    ``check-config`` by hand, reads everything, the service's user may not), checking each
+    file's directories too; None if all are readable or ``user`` does not exist here."""
+    try:
+        account = pwd.getpwnam(user)
+    except KeyError:
+        return None
+    gids = {account.pw_gid} | {g.gr_gid for g in grp.getgrall() if user in g.gr_mem}
+
+    def allowed(path: Path, want: int) -> bool:
+        st = path.stat()
+        if st.st_uid == account.pw_uid:
+            return bool(st.st_mode & (want << 6))
+        if st.st_gid in gids:
+            return bool(st.st_mode & (want << 3))
+        return bool(st.st_mode & want)
+
+    for path in paths:
+        path = Path(os.path.abspath(path))
+        dirs = [d for d in path.parents if d != Path("/")]
+        if not allowed(path, os.R_OK) or not all(allowed(d, os.X_OK) for d in dirs):
+            return path
+    return None

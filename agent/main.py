@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from agent.cli import config_path, serve
-from agent.configfiles import SECRET_KEYS
+from agent.cli import DEFAULT_CONFIG, config_path, serve
+from agent.configfiles import SECRET_KEYS, unreadable_by
 from agent.settings import AgentSettings, ConfigError, load_files, load_settings
 from agent.version import VERSION
 
@@ -24,6 +24,9 @@ __all__ = ["check_config", "main"]
 PROG = "apm-agent"
 # check-config --ready: the exit code when the files are valid but say nowhere to push to.
 NOT_READY = 3
+# The unit's User= (agent/install.py): check-config run as root names a file of the unit's
+# config that this user cannot read.
+SERVICE_USER = "apm-agent"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -78,6 +81,17 @@ def check_config(config: Path | None, *, ready: bool, out: TextIO | None = None)
     except ConfigError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
+    # Only the files the unit reads: a file given to --config elsewhere (Ansible's validate:
+    # a root-only temporary copy) is checked for its contents alone.
+    if files is not None and os.geteuid() == 0 and config == DEFAULT_CONFIG:
+        blocked = unreadable_by(SERVICE_USER, files.files)
+        if blocked is not None:
+            print(
+                f"{PROG}: {blocked}: the service's user {SERVICE_USER} cannot read it; "
+                f"chown root:{SERVICE_USER} {blocked} && chmod 0640 {blocked}",
+                file=sys.stderr,
+            )
+            return 2
     origin = files.origin if files is not None else {}
     read = ", ".join(str(p) for p in files.files) if files is not None else "none"
     print(f"# {PROG} {VERSION}; files read: {read}", file=out)

@@ -53,7 +53,7 @@ def test_clean_host_pushes_through_a_veth_and_survives_a_30s_cut(
     host.install(deb)
     topics = [topic_for(m) for m in METRICS]
     log = tmp_path / "agent.log"
-    with veth_netns("e") as link:
+    with veth_netns() as link:
         port = free_port(link.host_addr)
         key = add_key(tmp_path / "keys", "clean-host")
         since = end_offsets(kafka_bootstrap, topics)

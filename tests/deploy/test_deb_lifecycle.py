@@ -6,6 +6,7 @@ command line refusing bad files with one line naming the key."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 from pathlib import Path
@@ -40,16 +41,36 @@ def _version(host: CleanHost) -> str:
     return host.run(["apm-agent", "--version"]).stdout.strip()
 
 
-def _run_the_unit(host: CleanHost, seconds: int) -> subprocess.CompletedProcess[str]:
-    """The unit's ExecStart as its user for ``seconds`` (no network: it spools)."""
+# Runs the command in "$@" in the background until the spool holds a non-empty file, then
+# TERMs it; exit 0 when it was still running then, 3 when it exited by itself, 4 when the
+# spool stayed empty for 60 s (a wall-clock deadline: a loaded machine starts Python slowly).
+_UNTIL_SPOOLED = f"""
+"$@" & agent=$!
+end=$(( $(date +%s) + 60 ))
+until [ -n "$(find {SPOOL} -type f -size +0c)" ]; do
+    if ! kill -0 "$agent" 2>/dev/null; then
+        wait "$agent"; echo "the agent exited by itself ($?)" >&2; exit 3
+    fi
+    if [ "$(date +%s)" -ge "$end" ]; then
+        kill -TERM "$agent"; wait "$agent"; echo "the spool stayed empty for 60 s" >&2; exit 4
+    fi
+    sleep 0.2
+done
+kill -TERM "$agent"; wait "$agent"; exit 0
+"""
+
+
+def _run_the_unit(host: CleanHost) -> subprocess.CompletedProcess[str]:
+    """The unit's ExecStart as its user (no network: it spools) until it has spooled."""
     service = unit_service(host.path(UNIT).read_text())
     env = dict(e.split("=", 1) for e in service["Environment"])
     return host.run(
-        ["timeout", "-s", "TERM", str(seconds), *shlex.split(service["ExecStart"][0])],
+        ["sh", "-c", _UNTIL_SPOOLED, "sh", *shlex.split(service["ExecStart"][0])],
         user=service["User"][0],
         env=env,
         umask=service["UMask"][0],
         check=False,
+        timeout=180,
     )
 
 
@@ -99,8 +120,8 @@ def test_install_upgrade_remove_purge(build_deb, clean_host) -> None:
     fragment = host.path("/etc/apm/agent.d/10-site.toml")
     fragment.write_text("[agent]\ninterval_s = 1.0\n")
     assert host.run(["apm-agent", "check-config", "--ready"]).returncode == 0
-    ran = _run_the_unit(host, 4)
-    assert ran.returncode == 124, ran.stderr  # still running when timeout stopped it
+    ran = _run_the_unit(host)
+    assert ran.returncode == 0, ran.stderr  # still running when its spool filled
     spool = {p.name: p.read_bytes() for p in host.path(SPOOL).iterdir()}
     assert spool and sum(map(len, spool.values())) > 0, ran.stderr
     edited = conf.read_text()
@@ -162,3 +183,30 @@ def test_check_config_and_the_service_refuse_bad_files(build_deb, clean_host) ->
             lines = result.stderr.splitlines()
             assert len(lines) == 1 and expected in lines[0], (argv, result.stderr)
             assert "k3y" not in result.stderr
+
+
+# postinst configure as dpkg runs it for a fresh install (deb-systemd-helper reads the env).
+POSTINST = ["/var/lib/dpkg/info/apm-agent.postinst", "configure", ""]
+DPKG_ENV = {"DPKG_MAINTSCRIPT_PACKAGE": "apm-agent", "DPKG_MAINTSCRIPT_NAME": "postinst"}
+
+
+def test_a_fragment_the_service_cannot_read_keeps_it_stopped(build_deb, clean_host) -> None:
+    host = clean_host()
+    host.install(build_deb())
+    fragment = host.path("/etc/apm/agent.d/20-root-only.toml")
+    fragment.write_text('[agent]\ningest_url = "http://169.254.9.1:8080/v1/metrics"\n')
+    fragment.write_text(fragment.read_text() + 'api_key = "k3y"\n')
+    fragment.chmod(0o600)  # root's: the service's user cannot read it
+    checked = host.run(["apm-agent", "check-config", "--ready"], check=False)
+    assert checked.returncode == 2, checked.stderr
+    assert "20-root-only.toml" in checked.stderr and "apm-agent cannot read" in checked.stderr
+    out = host.run(POSTINST, env=DPKG_ENV, check=False)
+    assert "the service is NOT started" in out.stderr and "Permission denied" in out.stderr
+    assert not host.path(WANTS).is_symlink()
+    # 0640 root:apm-agent, as docs/agent.md says: readable by the service, and it is enabled.
+    os.chown(fragment, 0, (_ids(host, "apm-agent") or (-1, -1))[1])
+    fragment.chmod(0o640)
+    assert host.run(["apm-agent", "check-config", "--ready"]).returncode == 0
+    out = host.run(POSTINST, env=DPKG_ENV, check=False)
+    assert "NOT started" not in out.stderr, out.stderr
+    assert host.path(WANTS).is_symlink()

@@ -9,24 +9,35 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import logging
 import os
 import random
 import re
 import shlex
 import shutil
 import subprocess
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CleanHost", "Link", "debian_mirror", "root_tarball", "unit_service", "veth_netns"]
+__all__ = [
+    "CleanHost",
+    "Link",
+    "debian_mirror",
+    "root_tarball",
+    "sweep_stale_links",
+    "unit_service",
+    "veth_netns",
+]
 
 SUITE = "bookworm"
 VARIANT = "minbase"
 # What a minimal server running the agent has: Debian's python3.11 and adduser (the package's
 # dependencies besides the essential set). Nothing else: dpkg -i must work with no network.
 PACKAGES = ("adduser", "python3.11")
+log = logging.getLogger(__name__)
 CACHE = Path(os.environ.get("APM_CACHE_DIR", Path.home() / ".cache" / "apm")) / "cleanroot"
 
 
@@ -106,31 +117,89 @@ class Link:
         subprocess.run(["ip", "link", "set", self.host_if, "up"], check=True)
 
 
+# The names veth_netns gives: namespace apm-<10 hex>, host end apmh<10 hex>, peer apmn<10 hex>
+# (a uuid's first 10 hex digits: at most 15 characters, IFNAMSIZ). While a link is in use its
+# lock file under LOCKS is held; one whose lock nobody holds was left by a dead session.
+LOCKS = Path("/run/apm-cleanhost")
+_swept = False
+
+
+def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["ip", *args], check=check, capture_output=True, text=True, timeout=30)
+
+
+def _drop(suffix: str) -> list[str]:
+    """Deletes the namespace and host veth end named by ``suffix`` (the peer goes with them);
+    returns what failed, each as one line, for the caller to log or raise."""
+    failures = []
+    namespaces = _ip("netns", "list", check=False).stdout.split()
+    if f"apm-{suffix}" in namespaces:
+        done = _ip("netns", "del", f"apm-{suffix}", check=False)
+        if done.returncode:
+            failures.append(f"ip netns del apm-{suffix}: {done.stderr.strip()}")
+    if _ip("link", "show", f"apmh{suffix}", check=False).returncode == 0:
+        done = _ip("link", "del", f"apmh{suffix}", check=False)
+        if done.returncode:
+            failures.append(f"ip link del apmh{suffix}: {done.stderr.strip()}")
+    return failures
+
+
+def sweep_stale_links() -> list[str]:
+    """Deletes the namespaces and veth ends of veth_netns's naming scheme whose session died
+    (no one holds their lock; a live session's are left alone); returns the suffixes swept."""
+    names = _ip("netns", "list", check=False).stdout.split()
+    names += re.findall(r"^\d+: ([^:@\s]+)", _ip("-o", "link", "show", check=False).stdout, re.M)
+    suffixes = {m.group(1) for name in names if (m := re.fullmatch(r"apm[-h]([0-9a-f]{10})", name))}
+    LOCKS.mkdir(parents=True, exist_ok=True)
+    swept = []
+    for suffix in sorted(suffixes):
+        with open(LOCKS / f"{suffix}.lock", "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a live session's
+            for failure in _drop(suffix):
+                log.error("cleanhost: a stale link stays: %s", failure)
+            swept.append(suffix)
+        (LOCKS / f"{suffix}.lock").unlink(missing_ok=True)
+    return swept
+
+
 @contextmanager
-def veth_netns(tag: str = "t") -> Iterator[Link]:
-    """A fresh namespace and veth pair on a random 169.254.x.y/30; both gone afterwards."""
-    suffix = f"{os.getpid() % 100000}{tag}"[:8]
+def veth_netns() -> Iterator[Link]:
+    """A fresh namespace and veth pair on a random 169.254.x.y/30; both gone afterwards (the
+    first call in a process first sweeps what dead sessions left). A failed cleanup is logged
+    as an error, and raised unless the body is already raising (that error is the one shown)."""
+    global _swept
+    if not _swept:
+        _swept = True
+        sweep_stale_links()
+    suffix = uuid.uuid4().hex[:10]
     octet, base = random.randrange(64, 250), random.randrange(0, 63) * 4
     link = Link(f"apm-{suffix}", f"apmh{suffix}", f"169.254.{octet}.{base + 1}", "")
     link.peer_addr = f"169.254.{octet}.{base + 2}"
     peer_if = f"apmn{suffix}"
-
-    def ip(*args: str) -> None:
-        subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30)
-
-    ip("netns", "add", link.netns)
-    try:
-        ip("link", "add", link.host_if, "type", "veth", "peer", "name", peer_if)
-        ip("link", "set", peer_if, "netns", link.netns)
-        ip("addr", "add", f"{link.host_addr}/30", "dev", link.host_if)
-        ip("link", "set", link.host_if, "up")
-        ip("-n", link.netns, "addr", "add", f"{link.peer_addr}/30", "dev", peer_if)
-        ip("-n", link.netns, "link", "set", peer_if, "up")
-        ip("-n", link.netns, "link", "set", "lo", "up")
-        yield link
-    finally:
-        subprocess.run(["ip", "link", "del", link.host_if], capture_output=True)
-        subprocess.run(["ip", "netns", "del", link.netns], capture_output=True)
+    LOCKS.mkdir(parents=True, exist_ok=True)
+    with open(LOCKS / f"{suffix}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            _ip("netns", "add", link.netns)
+            _ip("link", "add", link.host_if, "type", "veth", "peer", "name", peer_if)
+            _ip("link", "set", peer_if, "netns", link.netns)
+            _ip("addr", "add", f"{link.host_addr}/30", "dev", link.host_if)
+            _ip("link", "set", link.host_if, "up")
+            _ip("-n", link.netns, "addr", "add", f"{link.peer_addr}/30", "dev", peer_if)
+            _ip("-n", link.netns, "link", "set", peer_if, "up")
+            _ip("-n", link.netns, "link", "set", "lo", "up")
+            yield link
+        finally:
+            failures = _drop(suffix)
+            for failure in failures:
+                log.error("cleanhost: cleanup failed, a link stays: %s", failure)
+            if not failures:
+                (LOCKS / f"{suffix}.lock").unlink(missing_ok=True)
+    if failures:  # reached only when the body did not raise
+        raise RuntimeError("cleanhost: cleanup failed: " + "; ".join(failures))
 
 
 @dataclass
