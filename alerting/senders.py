@@ -56,16 +56,43 @@ def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
 
 
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """urllib would follow a 301/302/303 as a GET to any Location (a request forgery, and the
+    200 there would count as delivered): not following it turns it into an HTTPError."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def _opener() -> urllib.request.OpenerDirector:
+    # Only http(s), no file://, ftp:// or data: handlers; redirects refused.
+    opener = urllib.request.OpenerDirector()
+    for handler in (
+        urllib.request.ProxyHandler(),
+        urllib.request.HTTPHandler(),
+        urllib.request.HTTPSHandler(),
+        _RefuseRedirects(),
+        urllib.request.HTTPDefaultErrorHandler(),
+        urllib.request.HTTPErrorProcessor(),
+    ):
+        opener.add_handler(handler)
+    return opener
+
+
+_OPENER = _opener()
+
+
 def _post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> None:
     request = urllib.request.Request(url, body, {"Content-Type": "application/json", **headers})
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as answer:
+        with _OPENER.open(request, timeout=timeout) as answer:
             answer.read(65_536)
     except urllib.error.HTTPError as exc:
         if exc.code in (408, 429) or exc.code >= 500:
             after = exc.headers.get("Retry-After")
             hint = float(after) if after and after.isdigit() else None
             raise RetryableError(f"{url} answered {exc.code}", hint) from None
+        # Any other 4xx, and every 3xx (a redirect is not followed, so nothing was delivered).
         raise SendRefused(f"{url} answered {exc.code}: {exc.read(300)!r}") from None
     except (urllib.error.URLError, OSError) as exc:  # refused, reset, timed out
         raise RetryableError(f"{url}: {exc}") from None

@@ -124,6 +124,17 @@ def test_webhook_500_is_retried_with_backoff_and_signed():
             WebhookSender(hook2.url, "", timeout_s=5).send([notice("firing", "y", 0)], 0)
 
 
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_redirect_is_refused_not_followed(status):
+    """urllib would follow it (a 303 as a GET to any Location) and count the 200 there as
+    delivered: a 3xx is a refusal and the Location is never asked."""
+    with webhook_receiver() as target, webhook_receiver() as hook:
+        hook.status, hook.location = status, target.url
+        with pytest.raises(SendRefused, match=str(status)):
+            WebhookSender(hook.url, "", timeout_s=5).send([notice("firing", "r", 0)], 0)
+        assert (target.posts, target.gets) == ([], 0)
+
+
 def test_email_over_a_real_smtp_server():
     with smtp_server() as (port, received):
         sender = EmailSender("127.0.0.1", port, "apm@localhost", ["ops@localhost"], timeout_s=5)
