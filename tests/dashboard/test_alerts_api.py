@@ -4,6 +4,7 @@ silences, the one error shape, and an OpenAPI document that names every route.""
 from __future__ import annotations
 
 import json
+import socket
 import urllib.error
 import urllib.request
 from typing import Any
@@ -117,3 +118,17 @@ def test_openapi_names_every_route(served):
     }
     described = {(p, m) for p, ops in OPENAPI["paths"].items() for m in ops}
     assert routes == described
+
+
+def test_an_oversized_body_is_413_before_it_is_read(served):
+    """Headers announcing 100 MB and none of it sent: the answer comes without waiting for
+    the body (read first, the request would hang until the socket timeout)."""
+    host, port = served.url.split("//")[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=15) as conn:
+        conn.sendall(
+            b"POST /api/alerts/rules HTTP/1.1\r\nHost: x\r\n"
+            + f"Authorization: Bearer {TOKEN}\r\n".encode()
+            + b"Content-Type: application/json\r\nContent-Length: 100000000\r\n\r\n{"
+        )
+        head = conn.recv(4096)
+    assert head.startswith(b"HTTP/1.1 413"), head[:200]
