@@ -10,14 +10,14 @@ import sys
 import pytest
 
 from launch import processes
-from launch.alertmanager import BINARY
 from launch.probe import free_port
+from tests.support.alertmanager import require_alertmanager
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.mark.skipif(BINARY is None, reason="prometheus-alertmanager not installed (make debs)")
 def test_make_runs_alertmanager_and_evaluator_start_and_stop(tmp_path, own_keyspace):
+    require_alertmanager()
     am_port, metrics_port = free_port(), free_port()
     am = processes.alertmanager(tmp_path / "am", am_port)
     proc = am.start(tmp_path / "am-home", wait_s=30)

@@ -22,15 +22,12 @@ from alerting.telemetry import AlertingTelemetry
 from apm.retry import RetryableError
 from launch.probe import free_port
 from storage.alerts import OutboxRow
-from tests.support.alertmanager import ALERTMANAGER, alertmanager
+from tests.support import alertmanager as am_support
+from tests.support.alertmanager import MISSING, alertmanager, require_alertmanager
 from tests.support.smtp import hanging_server, smtp_server
 from tests.support.webhook import webhook_receiver
 
 pytestmark = pytest.mark.integration
-
-needs_alertmanager = pytest.mark.skipif(
-    ALERTMANAGER is None, reason="prometheus-alertmanager not installed (make debs)"
-)
 
 
 class ListOutbox:
@@ -59,8 +56,15 @@ def notice(status: str, name: str, now: float) -> dict:
     }
 
 
-@needs_alertmanager
+def test_a_missing_alertmanager_fails_the_test_not_skips(monkeypatch):
+    monkeypatch.setattr(am_support, "ALERTMANAGER", None)
+    with pytest.raises(pytest.fail.Exception, match=r"not installed \(make debs\)"):
+        require_alertmanager()
+    assert MISSING == "prometheus-alertmanager not installed (make debs)"
+
+
 def test_alertmanager_gets_the_alert_then_its_resolution(tmp_path):
+    require_alertmanager()
     with webhook_receiver() as hook, alertmanager(tmp_path, webhook_url=hook.url) as am:
         sender = AlertmanagerSender(am.url, timeout_s=5, hold_s=600)
         now = time.time()
@@ -81,11 +85,11 @@ def test_alertmanager_gets_the_alert_then_its_resolution(tmp_path):
         assert am.alerts() == []  # resolved: no longer active
 
 
-@needs_alertmanager
 def test_alertmanager_down_loses_nothing(tmp_path):
     """The outbox keeps the firing and the resolved notice while the Alertmanager is down (a
     few seconds here; the 60 s of the issue are the same code path) and delivers them once it
     is up; the failures are counted."""
+    require_alertmanager()
 
     now = time.time()
     outbox = ListOutbox(
