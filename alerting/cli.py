@@ -142,6 +142,7 @@ def _unsilence(args: argparse.Namespace) -> int:
 
 
 def _test_notify(args: argparse.Namespace) -> int:
+    from alerting.senders import describe
     from alerting.service import senders_for, test_notice
     from alerting.settings import AlertingSettings
 
@@ -156,7 +157,7 @@ def _test_notify(args: argparse.Namespace) -> int:
             print(f"{sender.name}: delivered")
         except Exception as exc:
             failed += 1
-            print(f"{sender.name}: FAILED: {exc}", file=sys.stderr)
+            print(f"{sender.name}: FAILED: {describe(exc)}", file=sys.stderr)
     return EXIT_FAILED if failed else 0
 
 

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from email.message import EmailMessage
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from apm.retry import RetryableError
 
@@ -32,6 +33,8 @@ __all__ = [
     "SendRefused",
     "Sender",
     "WebhookSender",
+    "describe",
+    "redact",
     "sign",
 ]
 
@@ -50,6 +53,33 @@ class Sender(Protocol):
 
 def sign(secret: str, body: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def redact(url: str) -> str:
+    """``scheme://host:port`` of ``url``: hook URLs carry secrets in their path and query, so
+    only this much goes into logs, errors and answers."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return "<invalid URL>"
+    return f"{parts.scheme}://{parts.hostname}:{port}"
+
+
+def describe(exc: BaseException) -> str:
+    """What may be logged of a delivery failure: the senders' own (redacted) messages, of
+    anything else only its class (its text may quote the URL)."""
+    if isinstance(exc, SendRefused | RetryableError):
+        return str(exc)
+    return type(exc).__name__
+
+
+def _reason(exc: BaseException) -> str:
+    # The cause without the URL: an errno's text ("Connection refused") or the class name.
+    reason = getattr(exc, "reason", exc)
+    if isinstance(reason, OSError) and reason.strerror:
+        return reason.strerror
+    return type(reason).__name__
 
 
 def _iso(ts: float) -> str:
@@ -91,11 +121,12 @@ def _post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> Non
         if exc.code in (408, 429) or exc.code >= 500:
             after = exc.headers.get("Retry-After")
             hint = float(after) if after and after.isdigit() else None
-            raise RetryableError(f"{url} answered {exc.code}", hint) from None
+            raise RetryableError(f"{redact(url)} answered {exc.code}", hint) from None
         # Any other 4xx, and every 3xx (a redirect is not followed, so nothing was delivered).
-        raise SendRefused(f"{url} answered {exc.code}: {exc.read(300)!r}") from None
+        # The reply's bytes are left out: they may echo the URL or the body.
+        raise SendRefused(f"{redact(url)} answered {exc.code}") from None
     except (urllib.error.URLError, OSError) as exc:  # refused, reset, timed out
-        raise RetryableError(f"{url}: {exc}") from None
+        raise RetryableError(f"{redact(url)}: {_reason(exc)}") from None
 
 
 class AlertmanagerSender:
@@ -165,6 +196,6 @@ class EmailSender:
         except smtplib.SMTPResponseException as exc:
             if 400 <= exc.smtp_code < 500:
                 raise RetryableError(f"SMTP {exc.smtp_code}") from None
-            raise SendRefused(f"SMTP {exc.smtp_code}: {exc.smtp_error!r}") from None
+            raise SendRefused(f"SMTP {exc.smtp_code}") from None
         except (smtplib.SMTPException, OSError) as exc:
-            raise RetryableError(f"SMTP {self.host}:{self.port}: {exc}") from None
+            raise RetryableError(f"SMTP {self.host}:{self.port}: {_reason(exc)}") from None

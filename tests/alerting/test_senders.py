@@ -153,3 +153,23 @@ def test_a_hanging_smtp_server_times_out_and_blocks_only_its_thread():
         sender = EmailSender("127.0.0.1", port, "apm@localhost", ["ops@localhost"], timeout_s=0.5)
         with pytest.raises(RetryableError):
             sender.send([notice("firing", "z", 0)], 0)
+
+
+def test_errors_and_logs_name_only_scheme_host_and_port(caplog):
+    """A hook URL's path is its secret: neither a refusal, a refused connection nor the
+    dispatcher's log line repeat it (or the reply's bytes)."""
+    with webhook_receiver() as hook:
+        hook.status = 404
+        url = hook.url + "/T0KEN-s3cret?key=abc"
+        with pytest.raises(SendRefused) as refused:
+            WebhookSender(url, "", timeout_s=5).send([notice("firing", "y", 0)], 0)
+        origin = hook.url.removesuffix("/hook")
+        assert str(refused.value) == f"{origin} answered 404"
+    down = f"http://127.0.0.1:{free_port()}/T0KEN-s3cret"
+    with pytest.raises(RetryableError) as unreachable:
+        WebhookSender(down, "", timeout_s=2).send([notice("firing", "y", 0)], 0)
+    assert "T0KEN" not in str(unreachable.value) and "refused" in str(unreachable.value)
+    outbox = ListOutbox(OutboxRow("webhook", "x:firing", notice("firing", "x", 0)))
+    sender = WebhookSender(down, "", timeout_s=2)
+    Dispatcher(outbox, [sender], AlertingTelemetry(), retry_deadline_s=0.5).pass_once(sender)
+    assert "not delivered yet" in caplog.text and "T0KEN" not in caplog.text

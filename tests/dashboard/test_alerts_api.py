@@ -13,6 +13,7 @@ import pytest
 
 from dashboard.alerts_openapi import OPENAPI
 from tests.dashboard.conftest import TOKEN
+from tests.support.webhook import webhook_receiver
 
 pytestmark = pytest.mark.integration
 
@@ -132,3 +133,13 @@ def test_an_oversized_body_is_413_before_it_is_read(served):
         )
         head = conn.recv(4096)
     assert head.startswith(b"HTTP/1.1 413"), head[:200]
+
+
+def test_test_notify_answers_only_an_outcome_never_the_url(served, monkeypatch):
+    """The hook URL's path is a secret and the answer reaches any API user: a refusing
+    receiver is named by its outcome alone."""
+    with webhook_receiver() as hook:
+        hook.status = 404
+        monkeypatch.setenv("APM_ALERTING_WEBHOOK_URL", hook.url + "/T0KEN-s3cret")
+        status, answer = call(served, "POST", "/api/alerts/test-notify?receiver=webhook")
+    assert (status, answer) == (502, {"webhook": "refused"})
