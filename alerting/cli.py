@@ -148,7 +148,11 @@ def _test_notify(args: argparse.Namespace) -> int:
 
     senders = [s for s in senders_for(AlertingSettings()) if args.receiver in (None, s.name)]
     if not senders:
-        print("apm alert: no receiver configured (APM_ALERTING_*)", file=sys.stderr)
+        print(
+            "apm alert: no receiver configured (APM_ALERTING_*); under `make run`: "
+            "APM_ALERTING_ALERTMANAGER_URL=http://127.0.0.1:9095 apm alert test-notify",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
     failed = 0
     for sender in senders:

@@ -143,3 +143,19 @@ def test_test_notify_answers_only_an_outcome_never_the_url(served, monkeypatch):
         monkeypatch.setenv("APM_ALERTING_WEBHOOK_URL", hook.url + "/T0KEN-s3cret")
         status, answer = call(served, "POST", "/api/alerts/test-notify?receiver=webhook")
     assert (status, answer) == (502, {"webhook": "refused"})
+
+
+def test_test_notify_delivers_to_the_webhook_peer(served, monkeypatch):
+    """The dashboard reads the same APM_ALERTING_* receivers as the evaluator (`make run`
+    passes them to both): the test notice arrives, signed."""
+    with webhook_receiver() as hook:
+        monkeypatch.setenv("APM_ALERTING_WEBHOOK_URL", hook.url)
+        monkeypatch.setenv("APM_ALERTING_WEBHOOK_SECRET", "s3cret")
+        status, answer = call(served, "POST", "/api/alerts/test-notify?receiver=webhook")
+        assert (status, answer) == (200, {"webhook": "delivered"})
+        ((headers, _),) = hook.posts
+        assert {k.lower() for k in headers} >= {"x-apm-signature"}
+        assert len(hook.alerts()) == 1
+    monkeypatch.delenv("APM_ALERTING_WEBHOOK_URL")
+    status, err = call(served, "POST", "/api/alerts/test-notify?receiver=webhook")
+    assert status == 404 and err["at"] == "receiver"
