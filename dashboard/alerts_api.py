@@ -170,13 +170,21 @@ def build_alerts_api(
 
     @api.post("/test-notify")
     def test_notify() -> tuple[Response, int]:
+        from pydantic import ValidationError
+
         from alerting.senders import SendRefused
         from alerting.service import senders_for, test_notice
         from alerting.settings import AlertingSettings
         from apm.retry import RetryableError
 
         wanted = request.args.get("receiver")
-        senders = [s for s in senders_for(AlertingSettings()) if wanted in (None, s.name)]
+        try:
+            settings = AlertingSettings()
+        except ValidationError as exc:  # a receiver URL refused (file://, the platform itself)
+            (err, *_) = exc.errors()
+            name = "APM_ALERTING_" + ".".join(map(str, err["loc"])).upper()
+            return error(503, "misconfigured", f"{name}: {err['msg']}", "receiver")
+        senders = [s for s in senders_for(settings) if wanted in (None, s.name)]
         if not senders:
             return error(
                 404, "not_found", "no such receiver configured (APM_ALERTING_*)", "receiver"

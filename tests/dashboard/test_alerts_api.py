@@ -159,3 +159,7 @@ def test_test_notify_delivers_to_the_webhook_peer(served, monkeypatch):
     monkeypatch.delenv("APM_ALERTING_WEBHOOK_URL")
     status, err = call(served, "POST", "/api/alerts/test-notify?receiver=webhook")
     assert status == 404 and err["at"] == "receiver"
+    monkeypatch.setenv("APM_ALERTING_WEBHOOK_URL", "file:///etc/passwd")
+    status, err = call(served, "POST", "/api/alerts/test-notify?receiver=webhook")
+    assert (status, err["error"]) == (503, "misconfigured")
+    assert err["detail"].startswith("APM_ALERTING_WEBHOOK_URL: Value error, receiver URL must")
