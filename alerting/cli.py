@@ -73,11 +73,27 @@ def _book() -> Any:
     return Rulebook(repo, AlertStore(repo.session, repo.keyspace))
 
 
-def _run(args: argparse.Namespace) -> int:
-    from alerting.service import run
+def _settings() -> Any:
+    """``AlertingSettings`` from the environment, or None after saying which variable is wrong
+    (a receiver URL that is not http(s), or points at the platform itself)."""
+    from pydantic import ValidationError
+
     from alerting.settings import AlertingSettings
 
-    return run(AlertingSettings())
+    try:
+        return AlertingSettings()
+    except ValidationError as exc:
+        for err in exc.errors():
+            name = "APM_ALERTING_" + ".".join(map(str, err["loc"])).upper()
+            print(f"apm alert: {name}: {err['msg']}", file=sys.stderr)
+        return None
+
+
+def _run(args: argparse.Namespace) -> int:
+    from alerting.service import run
+
+    settings = _settings()
+    return EXIT_BAD_INPUT if settings is None else run(settings)
 
 
 def _rules(args: argparse.Namespace) -> int:
@@ -142,12 +158,19 @@ def _unsilence(args: argparse.Namespace) -> int:
 
 
 def _test_notify(args: argparse.Namespace) -> int:
+    from alerting.senders import describe
     from alerting.service import senders_for, test_notice
-    from alerting.settings import AlertingSettings
 
-    senders = [s for s in senders_for(AlertingSettings()) if args.receiver in (None, s.name)]
+    settings = _settings()
+    if settings is None:
+        return EXIT_BAD_INPUT
+    senders = [s for s in senders_for(settings) if args.receiver in (None, s.name)]
     if not senders:
-        print("apm alert: no receiver configured (APM_ALERTING_*)", file=sys.stderr)
+        print(
+            "apm alert: no receiver configured (APM_ALERTING_*); under `make run`: "
+            "APM_ALERTING_ALERTMANAGER_URL=http://127.0.0.1:9095 apm alert test-notify",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
     failed = 0
     for sender in senders:
@@ -156,7 +179,7 @@ def _test_notify(args: argparse.Namespace) -> int:
             print(f"{sender.name}: delivered")
         except Exception as exc:
             failed += 1
-            print(f"{sender.name}: FAILED: {exc}", file=sys.stderr)
+            print(f"{sender.name}: FAILED: {describe(exc)}", file=sys.stderr)
     return EXIT_FAILED if failed else 0
 
 

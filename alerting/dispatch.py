@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from alerting.senders import Sender, SendRefused
+from alerting.senders import Sender, SendRefused, describe
 from alerting.telemetry import AlertingTelemetry
 from apm.retry import Backoff, call_with_retry
 from storage.alerts import OutboxRow
@@ -68,11 +68,15 @@ class Dispatcher:
             )
             self.telemetry.sent.labels(sender.name).inc(len(rows))
         except SendRefused as exc:
-            log.error("%s refused %d notices for good, dropped: %s", sender.name, len(rows), exc)
+            log.error(
+                "%s refused %d notices for good, dropped: %s", sender.name, len(rows), describe(exc)
+            )
             self.telemetry.refused.labels(sender.name).inc(len(rows))
         except Exception as exc:  # still failing at the deadline: kept, retried next pass
             self.telemetry.failures.labels(sender.name).inc()
-            log.warning("%s: %d notices not delivered yet: %s", sender.name, len(rows), exc)
+            log.warning(
+                "%s: %d notices not delivered yet: %s", sender.name, len(rows), describe(exc)
+            )
             return 0
         self.outbox.delivered(sender.name, [r.id for r in rows])
         self.telemetry.outbox.labels(sender.name).set(0)

@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from alerting.machine import AlertState
-from alerting.notices import decide, labels_of
-from alerting.presence import meta_ages, meta_rule, presence_state, silent_ages
+from alerting.notices import decide, labels_of, resolution
+from alerting.presence import META_RULE_ID, meta_ages, meta_rule, presence_state, silent_ages
 from alerting.rules import Rule, RuleError, rule_from_dict
 from alerting.settings import AlertingSettings
 from alerting.silences import Silence, SilenceError, silence_from_dict
@@ -49,6 +49,7 @@ class AlertTables(Protocol):
     def put_current(self, rows: Iterable[tuple[str, str, dict[str, Any]]]) -> None: ...
     def put_history(self, rows: Iterable[HistoryRow]) -> None: ...
     def enqueue(self, rows: Iterable[OutboxRow]) -> None: ...
+    def delete_current(self, rule_id: str) -> None: ...
     def set_suppressed(self, silence_id: str, suppressed: list[Any]) -> None: ...
 
 
@@ -112,7 +113,8 @@ class Evaluator:
         queries: dict[str, StoredQuery] = {q.id: q for q in self.results.list_queries()}
         servers: dict[str, float] | None = None
         plans = []
-        for rule_id, body in sorted(self.tables.rules().items()):
+        stored_rules = self.tables.rules()
+        for rule_id, body in sorted(stored_rules.items()):
             try:
                 rule = self._rule(rule_id, body)
             except RuleError as exc:  # validated when stored: only a hand-edited row gets here
@@ -147,10 +149,19 @@ class Evaluator:
             text = stored.text if stored else rule.query_id
             self._notify(cyc, rule, "", row, new_row, fresh, text)
         self._meta(cyc)
+        gone = self._resolve_deleted(cyc, set(stored_rules))
         self.tables.put_history(cyc.history)
         self.tables.enqueue(cyc.outbox)
         self.tables.put_current(cyc.rows)
-        self._current = {**self._current, **{(r, i): b for r, i, b in cyc.rows}}
+        # Only once their resolutions are in the outbox (a crash before re-sends the same ids).
+        for rule_id in sorted(gone):
+            self.tables.delete_current(rule_id)
+            self._rules.pop(rule_id, None)
+        self._current = {
+            k: v
+            for k, v in {**self._current, **{(r, i): b for r, i, b in cyc.rows}}.items()
+            if k[0] not in gone
+        }
         for sid, items in cyc.suppressed.items():
             self.tables.set_suppressed(sid, items[-100:])
         report.history_rows, report.notices = len(cyc.history), len(cyc.outbox)
@@ -196,6 +207,17 @@ class Evaluator:
         new_row["notified"] = notified
         cyc.rows.append((rule.id, instance, new_row))
         cyc.report.states[latest.state] = cyc.report.states.get(latest.state, 0) + 1
+
+    def _resolve_deleted(self, cyc: _Cycle, stored: set[str]) -> set[str]:
+        """The rules with alert rows but no longer stored (deleted): each notified alert of
+        theirs gets its resolution; their rows are dropped after this cycle's writes."""
+        gone = {r for r, _ in cyc.current if r not in stored and r != META_RULE_ID}
+        for (rule_id, _), row in sorted(cyc.current.items()):
+            notified = row.get("notified") if rule_id in gone else None
+            if notified:
+                n = resolution(notified, "the rule was deleted", cyc.now)
+                cyc.outbox += [OutboxRow(r, n.id, n.body) for r in self.receivers]
+        return gone
 
     def _presence(
         self, cyc: _Cycle, rule: Rule, ages: dict[str, float], bound: float, what: str

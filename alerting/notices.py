@@ -18,7 +18,7 @@ from alerting.machine import AlertState
 from alerting.rules import Rule
 from alerting.template import render
 
-__all__ = ["Notice", "decide", "labels_of"]
+__all__ = ["Notice", "decide", "labels_of", "resolution"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,21 @@ def _body(status: str, labels: dict[str, str], annotations: dict[str, str], **at
     return {"status": status, "labels": labels, "annotations": annotations, **at}
 
 
+def resolution(notified: dict[str, Any], reason: str, ends_at: float) -> Notice:
+    """The resolution of what ``notified`` records as sent (one id per ``fired_at``)."""
+    return Notice(
+        f"{notified['key']}:{notified['fired_at']}:resolved",
+        _body(
+            "resolved",
+            notified["labels"],
+            {"summary": f"resolved: {reason}"},
+            startsAt=notified["fired_at"],
+            endsAt=ends_at,
+            key=notified["key"],
+        ),
+    )
+
+
 def decide(
     rule: Rule,
     instance: str,
@@ -62,22 +77,9 @@ def decide(
 ) -> tuple[list[Notice], dict[str, Any] | None]:
     """The notices to enqueue and the new ``notified`` record."""
     out: list[Notice] = []
-
-    def resolve(old: dict[str, Any]) -> Notice:
-        return Notice(
-            f"{old['key']}:{old['fired_at']}:resolved",
-            _body(
-                "resolved",
-                old["labels"],
-                {"summary": f"resolved: {state.reason}"},
-                startsAt=old["fired_at"],
-                endsAt=state.window_end if state.window_end is not None else now,
-                key=old["key"],
-            ),
-        )
-
+    ends = state.window_end if state.window_end is not None else now
     if not state.active:
-        return ([resolve(notified)] if notified else []), None
+        return ([resolution(notified, state.reason, ends)] if notified else []), None
     if silenced:
         return [], notified  # evaluated and recorded, not sent (listed with the silence)
     labels = labels_of(rule, state, instance)
@@ -96,8 +98,8 @@ def decide(
     )
     fresh = notified is None or notified["key"] != key or notified["fired_at"] != state.fired_at
     if fresh:
-        if notified:
-            out.append(resolve(notified))  # the old identity (another severity) ends
+        if notified:  # the old identity (another severity) ends
+            out.append(resolution(notified, state.reason, ends))
         count, suffix = 0, "firing"
     elif now - float(notified["sent_at"]) >= renotify_s:  # type: ignore[index]
         count = int(notified["count"]) + 1  # type: ignore[index]

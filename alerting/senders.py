@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from email.message import EmailMessage
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from apm.retry import RetryableError
 
@@ -32,6 +33,8 @@ __all__ = [
     "SendRefused",
     "Sender",
     "WebhookSender",
+    "describe",
+    "redact",
     "sign",
 ]
 
@@ -52,23 +55,78 @@ def sign(secret: str, body: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
+def redact(url: str) -> str:
+    """``scheme://host:port`` of ``url``: hook URLs carry secrets in their path and query, so
+    only this much goes into logs, errors and answers."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return "<invalid URL>"
+    return f"{parts.scheme}://{parts.hostname}:{port}"
+
+
+def describe(exc: BaseException) -> str:
+    """What may be logged of a delivery failure: the senders' own (redacted) messages, of
+    anything else only its class (its text may quote the URL)."""
+    if isinstance(exc, SendRefused | RetryableError):
+        return str(exc)
+    return type(exc).__name__
+
+
+def _reason(exc: BaseException) -> str:
+    # The cause without the URL: an errno's text ("Connection refused") or the class name.
+    reason = getattr(exc, "reason", exc)
+    if isinstance(reason, OSError) and reason.strerror:
+        return reason.strerror
+    return type(reason).__name__
+
+
 def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
+
+
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """urllib would follow a 301/302/303 as a GET to any Location (a request forgery, and the
+    200 there would count as delivered): not following it turns it into an HTTPError."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def _opener() -> urllib.request.OpenerDirector:
+    # Only http(s), no file://, ftp:// or data: handlers; redirects refused.
+    opener = urllib.request.OpenerDirector()
+    for handler in (
+        urllib.request.ProxyHandler(),
+        urllib.request.HTTPHandler(),
+        urllib.request.HTTPSHandler(),
+        _RefuseRedirects(),
+        urllib.request.HTTPDefaultErrorHandler(),
+        urllib.request.HTTPErrorProcessor(),
+    ):
+        opener.add_handler(handler)
+    return opener
+
+
+_OPENER = _opener()
 
 
 def _post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> None:
     request = urllib.request.Request(url, body, {"Content-Type": "application/json", **headers})
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as answer:
+        with _OPENER.open(request, timeout=timeout) as answer:
             answer.read(65_536)
     except urllib.error.HTTPError as exc:
         if exc.code in (408, 429) or exc.code >= 500:
             after = exc.headers.get("Retry-After")
             hint = float(after) if after and after.isdigit() else None
-            raise RetryableError(f"{url} answered {exc.code}", hint) from None
-        raise SendRefused(f"{url} answered {exc.code}: {exc.read(300)!r}") from None
+            raise RetryableError(f"{redact(url)} answered {exc.code}", hint) from None
+        # Any other 4xx, and every 3xx (a redirect is not followed, so nothing was delivered).
+        # The reply's bytes are left out: they may echo the URL or the body.
+        raise SendRefused(f"{redact(url)} answered {exc.code}") from None
     except (urllib.error.URLError, OSError) as exc:  # refused, reset, timed out
-        raise RetryableError(f"{url}: {exc}") from None
+        raise RetryableError(f"{redact(url)}: {_reason(exc)}") from None
 
 
 class AlertmanagerSender:
@@ -138,6 +196,6 @@ class EmailSender:
         except smtplib.SMTPResponseException as exc:
             if 400 <= exc.smtp_code < 500:
                 raise RetryableError(f"SMTP {exc.smtp_code}") from None
-            raise SendRefused(f"SMTP {exc.smtp_code}: {exc.smtp_error!r}") from None
+            raise SendRefused(f"SMTP {exc.smtp_code}") from None
         except (smtplib.SMTPException, OSError) as exc:
-            raise RetryableError(f"SMTP {self.host}:{self.port}: {exc}") from None
+            raise RetryableError(f"SMTP {self.host}:{self.port}: {_reason(exc)}") from None

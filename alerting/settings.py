@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings
 
+from alerting.rules import webhook_url_error
 from apm.settings import env_config
 
-__all__ = ["AlertingSettings"]
+__all__ = ["OWN_PORTS", "AlertingSettings"]
+
+# The platform's own default ports (ingest, dashboard, the services' /metrics): a receiver on
+# loopback at one of them would post alerts into the platform itself.
+OWN_PORTS = frozenset({8080, 8050, 9101, 9102, 9103, 9104, 9105, 9106, 9107})
 
 
 class AlertingSettings(BaseSettings):
@@ -39,3 +44,13 @@ class AlertingSettings(BaseSettings):
     freshness_bound_s: float = Field(default=60.0, gt=0)
     metrics_host: str = "127.0.0.1"
     metrics_port: int = Field(default=9107, ge=0, le=65535)
+
+    @field_validator("alertmanager_url", "webhook_url")
+    @classmethod
+    def _receiver_url(cls, url: str) -> str:
+        # urllib would open file:// (and others) even with a POST body: refuse to start.
+        if url:
+            error = webhook_url_error(url, OWN_PORTS)
+            if error:
+                raise ValueError(f"receiver URL {error}")
+        return url

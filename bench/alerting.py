@@ -83,6 +83,9 @@ class _MemTables:
     def put_current(self, rows: Any) -> None:
         self._current.update({(r, i): b for r, i, b in rows})
 
+    def delete_current(self, rule_id: str) -> None:
+        self._current = {k: v for k, v in self._current.items() if k[0] != rule_id}
+
     def put_history(self, rows: Any) -> None:
         list(rows)
 

@@ -81,10 +81,13 @@ def build_alerts_api(
     """``book`` builds the rulebook on first use (the alert tables are created then)."""
     api = Blueprint("alerts_api", __name__, url_prefix="/api/alerts")
 
+    @api.before_request
+    def _limit_body() -> None:
+        # Refused (413) on its Content-Length before any of it is read, chunked ones past it.
+        request.max_content_length = MAX_BODY
+
     def body() -> Any:
         raw = request.get_data(cache=True)
-        if len(raw) > MAX_BODY:
-            raise _Refused(413, "too_large", f"the body is over {MAX_BODY} bytes", "body")
         try:
             return json.loads(raw)
         except (ValueError, RecursionError):
@@ -167,11 +170,21 @@ def build_alerts_api(
 
     @api.post("/test-notify")
     def test_notify() -> tuple[Response, int]:
+        from pydantic import ValidationError
+
+        from alerting.senders import SendRefused
         from alerting.service import senders_for, test_notice
         from alerting.settings import AlertingSettings
+        from apm.retry import RetryableError
 
         wanted = request.args.get("receiver")
-        senders = [s for s in senders_for(AlertingSettings()) if wanted in (None, s.name)]
+        try:
+            settings = AlertingSettings()
+        except ValidationError as exc:  # a receiver URL refused (file://, the platform itself)
+            (err, *_) = exc.errors()
+            name = "APM_ALERTING_" + ".".join(map(str, err["loc"])).upper()
+            return error(503, "misconfigured", f"{name}: {err['msg']}", "receiver")
+        senders = [s for s in senders_for(settings) if wanted in (None, s.name)]
         if not senders:
             return error(
                 404, "not_found", "no such receiver configured (APM_ALERTING_*)", "receiver"
@@ -181,8 +194,14 @@ def build_alerts_api(
             try:
                 sender.send([test_notice(clock())], clock())
                 out[sender.name] = "delivered"
-            except Exception as exc:
-                out[sender.name] = f"failed: {exc}"
+            # Only a class of outcome: the receiver's URL (secrets in its path) and its reply
+            # stay out of the answer; the evaluator's log has scheme://host:port.
+            except SendRefused:
+                out[sender.name] = "refused"
+            except RetryableError:
+                out[sender.name] = "unreachable"
+            except Exception:
+                out[sender.name] = "failed"
         failed = any(v != "delivered" for v in out.values())
         return jsonify(out), 502 if failed else 200
 

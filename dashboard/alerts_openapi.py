@@ -64,7 +64,7 @@ OPENAPI: dict[str, Any] = {
         },
         "/api/alerts/test-notify": {
             "post": {
-                **_op("send a test notification to each receiver", errors=("404", "502")),
+                **_op("send a test notification to each receiver", errors=("404", "502", "503")),
                 "parameters": [{"name": "receiver", "in": "query", "schema": {"type": "string"}}],
             }
         },

@@ -30,6 +30,7 @@ __all__ = [
     "agent",
     "aggregator",
     "alerting",
+    "alerting_receivers",
     "alertmanager",
     "dashboard",
     "dashboard_token",
@@ -224,6 +225,12 @@ def loadgen(
     )
 
 
+def alerting_receivers(alertmanager_url: str = "") -> dict[str, str]:
+    """The ``APM_ALERTING_*`` receivers of `make run`, for the evaluator and for every process
+    that sends a test notification (the dashboard's test-notify): one set, so both agree."""
+    return {"APM_ALERTING_ALERTMANAGER_URL": alertmanager_url} if alertmanager_url else {}
+
+
 def alerting(
     metrics_port: int = 9107,
     *,
@@ -231,7 +238,7 @@ def alerting(
     env: Mapping[str, str] | None = None,
 ) -> ProcessSpec:
     """``apm alert run``, the alert evaluator; ready once it serves /metrics."""
-    extra = {"APM_ALERTING_ALERTMANAGER_URL": alertmanager_url} if alertmanager_url else {}
+    extra = alerting_receivers(alertmanager_url)
     return ProcessSpec(
         "alerting",
         ("alert", "run"),

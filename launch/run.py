@@ -70,7 +70,12 @@ def _platform(home: Path, bootstrap: str = "", key: str = "") -> dict[str, Proce
         ),
         processes.agent(f"{ingest_url}/v1/metrics", key, home / "agent" / "spool"),
         processes.dashboard(
-            DASHBOARD_PORT, env={"APM_DASHBOARD_INGEST_METRICS_URLS": f"{ingest_url}/metrics"}
+            DASHBOARD_PORT,
+            env={
+                "APM_DASHBOARD_INGEST_METRICS_URLS": f"{ingest_url}/metrics",
+                # Its test-notify (POST /api/alerts/test-notify) reaches the evaluator's receivers.
+                **processes.alerting_receivers(am_url),
+            },
         ),
         processes.aggregator(
             home / "aggregator" / "checkpoint", metrics_port=AGGREGATOR_METRICS_PORT

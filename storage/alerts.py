@@ -138,7 +138,11 @@ class AlertStore:
         self._run(self._put_rule, (rule_id, json.dumps(body), _ms(now)))
 
     def delete_rule(self, rule_id: str) -> None:
+        # Its alert rows stay until the evaluator has enqueued their resolutions (it then
+        # calls delete_current), even if it was down when the rule was deleted.
         self._run(self._del_rule, (rule_id,))
+
+    def delete_current(self, rule_id: str) -> None:
         self._run(self._del_current, (rule_id,))
 
     def rules(self) -> dict[str, dict[str, Any]]:

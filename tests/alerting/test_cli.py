@@ -10,14 +10,14 @@ import sys
 import pytest
 
 from launch import processes
-from launch.alertmanager import BINARY
 from launch.probe import free_port
+from tests.support.alertmanager import require_alertmanager
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.mark.skipif(BINARY is None, reason="prometheus-alertmanager not installed (make debs)")
 def test_make_runs_alertmanager_and_evaluator_start_and_stop(tmp_path, own_keyspace):
+    require_alertmanager()
     am_port, metrics_port = free_port(), free_port()
     am = processes.alertmanager(tmp_path / "am", am_port)
     proc = am.start(tmp_path / "am-home", wait_s=30)
@@ -48,3 +48,17 @@ def test_a_refused_rule_exits_2_naming_the_field(alert_keyspace):
     )
     assert done.returncode == 2
     assert "thresholds.warning: must be a finite number" in done.stderr
+
+
+@pytest.mark.parametrize("command", ["run", "test-notify"])
+def test_a_file_receiver_url_refuses_to_start_naming_the_variable(command):
+    done = subprocess.run(
+        [sys.executable, "-m", "apm.cli", "alert", command],
+        env={**os.environ, "APM_ALERTING_WEBHOOK_URL": "file:///etc/passwd"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "APM_ALERTING_WEBHOOK_URL: Value error, receiver URL must be an http://" in done.stderr
+    assert "Traceback" not in done.stderr

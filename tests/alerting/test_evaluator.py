@@ -65,6 +65,24 @@ def test_a_catch_up_sends_what_it_passed_over(setup, write_windows, tables):
     assert [s for s, _ in outbox(tables, rule.id)] == ["firing", "resolved"]
 
 
+def test_deleting_a_firing_rule_resolves_it_and_forgets_it(setup, write_windows, tables):
+    qid, rule, ev = setup()
+    write_windows(qid, BASE, [85, 85])
+    ev.run_once(BASE + 20)
+    assert [s for s, _ in outbox(tables, rule.id)] == ["firing"]
+    Rulebook(ev.results, tables).delete(rule.id)
+    ev.run_once(BASE + 25)
+    fired_at = int(BASE + 10)
+    assert outbox(tables, rule.id) == [
+        ("firing", f"{fired_at}:firing"),
+        ("resolved", f"{fired_at}:resolved"),
+    ]
+    assert not any(r == rule.id for r, _ in ev._current)  # the evaluator's memory
+    assert not any(r == rule.id for r, _ in tables.current())  # and the table
+    ev.run_once(BASE + 30)  # nothing left to resolve: sent once
+    assert len(outbox(tables, rule.id)) == 2
+
+
 def test_late_data_turns_a_fired_window_back(setup, write_windows, tables):
     qid, rule, ev = setup()
     write_windows(qid, BASE, [85, 85])

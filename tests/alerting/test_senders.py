@@ -22,15 +22,12 @@ from alerting.telemetry import AlertingTelemetry
 from apm.retry import RetryableError
 from launch.probe import free_port
 from storage.alerts import OutboxRow
-from tests.support.alertmanager import ALERTMANAGER, alertmanager
+from tests.support import alertmanager as am_support
+from tests.support.alertmanager import MISSING, alertmanager, require_alertmanager
 from tests.support.smtp import hanging_server, smtp_server
 from tests.support.webhook import webhook_receiver
 
 pytestmark = pytest.mark.integration
-
-needs_alertmanager = pytest.mark.skipif(
-    ALERTMANAGER is None, reason="prometheus-alertmanager not installed (make debs)"
-)
 
 
 class ListOutbox:
@@ -59,8 +56,15 @@ def notice(status: str, name: str, now: float) -> dict:
     }
 
 
-@needs_alertmanager
+def test_a_missing_alertmanager_fails_the_test_not_skips(monkeypatch):
+    monkeypatch.setattr(am_support, "ALERTMANAGER", None)
+    with pytest.raises(pytest.fail.Exception, match=r"not installed \(make debs\)"):
+        require_alertmanager()
+    assert MISSING == "prometheus-alertmanager not installed (make debs)"
+
+
 def test_alertmanager_gets_the_alert_then_its_resolution(tmp_path):
+    require_alertmanager()
     with webhook_receiver() as hook, alertmanager(tmp_path, webhook_url=hook.url) as am:
         sender = AlertmanagerSender(am.url, timeout_s=5, hold_s=600)
         now = time.time()
@@ -81,11 +85,11 @@ def test_alertmanager_gets_the_alert_then_its_resolution(tmp_path):
         assert am.alerts() == []  # resolved: no longer active
 
 
-@needs_alertmanager
 def test_alertmanager_down_loses_nothing(tmp_path):
     """The outbox keeps the firing and the resolved notice while the Alertmanager is down (a
     few seconds here; the 60 s of the issue are the same code path) and delivers them once it
     is up; the failures are counted."""
+    require_alertmanager()
 
     now = time.time()
     outbox = ListOutbox(
@@ -124,6 +128,17 @@ def test_webhook_500_is_retried_with_backoff_and_signed():
             WebhookSender(hook2.url, "", timeout_s=5).send([notice("firing", "y", 0)], 0)
 
 
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_redirect_is_refused_not_followed(status):
+    """urllib would follow it (a 303 as a GET to any Location) and count the 200 there as
+    delivered: a 3xx is a refusal and the Location is never asked."""
+    with webhook_receiver() as target, webhook_receiver() as hook:
+        hook.status, hook.location = status, target.url
+        with pytest.raises(SendRefused, match=str(status)):
+            WebhookSender(hook.url, "", timeout_s=5).send([notice("firing", "r", 0)], 0)
+        assert (target.posts, target.gets) == ([], 0)
+
+
 def test_email_over_a_real_smtp_server():
     with smtp_server() as (port, received):
         sender = EmailSender("127.0.0.1", port, "apm@localhost", ["ops@localhost"], timeout_s=5)
@@ -138,3 +153,23 @@ def test_a_hanging_smtp_server_times_out_and_blocks_only_its_thread():
         sender = EmailSender("127.0.0.1", port, "apm@localhost", ["ops@localhost"], timeout_s=0.5)
         with pytest.raises(RetryableError):
             sender.send([notice("firing", "z", 0)], 0)
+
+
+def test_errors_and_logs_name_only_scheme_host_and_port(caplog):
+    """A hook URL's path is its secret: neither a refusal, a refused connection nor the
+    dispatcher's log line repeat it (or the reply's bytes)."""
+    with webhook_receiver() as hook:
+        hook.status = 404
+        url = hook.url + "/T0KEN-s3cret?key=abc"
+        with pytest.raises(SendRefused) as refused:
+            WebhookSender(url, "", timeout_s=5).send([notice("firing", "y", 0)], 0)
+        origin = hook.url.removesuffix("/hook")
+        assert str(refused.value) == f"{origin} answered 404"
+    down = f"http://127.0.0.1:{free_port()}/T0KEN-s3cret"
+    with pytest.raises(RetryableError) as unreachable:
+        WebhookSender(down, "", timeout_s=2).send([notice("firing", "y", 0)], 0)
+    assert "T0KEN" not in str(unreachable.value) and "refused" in str(unreachable.value)
+    outbox = ListOutbox(OutboxRow("webhook", "x:firing", notice("firing", "x", 0)))
+    sender = WebhookSender(down, "", timeout_s=2)
+    Dispatcher(outbox, [sender], AlertingTelemetry(), retry_deadline_s=0.5).pass_once(sender)
+    assert "not delivered yet" in caplog.text and "T0KEN" not in caplog.text

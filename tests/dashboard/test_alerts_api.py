@@ -4,6 +4,7 @@ silences, the one error shape, and an OpenAPI document that names every route.""
 from __future__ import annotations
 
 import json
+import socket
 import urllib.error
 import urllib.request
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 
 from dashboard.alerts_openapi import OPENAPI
 from tests.dashboard.conftest import TOKEN
+from tests.support.webhook import webhook_receiver
 
 pytestmark = pytest.mark.integration
 
@@ -117,3 +119,47 @@ def test_openapi_names_every_route(served):
     }
     described = {(p, m) for p, ops in OPENAPI["paths"].items() for m in ops}
     assert routes == described
+
+
+def test_an_oversized_body_is_413_before_it_is_read(served):
+    """Headers announcing 100 MB and none of it sent: the answer comes without waiting for
+    the body (read first, the request would hang until the socket timeout)."""
+    host, port = served.url.split("//")[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=15) as conn:
+        conn.sendall(
+            b"POST /api/alerts/rules HTTP/1.1\r\nHost: x\r\n"
+            + f"Authorization: Bearer {TOKEN}\r\n".encode()
+            + b"Content-Type: application/json\r\nContent-Length: 100000000\r\n\r\n{"
+        )
+        head = conn.recv(4096)
+    assert head.startswith(b"HTTP/1.1 413"), head[:200]
+
+
+def test_test_notify_answers_only_an_outcome_never_the_url(served, monkeypatch):
+    """The hook URL's path is a secret and the answer reaches any API user: a refusing
+    receiver is named by its outcome alone."""
+    with webhook_receiver() as hook:
+        hook.status = 404
+        monkeypatch.setenv("APM_ALERTING_WEBHOOK_URL", hook.url + "/T0KEN-s3cret")
+        status, answer = call(served, "POST", "/api/alerts/test-notify?receiver=webhook")
+    assert (status, answer) == (502, {"webhook": "refused"})
+
+
+def test_test_notify_delivers_to_the_webhook_peer(served, monkeypatch):
+    """The dashboard reads the same APM_ALERTING_* receivers as the evaluator (`make run`
+    passes them to both): the test notice arrives, signed."""
+    with webhook_receiver() as hook:
+        monkeypatch.setenv("APM_ALERTING_WEBHOOK_URL", hook.url)
+        monkeypatch.setenv("APM_ALERTING_WEBHOOK_SECRET", "s3cret")
+        status, answer = call(served, "POST", "/api/alerts/test-notify?receiver=webhook")
+        assert (status, answer) == (200, {"webhook": "delivered"})
+        ((headers, _),) = hook.posts
+        assert {k.lower() for k in headers} >= {"x-apm-signature"}
+        assert len(hook.alerts()) == 1
+    monkeypatch.delenv("APM_ALERTING_WEBHOOK_URL")
+    status, err = call(served, "POST", "/api/alerts/test-notify?receiver=webhook")
+    assert status == 404 and err["at"] == "receiver"
+    monkeypatch.setenv("APM_ALERTING_WEBHOOK_URL", "file:///etc/passwd")
+    status, err = call(served, "POST", "/api/alerts/test-notify?receiver=webhook")
+    assert (status, err["error"]) == (503, "misconfigured")
+    assert err["detail"].startswith("APM_ALERTING_WEBHOOK_URL: Value error, receiver URL must")

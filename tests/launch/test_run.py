@@ -105,3 +105,12 @@ def test_components_cover_what_run_starts(tmp_path: Path) -> None:
     no_fleet = [c.name for c in run._components(tmp_path, "127.0.0.1:9092", fleet=False)]
     assert "loadgen" not in no_fleet and len(no_fleet) == len(names) - 1
     assert all(not c.alive() for c in run._components(tmp_path, "x", fleet=True))
+
+
+def test_the_dashboard_gets_the_evaluators_receivers(tmp_path: Path, monkeypatch) -> None:
+    """Its test-notify sends to the same receivers the evaluator notifies."""
+    monkeypatch.setattr("launch.alertmanager.BINARY", "/usr/bin/prometheus-alertmanager")
+    specs = run._platform(tmp_path)
+    receivers = {k: v for k, v in specs["alerting"].env.items() if "_URL" in k}
+    assert receivers == {"APM_ALERTING_ALERTMANAGER_URL": "http://127.0.0.1:9095"}
+    assert receivers.items() <= specs["dashboard"].env.items()

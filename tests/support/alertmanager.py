@@ -1,6 +1,7 @@
 """Debian's ``prometheus-alertmanager`` as a test peer: started on a free loopback port with
 clustering off and its own storage directory, routing everything to an optional webhook, and
-stopped (by its pid) when the context ends. ``make debs`` installs it."""
+stopped (by its pid) when the context ends. ``make debs`` installs it; a test needing it fails
+(:func:`require_alertmanager`) rather than skips, so a missing peer is never a green run."""
 
 from __future__ import annotations
 
@@ -14,12 +15,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from launch.alertmanager import BINARY, command
 from launch.probe import free_port
 
-__all__ = ["ALERTMANAGER", "Alertmanager", "alertmanager"]
+__all__ = ["ALERTMANAGER", "MISSING", "Alertmanager", "alertmanager", "require_alertmanager"]
 
 ALERTMANAGER = BINARY
+MISSING = "prometheus-alertmanager not installed (make debs)"
+
+
+def require_alertmanager() -> str:
+    """The binary, or the calling test fails saying how to install it."""
+    if ALERTMANAGER is None:
+        pytest.fail(MISSING)
+    return ALERTMANAGER
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """A webhook receiver for tests: a real HTTP server on a free loopback port that records each
-POST (headers and parsed JSON body) and answers the status the test sets."""
+POST (headers and parsed JSON body) and answers the status the test sets (with ``location``
+as its Location header, for a redirect); GETs are only counted."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ __all__ = ["WebhookReceiver", "webhook_receiver"]
 class WebhookReceiver:
     url: str = ""
     status: int = 200
+    location: str = ""
+    gets: int = 0
     posts: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -39,6 +42,15 @@ def webhook_receiver() -> Iterator[WebhookReceiver]:
                 with receiver.lock:
                     receiver.posts.append((dict(self.headers), body))
             self.send_response(status)
+            if receiver.location:
+                self.send_header("Location", receiver.location)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def do_GET(self) -> None:
+            with receiver.lock:
+                receiver.gets += 1
+            self.send_response(200)
             self.send_header("Content-Length", "0")
             self.end_headers()
 
