@@ -27,6 +27,7 @@ from typing import Any
 import psutil
 
 from bench.base import progress, write_section
+from bench.process_sample import Sink, cpu_and_rss
 
 __all__ = ["bench_host", "bench_statsd", "main"]
 
@@ -40,22 +41,8 @@ _PACKETS = [
 ]
 
 
-class _Sink(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self.send_response(202)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"{}")
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 def bench_host(seconds: float) -> dict[str, float]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Sink)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     with tempfile.TemporaryDirectory(prefix="apm-agent-bench-") as tmp:
         env = {
@@ -68,34 +55,12 @@ def bench_host(seconds: float) -> dict[str, float]:
             [sys.executable, "-m", "apm.cli", "agent", "run"], env=env, stderr=subprocess.DEVNULL
         )
         try:
-            agent = psutil.Process(proc.pid)
-            time.sleep(5)  # imports and the first ticks are start-up, not steady state
-            rss: list[float] = []
-            windows: list[float] = []
-            start_cpu = sum(agent.cpu_times()[:2])
-            started = last_wall = time.monotonic()
-            last_cpu = start_cpu
-            while time.monotonic() - started < seconds:
-                time.sleep(10)
-                cpu, wall = sum(agent.cpu_times()[:2]), time.monotonic()
-                windows.append(100 * (cpu - last_cpu) / (wall - last_wall))
-                last_cpu, last_wall = cpu, wall
-                rss.append(agent.memory_info().rss / 2**20)
-                progress(
-                    f"host collectors: {wall - started:.0f}s, cpu {windows[-1]:.2f}% "
-                    f"rss {rss[-1]:.1f} MiB"
-                )
-            total = 100 * (last_cpu - start_cpu) / (last_wall - started)
+            figures = cpu_and_rss(psutil.Process(proc.pid), seconds, "host collectors")
         finally:
             proc.terminate()
             proc.wait(10)
             server.shutdown()
-    return {
-        "cpu_pct_median": statistics.median(windows),
-        "cpu_pct_mean": total,
-        "rss_mib_median": statistics.median(rss),
-        "rss_mib_max": max(rss),
-    }
+    return figures
 
 
 def _listener(port_out: Any, result: Any, seconds: float) -> None:

@@ -12,7 +12,6 @@ import http.server
 import os
 import shlex
 import signal
-import statistics
 import subprocess
 import threading
 import time
@@ -20,8 +19,7 @@ from pathlib import Path
 
 import psutil
 
-from bench.agent import _Sink
-from bench.base import progress
+from bench.process_sample import Sink, cpu_and_rss
 
 __all__ = ["bench_package"]
 
@@ -67,7 +65,7 @@ def bench_package(deb: Path, root: Path, seconds: float) -> dict[str, float]:
         ).stdout.split()[0]
     )
     service = _service(root / "lib" / "systemd" / "system" / "apm-agent.service")
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Sink)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     env = {
         "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
@@ -87,22 +85,7 @@ def bench_package(deb: Path, root: Path, seconds: float) -> dict[str, float]:
     launcher = subprocess.Popen(argv, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         agent = _agent_process(psutil.Process(launcher.pid))
-        time.sleep(5)  # imports and the first ticks are start-up, not steady state
-        rss: list[float] = []
-        windows: list[float] = []
-        start_cpu = last_cpu = sum(agent.cpu_times()[:2])
-        started = last_wall = time.monotonic()
-        while time.monotonic() - started < seconds:
-            time.sleep(10)
-            cpu, wall = sum(agent.cpu_times()[:2]), time.monotonic()
-            windows.append(100 * (cpu - last_cpu) / (wall - last_wall))
-            last_cpu, last_wall = cpu, wall
-            rss.append(agent.memory_info().rss / 2**20)
-            progress(
-                f"packaged agent: {wall - started:.0f}s, cpu {windows[-1]:.2f}% "
-                f"rss {rss[-1]:.1f} MiB"
-            )
-        total = 100 * (last_cpu - start_cpu) / (last_wall - started)
+        figures = cpu_and_rss(agent, seconds, "packaged agent")
     finally:
         os.killpg(launcher.pid, signal.SIGTERM)
         launcher.wait(15)
@@ -111,8 +94,5 @@ def bench_package(deb: Path, root: Path, seconds: float) -> dict[str, float]:
         "deb_mib": deb.stat().st_size / 2**20,
         "installed_mib": installed_kib / 1024,
         "opt_mib": du_kib / 1024,
-        "cpu_pct_median": statistics.median(windows),
-        "cpu_pct_mean": total,
-        "rss_mib_median": statistics.median(rss),
-        "rss_mib_max": max(rss),
+        **figures,
     }
