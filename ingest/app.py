@@ -6,10 +6,12 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 
 from fastapi import FastAPI, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
+from prometheus_client import Counter
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from apm.errors import error_body, status_error
@@ -68,6 +70,7 @@ def create_app(
             settings.max_future_s,
             settings.topic_retention_s,
             max_rejected=settings.max_rejected_snapshots,
+            cache_max_bytes=settings.names_seen_max_bytes,
         ),
     )
     state.telemetry.inflight.set_function(state.gate.count)
@@ -87,6 +90,7 @@ def create_app(
     app.state.interop = Interop(
         interop or InteropSettings(), InteropTelemetry(state.telemetry.registry)
     )
+    _watch_name_caches(state.validator, app.state.interop.telemetry)
     app.include_router(samples.router)
     app.include_router(remote_write.router)
     app.include_router(otlp.router)
@@ -116,3 +120,15 @@ def create_app(
         return json_response(error_body(status_error(500), "internal error"), 500)
 
     return app
+
+
+def _watch_name_caches(validator: Validator, telemetry: InteropTelemetry) -> None:
+    """The validator's name caches in the same gauges as the protocols' caches."""
+    for label, cache in (("servers", validator.servers), ("metrics", validator.metrics)):
+        telemetry.cache_bytes.labels(label).set_function(partial(getattr, cache, "bytes"))
+        evictions = telemetry.cache_evictions.labels(label)
+        cache.on_evict = partial(_count_eviction, evictions)
+
+
+def _count_eviction(counter: Counter, _names: int) -> None:
+    counter.inc()

@@ -39,6 +39,9 @@ class IngestSettings(BaseSettings):
     # max_listed_rejections of them) in the 202; past max_rejected_snapshots the batch is 422.
     max_listed_rejections: int = Field(default=100, ge=0)
     max_rejected_snapshots: int = Field(default=1000, ge=0)
+    # The validator's caches of server and metric names that passed the rules, each bounded
+    # in bytes (ingest.namecache; apm_ingest_cache_bytes{cache="servers"|"metrics"}).
+    names_seen_max_bytes: int = Field(default=8 * MIB, ge=1)
 
     # Work in flight (docs/ingest.md, Load shedding and the answer deadline). A request past
     # max_inflight gets 503 at once; parsing runs on parse_threads threads off the event

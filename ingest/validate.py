@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from apm.model import metric_name_error, server_name_error, value_error
 from ingest.errors import ApiError
+from ingest.namecache import NameCache
 
 __all__ = ["Batch", "Line", "Rejection", "Validator", "count_samples"]
 
@@ -87,7 +88,7 @@ class Validator:
         max_future_s: float,
         max_age_s: float,
         clock: Callable[[], float] = time.time,
-        cache_size: int = 200_000,
+        cache_max_bytes: int = 8 * 1024 * 1024,
         max_rejected: int = 1000,
     ) -> None:
         self.max_samples = max_samples
@@ -95,13 +96,13 @@ class Validator:
         self.max_future_s = max_future_s
         self.max_age_s = max_age_s
         self.clock = clock
-        self.cache_size = cache_size
-        self._servers: set[str] = set()
-        self._metrics: set[str] = set()
+        # Each cache holds at most cache_max_bytes (ingest.namecache); /metrics shows both.
+        self.servers = NameCache(cache_max_bytes)
+        self.metrics = NameCache(cache_max_bytes)
 
     def _known(
         self,
-        cache: set[str],
+        cache: NameCache,
         name: object,
         check: Callable[[object], str | None],
         at: str,
@@ -110,8 +111,6 @@ class Validator:
         problem = check(name)
         if problem:
             raise _reject(reason, problem, at)
-        if len(cache) >= self.cache_size:  # a flood of distinct names must not grow memory
-            cache.clear()
         cache.add(name)  # type: ignore[arg-type]  # check() proved it is a str
 
     def validate(self, doc: object, max_rejected: int | None = None) -> Batch:
@@ -179,7 +178,7 @@ class Validator:
         if len(snap) != 3 or snap.keys() != _SNAPSHOT_KEYS:
             _shape_error(snap, i)
         server = snap["server"]
-        servers, metrics = self._servers, self._metrics
+        servers, metrics = self.servers, self.metrics
         if type(server) is not str or server not in servers:  # dicts are unhashable
             self._known(servers, server, server_name_error, f"snapshots[{i}].server", "server_name")
         ts = snap["ts"]
