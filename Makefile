@@ -107,6 +107,7 @@ bench-agent: agent-deb debs  ## the agent's overhead; the .deb's size, its insta
 
 bench-ingest: up
 	$(PY) -m bench.ingest
+	$(PY) -m bench.ingest_decode
 
 bench-aggregator: up  ## the dedup state's arrival-order figure, the issue config, then the breadth config (each its own Spark session)
 	$(PY) -m bench.aggregator_order

@@ -18,9 +18,10 @@ from starlette.responses import Response
 
 from ingest.body import check_media, count_values, gunzip
 from ingest.errors import ApiError, printable
+from ingest.interop.parsedcount import OTLP_LEVELS, parse_bounded
 from ingest.interop.points import bad_request
 from ingest.interop.prompb import Status
-from ingest.interop.wirecount import OTLP, Deadline, count_elements
+from ingest.interop.wirecount import OTLP, Deadline
 
 __all__ = ["JSON", "PROTOBUF", "check_headers", "decode_export", "error_answer", "success_answer"]
 
@@ -45,10 +46,13 @@ def decode_export(
     limits: Mapping[str, tuple[int, str]],
     max_elements: tuple[int, str],
     deadline: Deadline,
+    parse_first_max_bytes: int = 0,
 ) -> Any:
     """The ExportMetricsServiceRequest in ``raw``: 400 when it is not one, 413 past a limit
     (gzip bombs stop at ``max_inflated``; JSON values are counted before parsing, protobuf
-    elements by kind, ``limits``, and in all, ``max_elements``); 503 past ``deadline``."""
+    elements by kind, ``limits``, and in all, ``max_elements``, before parsing a body over
+    ``parse_first_max_bytes``, after it for a smaller one: ingest.interop.parsedcount); 503
+    past ``deadline``."""
     if gzipped:
         raw = gunzip(raw, max_inflated)
     elif len(raw) > max_inflated:
@@ -59,16 +63,18 @@ def decode_export(
             at="body",
             reason="too_large",
         )
-    request = ExportMetricsServiceRequest()
     if media == PROTOBUF:
-        count_elements(raw, OTLP, limits, max_elements, deadline)
-        try:
-            request.ParseFromString(raw)
-        except (DecodeError, ValueError, RecursionError) as exc:
-            raise bad_request(
-                f"the body is not a protobuf ExportMetricsServiceRequest: {exc}", "malformed"
-            ) from None
-        return request
+        return parse_bounded(
+            raw,
+            _parse_protobuf,
+            OTLP,
+            OTLP_LEVELS,
+            limits,
+            max_elements,
+            deadline,
+            parse_first_max_bytes,
+        )
+    request = ExportMetricsServiceRequest()
     count_values(raw, max_json_values)
     try:
         json_format.Parse(raw.decode("utf-8"), request, ignore_unknown_fields=True)
@@ -101,3 +107,14 @@ def error_answer(error: ApiError, media: str) -> Response:
     return Response(
         _encode(status, media), status_code=error.status, headers=error.headers, media_type=media
     )
+
+
+def _parse_protobuf(raw: bytes) -> Any:
+    request = ExportMetricsServiceRequest()
+    try:
+        request.ParseFromString(raw)
+    except (DecodeError, ValueError, RecursionError) as exc:
+        raise bad_request(
+            f"the body is not a protobuf ExportMetricsServiceRequest: {exc}", "malformed"
+        ) from None
+    return request

@@ -18,10 +18,11 @@ from google.protobuf.message import DecodeError
 from apm.labels import Namer, server_from_label
 from ingest.errors import ApiError
 from ingest.intake import Decoded
+from ingest.interop.parsedcount import REMOTE_WRITE_LEVELS, parse_bounded
 from ingest.interop.points import Points, Tally, bad_request, to_decoded
 from ingest.interop.prompb import WriteRequest
 from ingest.interop.settings import InteropSettings
-from ingest.interop.wirecount import REMOTE_WRITE, Deadline, count_elements
+from ingest.interop.wirecount import REMOTE_WRITE, Deadline
 from ingest.validate import Validator
 
 __all__ = ["STALE_NAN", "check_headers", "decode_write", "map_write", "remote_write_decoder"]
@@ -70,11 +71,13 @@ def decode_write(
     limits: Mapping[str, tuple[int, str]],
     max_elements: tuple[int, str],
     deadline: Deadline,
+    parse_first_max_bytes: int = 0,
 ) -> object:
     """Snappy (block format) then protobuf. The inflated length is read from the block's
     header and checked before anything is inflated (413); the elements of each kind
-    (``limits``: timeseries, samples) and in all (``max_elements``) are counted before the
-    parse (413); bad bytes are a 400; 503 past ``deadline``."""
+    (``limits``: timeseries, samples) and in all (``max_elements``) are counted (413), before
+    the parse when the inflated body is over ``parse_first_max_bytes``, after it otherwise
+    (ingest.interop.parsedcount); bad bytes are a 400; 503 past ``deadline``."""
     try:
         size = cramjam.snappy.decompress_raw_len(raw)
     except cramjam.DecompressionError as exc:
@@ -91,7 +94,19 @@ def decode_write(
         inflated = bytes(cramjam.snappy.decompress_raw(raw))
     except cramjam.DecompressionError as exc:
         raise bad_request(f"the body is not snappy (block format): {exc}", "malformed") from None
-    count_elements(inflated, REMOTE_WRITE, limits, max_elements, deadline)
+    return parse_bounded(
+        inflated,
+        _parse_write,
+        REMOTE_WRITE,
+        REMOTE_WRITE_LEVELS,
+        limits,
+        max_elements,
+        deadline,
+        parse_first_max_bytes,
+    )
+
+
+def _parse_write(inflated: bytes) -> object:
     try:
         return WriteRequest.FromString(inflated)
     except (DecodeError, ValueError, RecursionError) as exc:
@@ -201,7 +216,9 @@ def remote_write_decoder(
     total = (settings.protobuf_max_elements, "protobuf_max_elements")
 
     def decode(raw: bytes) -> Decoded:
-        request = decode_write(raw, max_inflated, limits, total, deadline)
+        request = decode_write(
+            raw, max_inflated, limits, total, deadline, settings.protobuf_parse_first_max_bytes
+        )
         points = map_write(request, settings, names, max_samples, tally, deadline)
         return to_decoded(points, validator, record_max_bytes)
 

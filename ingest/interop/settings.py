@@ -52,6 +52,11 @@ class InteropSettings(BaseSettings):
     # most this many repeated messages of all kinds together (series, labels, samples;
     # resource_metrics, scope_metrics, metrics, points, attributes), ~50 bytes each parsed.
     protobuf_max_elements: int = Field(default=1_000_000, ge=1)
+    # A body of at most this many (inflated) bytes is parsed first and counted after, with
+    # len() on the message (ingest.interop.parsedcount): n bytes hold at most n/2 elements,
+    # parsed into at most ~32 n bytes, so the count can wait and costs far less. 0: always
+    # count on the wire first.
+    protobuf_parse_first_max_bytes: int = Field(default=1024 * 1024, ge=0)
 
     # The cardinality guard of DogStatsD tags (apm.labels), for labels and attributes.
     drop_unbounded_labels: bool = True

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ingest.errors import ApiError, unavailable
 
-__all__ = ["OTLP", "REMOTE_WRITE", "Deadline", "Field", "Schema", "count_elements"]
+__all__ = ["OTLP", "REMOTE_WRITE", "Deadline", "Field", "Schema", "count_elements", "too_many"]
 
 
 @dataclass(frozen=True)
@@ -135,10 +135,10 @@ def count_elements(
                 if kind is not None:
                     n = counts[kind] = counts[kind] + 1
                     if n > bound.get(kind, no_limit):
-                        raise _too_many(kind, *limits[kind])
+                        raise too_many(kind, *limits[kind])
                     total += 1
                     if total > budget:
-                        raise _too_many("elements", *max_total)
+                        raise too_many("elements", *max_total)
                 if field.schema is not None and size:
                     if len(stack) >= _MAX_DEPTH:
                         raise _NotProtobuf
@@ -157,12 +157,11 @@ def count_elements(
     return counts
 
 
-def _too_many(kind: str, limit: int, setting: str) -> ApiError:
+def too_many(kind: str, limit: int, setting: str, when: str = "counted before parsing") -> ApiError:
     return ApiError(
         413,
         "too_large",
-        f"the request holds more than {limit} {kind}, the limit of {setting} (counted before "
-        "parsing)",
+        f"the request holds more than {limit} {kind}, the limit of {setting} ({when})",
         at="body",
         reason="too_large",
     )

@@ -63,6 +63,7 @@ def _decode(
         limits,
         (i.protobuf_max_elements, "protobuf_max_elements"),
         deadline,
+        i.protobuf_parse_first_max_bytes,
     )
     points = map_export(request, i, interop.otlp_names, interop.rates, tally, deadline, pending)
     decoded = to_decoded(points, state.validator, s.record_max_bytes)
