@@ -43,7 +43,7 @@ from ingest.settings import IngestSettings
 from launch import processes
 from launch.probe import free_port
 
-__all__ = ["main"]
+__all__ = ["flood_body", "main"]
 
 COMMAND = "make bench-ingest"
 NS = 1_000_000_000
@@ -212,14 +212,18 @@ def _decode_rows(repeats: int) -> list[list[str]]:
     return rows
 
 
-def _flood_body(i: int, t0: int) -> bytes:
+def flood_body(i: int, t0: int, host: str = "bench-flood", prefix: str = "bench.") -> bytes:
+    """Request ``i`` of the flood: ~8 MB of points (~180 KB gzip) of the counter
+    ``<prefix>flood``, one new series per point (a new 1 KB ``request_id``), and one point of
+    the counter ``<prefix>steady``, all cumulative from ``t0`` (ns). Shared with
+    tests/ingest/interop/test_otlp_flood.py."""
     rng = random.Random(i)
     request = ExportMetricsServiceRequest()
     rm = request.resource_metrics.add()
     kv = rm.resource.attributes.add()
-    kv.key, kv.value.string_value = "host.name", "bench-flood"
+    kv.key, kv.value.string_value = "host.name", host
     sm = rm.scope_metrics.add()
-    flood = sm.metrics.add(name="bench.flood")
+    flood = sm.metrics.add(name=f"{prefix}flood")
     flood.sum.aggregation_temporality, flood.sum.is_monotonic = CUMULATIVE, True
     for _ in range(8_000):
         point = flood.sum.data_points.add(
@@ -230,7 +234,7 @@ def _flood_body(i: int, t0: int) -> bytes:
             "request_id",
             "r" * 1000 + f"{rng.getrandbits(128):032x}",
         )
-    steady = sm.metrics.add(name="bench.steady")
+    steady = sm.metrics.add(name=f"{prefix}steady")
     steady.sum.aggregation_temporality, steady.sum.is_monotonic = CUMULATIVE, True
     steady.sum.data_points.add(
         as_double=5.0 * i, start_time_unix_nano=t0 - NS, time_unix_nano=t0 + i * NS
@@ -241,7 +245,7 @@ def _flood_body(i: int, t0: int) -> bytes:
 def _flood_rows() -> list[list[str]]:
     bootstrap = IngestSettings().kafka_bootstrap
     t0 = time.time_ns() - 60 * NS
-    bodies = [_flood_body(i, t0) for i in range(20)]
+    bodies = [flood_body(i, t0) for i in range(20)]
     with tempfile.TemporaryDirectory(prefix="apm-bench-flood-") as tmp:
         home = Path(tmp)
         key = add_key(home / "keys", "bench")

@@ -3,7 +3,7 @@ built with the real storage repository, Kafka and ingest scrapes, or with fakes 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol
 
 from apm.query import StoredQuery, WindowResult
@@ -23,6 +23,10 @@ class QueryRepository(Protocol):
     def read_results(
         self, query_id: str, start: float, end: float, page_size: int = 5000
     ) -> Iterator[WindowResult]: ...
+    def read_results_at(self, query_id: str, starts: Sequence[float]) -> Iterator[WindowResult]:
+        """The windows that start exactly at ``starts`` (epoch seconds), ascending."""
+        ...
+
     def last_result_at(self, query_id: str) -> float | None: ...
     def list_servers(self) -> dict[str, float]: ...
     def list_metrics(self) -> dict[str, float]:

@@ -10,14 +10,18 @@ stays bounded by ``ahead`` pages whatever the range.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from apm.query import WindowResult
 from storage.codec import window_result
 from storage.schema import BUCKET_SECONDS
 
-__all__ = ["bucket_span", "ms_ceil", "read_range"]
+# Window starts per IN list: a partition's rows for at most this many clustering keys per
+# statement keeps each read one small page (Cassandra warns about large IN lists).
+IN_CHUNK = 100
+
+__all__ = ["IN_CHUNK", "bucket_span", "chunks_at", "ms_ceil", "read_at", "read_range"]
 
 
 def ms_ceil(ts: float) -> int:
@@ -30,6 +34,35 @@ def bucket_span(lo_ms: int, hi_ms: int) -> tuple[int, int]:
     """First and last bucket that windows with lo_ms <= window_start_ms < hi_ms can be in."""
     bucket_ms = BUCKET_SECONDS * 1000
     return lo_ms // bucket_ms, (hi_ms - 1) // bucket_ms
+
+
+def chunks_at(starts_ms: Iterable[int], chunk: int = IN_CHUNK) -> list[tuple[int, list[int]]]:
+    """``starts_ms`` (any order, repeats allowed) as ascending (bucket, starts) groups of at
+    most ``chunk`` starts, each within one bucket: one statement each."""
+    bucket_ms = BUCKET_SECONDS * 1000
+    groups: list[tuple[int, list[int]]] = []
+    for start in sorted(set(starts_ms)):
+        bucket = start // bucket_ms
+        if not groups or groups[-1][0] != bucket or len(groups[-1][1]) >= chunk:
+            groups.append((bucket, []))
+        groups[-1][1].append(start)
+    return groups
+
+
+def read_at(
+    session: Any,
+    stmt: Any,
+    query_id: str,
+    starts_ms: Sequence[int],
+    *,
+    ahead: int,
+    profile: object,
+) -> Iterator[WindowResult]:
+    """Windows of ``query_id`` whose start is one of ``starts_ms``, ascending by start:
+    one statement per (bucket, up to IN_CHUNK starts), ``ahead`` of them in flight. ``stmt``
+    selects the result columns for (query_id, bucket, [starts]) with ``window_start IN ?``."""
+    bound = (stmt.bind((query_id, bucket, starts)) for bucket, starts in chunks_at(starts_ms))
+    return _pipelined(session, bound, query_id, ahead, profile)
 
 
 def read_range(
@@ -47,20 +80,32 @@ def read_range(
     """Windows of ``query_id`` with lo_ms <= window_start < hi_ms in ``buckets`` (ascending),
     ascending by window_start. ``stmt`` selects (window_start, window_seconds, vals, samples,
     updated_at) for (query_id, bucket, lo_ms, hi_ms) with ``window_start >= ? AND < ?``."""
-    todo = iter(buckets)
+
+    def bound() -> Iterator[Any]:
+        for bucket in buckets:
+            statement = stmt.bind((query_id, bucket, lo_ms, hi_ms))
+            statement.fetch_size = page_size
+            yield statement
+
+    return _pipelined(session, bound(), query_id, ahead, profile)
+
+
+def _pipelined(
+    session: Any, statements: Iterator[Any], query_id: str, ahead: int, profile: object
+) -> Iterator[WindowResult]:
+    """The rows of ``statements`` in their order, the next ``ahead`` requested while one is
+    consumed (its ResultSet fetches its further pages on demand)."""
     pending: deque[Any] = deque()
 
     def submit() -> None:
-        bucket = next(todo, None)
-        if bucket is not None:
-            bound = stmt.bind((query_id, bucket, lo_ms, hi_ms))
-            bound.fetch_size = page_size
-            pending.append(session.execute_async(bound, execution_profile=profile))
+        statement = next(statements, None)
+        if statement is not None:
+            pending.append(session.execute_async(statement, execution_profile=profile))
 
     for _ in range(max(1, ahead)):
         submit()
     while pending:
         rows = pending.popleft().result()
         submit()
-        for row in rows:  # the ResultSet fetches further pages of this bucket on demand
+        for row in rows:
             yield window_result(query_id, row)

@@ -47,6 +47,11 @@ class Statements:
             "AND window_start >= ? AND window_start < ? ORDER BY window_start ASC",
             True,
         )
+        self.at_starts = self._prep(
+            f"SELECT {_R_COLS} FROM {ks}.results WHERE query_id = ? AND bucket = ? "
+            "AND window_start IN ? ORDER BY window_start ASC",
+            True,
+        )
         self.newest = self._prep(
             f"SELECT updated_at FROM {ks}.results WHERE query_id = ? AND bucket = ? LIMIT 1", True
         )

@@ -166,6 +166,23 @@ def test_rows_expire_with_the_retention(repo, cassandra_session, storage_keyspac
     assert 29 * DAY < ttl <= 30 * DAY
 
 
+def test_read_at_starts_spans_buckets_and_chunks(repo, make_results):
+    """Exact starts over three days, more than one IN chunk in a bucket, starts asked twice,
+    out of order, or with no window: each stored window once, ascending."""
+    qid = _qid()
+    start = 20_200 * DAY - 600  # windows of 60 s over three day boundaries
+    rows = make_results(qid, start, 3 * 1440 + 20, window_seconds=60)
+    repo.upsert_results(rows)
+    wanted = rows[::7]  # 620 windows: 3 buckets of more than IN_CHUNK starts
+    asked = [w.window_start for w in reversed(wanted)] + [wanted[3].window_start, start - 60]
+    assert list(repo.read_results_at(qid, asked)) == wanted
+    assert list(repo.read_results_at(qid, [])) == []
+    assert list(repo.read_results_at(_qid(), [start])) == []
+    for bad in ([math.nan], [-1.0]):
+        with pytest.raises(ValueError):
+            repo.read_results_at(qid, bad)
+
+
 def test_read_results_rejects_bad_arguments(repo):
     for kwargs in (
         {"start": math.nan, "end": 1.0},

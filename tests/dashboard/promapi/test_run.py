@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -17,11 +17,11 @@ from dashboard.promapi.evaluate import Deadline, LimitError, points, steps
 from dashboard.promapi.run import Evaluator
 from dashboard.promapi.selector import parse_selector
 from dashboard.promapi.settings import PromApiSettings
-from storage.reader import ms_ceil
+from storage.reader import chunks_at, ms_ceil
 
 pytestmark = pytest.mark.unit
 
-T0 = 1_700_000_000  # a multiple of 10 and 60
+T0 = 1_700_000_040  # a multiple of 10 and 60: windows are aligned to the epoch
 FOREVER = Deadline(float("inf"), time.monotonic)
 DAY = 86_400
 
@@ -51,6 +51,23 @@ class WindowStore:
             self.rows += 1
             yield w
 
+    def read_results_at(self, query_id: str, starts: Sequence[float]) -> Iterator[WindowResult]:
+        """As the repository: the windows starting exactly at ``starts``, ascending, in one
+        statement per day bucket and storage.reader.IN_CHUNK starts (counted in ``calls``)."""
+        wanted = [ms_ceil(s) for s in starts]
+        self.calls += len(chunks_at(wanted))
+        at = dict(zip(self.starts, self.windows, strict=True))
+        for start in sorted(set(wanted)):
+            if start in at:
+                self.rows += 1
+                yield at[start]
+
+
+def _read(store: WindowStore, reads: tuple[float, float] | list[float]) -> list[WindowResult]:
+    if isinstance(reads, tuple):
+        return list(store.read_results("q", *reads))
+    return list(store.read_results_at("q", reads))
+
 
 def _windows(seconds: int, starts: range, query_id: str = "q") -> list[WindowResult]:
     return [WindowResult(query_id, float(s), seconds, {"avg": s / 7}, 3, 1.0) for s in starts]
@@ -76,6 +93,7 @@ def test_a_month_at_one_hour_steps_reads_one_window_per_step() -> None:
     times = steps(start, end, step)
     assert len(times) == 720
     assert store.rows <= len(times)  # it was 259,200: every window of the month
+    assert store.calls == 31  # one statement per day bucket (it was one range read per step)
     whole = points(store.windows, query, ["avg"], times, FOREVER)["avg"]
     assert len(whole) == 720
     assert [[t / 1000, v] for t, v in whole] == [[t, float(v)] for t, v in _values(answer)]
@@ -99,7 +117,7 @@ def test_the_planned_reads_give_the_points_of_the_whole_range(
     stored = [w for w, keep in zip(stored, present, strict=True) if keep]
     store = WindowStore(query, stored)
     times = steps(T0 * 1000 + offset_ms, T0 * 1000 + offset_ms + step_ms * (n - 1), step_ms)
-    read = [w for lo, hi in plan(window * 1000, times) for w in store.read_results("q", lo, hi)]
+    read = _read(store, plan(window * 1000, times))
     assert store.rows <= max(len(times), 2 * len(times) + 2)
     assert points(read, query, ["avg"], times, FOREVER) == points(
         stored, query, ["avg"], times, FOREVER

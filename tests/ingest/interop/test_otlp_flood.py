@@ -13,49 +13,19 @@ request of that size costs, not what the flood accumulates. Measured here: ~16 M
 
 from __future__ import annotations
 
-import gzip
-import random
 from typing import Any
 
 import pytest
-from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
-    ExportMetricsServiceRequest,
-)
 
-from tests.ingest.interop.test_otlp import CUMULATIVE, NS, answer, now_ns, post, published
+from bench.ingest_decode import flood_body
+from tests.ingest.interop.test_otlp import NS, answer, now_ns, post, published
 from tests.ingest.interop.test_wirecount import answered
 
 pytestmark = pytest.mark.unit
 
-POINTS = 8_000
-
 
 def _flood(i: int, t0: int) -> bytes:
-    """~8 MB of points (~180 KB gzip): the flood counter, one new series per point, and one
-    point of the steady counter."""
-    rng = random.Random(i)
-    request = ExportMetricsServiceRequest()
-    rm = request.resource_metrics.add()
-    kv = rm.resource.attributes.add()
-    kv.key, kv.value.string_value = "host.name", "web-1"
-    sm = rm.scope_metrics.add()
-    flood = sm.metrics.add(name="flood")
-    flood.sum.aggregation_temporality, flood.sum.is_monotonic = CUMULATIVE, True
-    for _ in range(POINTS):
-        point = flood.sum.data_points.add(
-            as_double=1.0, start_time_unix_nano=t0 - NS, time_unix_nano=t0 + i * NS
-        )
-        attr = point.attributes.add()
-        attr.key, attr.value.string_value = (
-            "request_id",
-            "r" * 1000 + f"{rng.getrandbits(128):032x}",
-        )
-    steady = sm.metrics.add(name="steady")
-    steady.sum.aggregation_temporality, steady.sum.is_monotonic = CUMULATIVE, True
-    steady.sum.data_points.add(
-        as_double=5.0 * i, start_time_unix_nano=t0 - NS, time_unix_nano=t0 + i * NS
-    )
-    return gzip.compress(request.SerializeToString(), 6)
+    return flood_body(i, t0, host="web-1", prefix="")
 
 
 def test_a_flood_of_one_metric_holds_memory_and_keeps_the_others_rates(
