@@ -5,9 +5,10 @@ versions across a fleet; a metric value is a number, so ``1.2.3`` is sent as 100
 
 from __future__ import annotations
 
-import re
 from importlib import metadata
 from pathlib import Path
+
+from apm.agentversion import version_number
 
 __all__ = ["VERSION", "version_number"]
 
@@ -23,16 +24,6 @@ def _version() -> str:
         return metadata.version("apm-platform")
     except metadata.PackageNotFoundError:
         return "0.0.0"
-
-
-def version_number(version: str) -> float:
-    """``major * 1e6 + minor * 1e3 + patch`` of the leading ``X.Y.Z`` (missing parts are 0,
-    each part is capped at 999); the Debian revision and any suffix are left out."""
-    match = re.match(r"(?:\d+:)?(\d+)(?:\.(\d+))?(?:\.(\d+))?", version)
-    if match is None:
-        return 0.0
-    major, minor, patch = (min(int(p or 0), 999) for p in match.groups())
-    return float(major * 1_000_000 + minor * 1_000 + patch)
 
 
 VERSION = _version()

@@ -126,6 +126,7 @@ def create_app(app_ctx: AppContext) -> Dash:
 
 def build_context(settings: object | None = None, repo: object | None = None) -> AppContext:
     """The production wiring: the storage repository, Kafka topics and the ingest scraper."""
+    from dashboard.agents import KafkaAgentVersions
     from dashboard.settings import DashboardSettings
     from dashboard.sources import IngestNames, KafkaTopics, PrometheusScraper
 
@@ -149,4 +150,5 @@ def build_context(settings: object | None = None, repo: object | None = None) ->
             s.scrape_timeout_seconds,
         ),
         clock=time.time,
+        agents=KafkaAgentVersions(s.kafka_bootstrap, s.agents_lookback_seconds),
     )

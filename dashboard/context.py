@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from dashboard.cache import ResultCache
-from dashboard.ports import IngestScraper, QueryRepository, TopicSource
+from dashboard.ports import AgentVersions, IngestScraper, QueryRepository, TopicSource
 from dashboard.settings import DashboardSettings
 from dashboard.telemetry import DashboardTelemetry
 
@@ -24,6 +24,7 @@ class AppContext:
     metrics: DashboardTelemetry = field(default_factory=DashboardTelemetry)
     clock: Callable[[], float] = time.time
     cache: ResultCache | None = None
+    agents: AgentVersions | None = None  # the health page's Agents card (none: not shown)
 
     def __post_init__(self) -> None:
         if self.cache is None:

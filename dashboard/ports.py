@@ -4,11 +4,11 @@ built with the real storage repository, Kafka and ingest scrapes, or with fakes 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from apm.query import StoredQuery, WindowResult
 
-__all__ = ["IngestScraper", "QueryRepository", "TopicSource"]
+__all__ = ["AgentVersions", "IngestScraper", "QueryRepository", "TopicSource"]
 
 
 class QueryRepository(Protocol):
@@ -41,6 +41,13 @@ class QueryRepository(Protocol):
 class TopicSource(Protocol):
     def metrics(self) -> list[str]:
         """The metrics that have a topic in Kafka, sorted; raises OSError when unreachable."""
+        ...
+
+
+class AgentVersions(Protocol):
+    def versions(self) -> Mapping[str, Any]:
+        """server -> its agent's newest reported version (``dashboard.agents.AgentSeen``);
+        raises OSError when the source cannot be read."""
         ...
 
 

@@ -72,6 +72,8 @@ class DashboardSettings(BaseSettings):
     # APM_DASHBOARD_KAFKA_BOOTSTRAP, else the shared APM_KAFKA_BOOTSTRAP (apm.settings).
     kafka_bootstrap: str = shared("APM_DASHBOARD_", "kafka_bootstrap")
     topics_cache_seconds: float = Field(default=10.0, ge=0)
+    # The health page's Agents card reads this many seconds of the agent.version topic.
+    agents_lookback_seconds: float = Field(default=10.0, gt=0, le=3600)
     # The ingest's Prometheus endpoints (comma-separated) and the counters the health page reads:
     # samples{outcome="accepted"} gives the rate, requests{outcome="rejected",reason=...} the
     # rejects (a rejected request may carry no countable sample, e.g. a body that is not JSON).

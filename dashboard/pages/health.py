@@ -1,5 +1,6 @@
 """The health page: ingest rate and rejects by reason, consumer lag per metric topic, the
-aggregator's batch duration and freshness, and the servers reporting or silent."""
+aggregator's batch duration and freshness, the servers reporting or silent, and the agent
+versions they run (dashboard.pages.health_agents)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dashboard.api import StorageUnavailable, guarded
 from dashboard.context import AppContext
 from dashboard.health import HealthView, ServerRow, build_health
 from dashboard.pages.common import ago, banner, navbar, when
+from dashboard.pages.health_agents import agents_card
 
 __all__ = ["layout", "register"]
 
@@ -321,4 +323,15 @@ def register(app: Dash, app_ctx: AppContext) -> None:
             float(threshold),
             [q.query.metric for q in active],
         )
-        return html.Div([banner(problem), render(view)])
+        return html.Div([banner(problem), render(view), _agents(app_ctx)])
+
+
+def _agents(app_ctx: AppContext) -> html.Div | None:
+    if app_ctx.agents is None:
+        return None
+    try:
+        seen, problem = dict(app_ctx.agents.versions()), None
+    except OSError as exc:
+        seen, problem = None, str(exc)
+    lookback = app_ctx.settings.agents_lookback_seconds
+    return agents_card(seen, problem, app_ctx.clock(), lookback)

@@ -14,6 +14,7 @@ from selenium.webdriver.common.keys import Keys
 
 from apm.model import topic_for
 from apm.query import WindowResult
+from tests.support.kafka import publish_versions
 
 pytestmark = pytest.mark.e2e
 
@@ -313,6 +314,23 @@ def test_health_page_shows_ingest_lag_freshness_and_silent_servers(
     assert "web-live-1" in _text(chrome, "h-reporting-table")
     rejects = _text(chrome, "h-rejects")
     assert "bad_value" in rejects and "7" in rejects
+
+
+def test_health_page_lists_the_fleets_agent_versions(
+    chrome: Any, login: Any, wait: Wait, kafka_bootstrap: str
+) -> None:
+    """Agents that sent agent.version in the last 10 s, from the real topic: each server's
+    version, a count per version, the oldest version on top."""
+    old, new = (f"agent-{uuid.uuid4().hex[:8]}" for _ in range(2))
+    now = time.time()
+    publish_versions(kafka_bootstrap, [(old, now, "0.9.1"), (new, now, "1.4.0")])
+    login(path="/health")
+    wait(lambda d: d.find_elements(By.ID, "h-agents"), timeout=30)
+    agents = _text(chrome, "h-agents")
+    assert f"{old} 0.9.1" in agents and f"{new} 1.4.0" in agents
+    assert agents.index(old) < agents.index(new)
+    versions = _text(chrome, "h-agent-versions")
+    assert "0.9.1 1" in versions and "1.4.0" in versions
 
 
 def test_log_out_then_get_refused(chrome: Any, login: Any, wait: Wait, served: Any) -> None:

@@ -1,6 +1,7 @@
-"""Kafka in the tests: reading back what reached the metric topics, and a stand-in for
-kafka-python's admin client that answers as the real one does at the edges apm.kafka relies
-on (checked against the broker in tests/apm/test_kafka.py)."""
+"""Kafka in the tests: reading back what reached the metric topics, publishing agent
+versions as the ingest does, and a stand-in for kafka-python's admin client that answers as
+the real one does at the edges apm.kafka relies on (checked against the broker in
+tests/apm/test_kafka.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import kafka.errors as Errors
 from apm.kafka import Offsets, new_consumer, topic_partitions
 from apm.wire import decode
 
-__all__ = ["FakeAdmin", "read_records", "read_samples"]
+__all__ = ["FakeAdmin", "publish_versions", "read_records", "read_samples"]
 
 
 def read_records(
@@ -153,3 +154,25 @@ class FakeAdmin:
 
     def close(self) -> None:
         self.closed = True
+
+
+def publish_versions(
+    bootstrap: str, samples: list[tuple[str, float, str]], age_s: float = 0
+) -> None:
+    """``(server, ts, version)`` agent.version samples as the ingest writes them into the real
+    topic, the records stamped ``age_s`` seconds ago."""
+    import time
+
+    from apm.agentversion import METRIC, version_number
+    from apm.kafka import ensure_topics, new_producer
+    from apm.model import topic_for
+    from apm.wire import encode_chunks
+
+    ensure_topics(bootstrap, [topic_for(METRIC)])
+    producer = new_producer(bootstrap)
+    stamp = int((time.time() - age_s) * 1000)
+    for server, ts, version in samples:
+        for chunk in encode_chunks([(server, ts, version_number(version))]):
+            producer.send(topic_for(METRIC), chunk, timestamp_ms=stamp)
+    producer.flush(10)
+    producer.close()
