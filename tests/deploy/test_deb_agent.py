@@ -19,8 +19,10 @@ from pathlib import Path
 import pytest
 
 from agent.version import version_number
+from apm.agentversion import version_text
 from apm.kafka import end_offsets
 from apm.model import topic_for
+from dashboard.agents import KafkaAgentVersions
 from tests.support.cleanhost import unit_service, veth_netns
 from tests.support.kafka import read_samples
 
@@ -90,6 +92,10 @@ def test_clean_host_pushes_through_a_veth_and_survives_a_30s_cut(
                 first = read_samples(kafka_bootstrap, topics[:1], since, host.hostname)
             assert first, f"nothing from {host.hostname} in {ARRIVAL_S} s:\n{log.read_text()}"
             assert first[0][3] == version_number(deb.name.split("_")[1])
+            # What the health page's Agents card shows (docs/agent.md): this host, this version.
+            seen = KafkaAgentVersions(kafka_bootstrap, lookback_s=60).versions()
+            assert seen[host.hostname].version == version_text(first[0][3])
+            assert deb.name.split("_")[1].startswith(seen[host.hostname].version)
 
             time.sleep(3)
             link.cut()
