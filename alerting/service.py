@@ -66,8 +66,6 @@ def _record(telemetry: AlertingTelemetry, report: CycleReport) -> None:
 
 
 def run(settings: AlertingSettings, stop: threading.Event | None = None) -> int:
-    from prometheus_client import start_http_server
-
     from storage.alerts import AlertStore
     from storage.repository import Repository
 
@@ -75,9 +73,7 @@ def run(settings: AlertingSettings, stop: threading.Event | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
     telemetry = AlertingTelemetry()
-    server, _ = start_http_server(
-        settings.metrics_port, addr=settings.metrics_host, registry=telemetry.registry
-    )
+    server = telemetry.serve(settings.metrics_port, settings.metrics_host)
     log.info("alerting: /metrics on %s:%d", settings.metrics_host, server.server_port)
     with Repository.connect() as repo:
         tables = AlertStore(repo.session, repo.keyspace)
