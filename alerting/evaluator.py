@@ -95,6 +95,11 @@ class Evaluator:
         # (and again after a failed cycle), not scanned every cycle. One evaluator writes them.
         self._current: dict[tuple[str, str], dict[str, Any]] | None = None
 
+    def reload(self) -> None:
+        """Forget the alert rows as last written here: another evaluator may have written them
+        since (this one has just taken the lease over)."""
+        self._current = None
+
     def run_once(self, now: float) -> CycleReport:
         try:
             return self._run_once(now)

@@ -42,6 +42,9 @@ class AlertingSettings(BaseSettings):
     retry_deadline_s: float = Field(default=30.0, gt=0)
     # The meta-alert: the aggregator's status older than this (seconds) fires.
     freshness_bound_s: float = Field(default=60.0, gt=0)
+    # Failover: evaluators sharing a keyspace take turns through a lease in Cassandra; a holder
+    # that stops renewing (kill -9) loses it this long after its last cycle.
+    lease_ttl_s: int = Field(default=15, ge=2, le=3600)
     metrics_host: str = "127.0.0.1"
     metrics_port: int = Field(default=9107, ge=0, le=65535)
 

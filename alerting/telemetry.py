@@ -43,4 +43,7 @@ class AlertingTelemetry(Telemetry):
             "notices a receiver refused for good (4xx), dropped",
             ["receiver"],
         )
+        self.leader = g(
+            "apm_alerting_lease_held", "1 if this evaluator holds the lease and evaluates"
+        )
         self.outbox = g("apm_alerting_outbox", "notices waiting in the outbox", ["receiver"])
