@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings
 
-from alerting.fields import webhook_url_error
+from alerting.receiver_url import webhook_url_error
 from apm.settings import env_config
 
 __all__ = ["OWN_PORTS", "AlertingSettings"]

@@ -12,9 +12,6 @@ Takes ~75 s, 60 of them the outage itself (integration tier, so it runs in ``mak
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
 import time
 import urllib.request
 from contextlib import ExitStack
@@ -23,8 +20,8 @@ import pytest
 
 from alerting.rulebook import Rulebook
 from launch.probe import free_port
-from tests.alerting.test_kill9 import wait_for
 from tests.support.alertmanager import alertmanager, require_alertmanager
+from tests.support.evaluator import evaluator_env, start_evaluator, wait_for
 from tests.support.smtp import hanging_server
 from tests.support.webhook import webhook_receiver
 
@@ -73,7 +70,7 @@ def test_alertmanager_down_60s_webhook_500_and_hanging_smtp(
     def routed_by_am() -> set[tuple[str, str]]:
         return {(a["labels"]["alertname"], a["status"]) for a in routed.alerts()}
 
-    am_port, metrics_port = free_port(), free_port()
+    am_port = free_port()
     with (
         webhook_receiver() as routed,  # where the Alertmanager routes what it gets
         webhook_receiver() as hook,  # our own webhook receiver, answering 500 for now
@@ -82,27 +79,17 @@ def test_alertmanager_down_60s_webhook_500_and_hanging_smtp(
         hook.status = 500
         peers = ExitStack()
         am = peers.enter_context(alertmanager(tmp_path / "am", am_port, routed.url))
-        env = {
-            **os.environ,
-            "APM_STORAGE_KEYSPACE": own_keyspace,
-            "APM_ALERTING_ALERTMANAGER_URL": am.url,
-            "APM_ALERTING_WEBHOOK_URL": hook.url,
-            "APM_ALERTING_SMTP_HOST": "127.0.0.1",
-            "APM_ALERTING_SMTP_PORT": str(smtp_port),
-            "APM_ALERTING_SMTP_TO": "ops@localhost",
-            "APM_ALERTING_SEND_TIMEOUT_S": "2",
-            "APM_ALERTING_RETRY_DEADLINE_S": "5",
-            "APM_ALERTING_INTERVAL_S": "0.3",
-            "APM_ALERTING_SETTLE_S": "0",
-            "APM_ALERTING_LATENESS_S": "3600",
-            "APM_ALERTING_RENOTIFY_S": "100000",
-            "APM_ALERTING_BACKFILL_WINDOWS": "1000",
-            "APM_ALERTING_METRICS_PORT": str(metrics_port),
-        }
-        log = (tmp_path / "evaluator.log").open("ab")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "apm.cli", "alert", "run"], env=env, stdout=log, stderr=log
+        env = evaluator_env(
+            own_keyspace,
+            alertmanager_url=am.url,
+            webhook_url=hook.url,
+            smtp_host="127.0.0.1",
+            smtp_port=smtp_port,
+            smtp_to="ops@localhost",
+            send_timeout_s=2,
+            retry_deadline_s=5,
         )
+        proc, metrics_port = start_evaluator(env, (tmp_path / "evaluator.log").open("ab"))
         try:
             write("cpu high", 0, 85)
             write("disk full", 0, 50)

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from alerting.fields import field_error, webhook_url_error
+from alerting.fields import field_error
+from alerting.receiver_url import webhook_url_error
 from alerting.rules import RuleError, rule_from_dict
 from alerting.template import TemplateError, check_template, render
 

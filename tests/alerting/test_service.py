@@ -6,10 +6,8 @@ resolution once."""
 from __future__ import annotations
 
 import math
-import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 
@@ -17,8 +15,7 @@ import pytest
 
 from alerting.rulebook import Rulebook
 from alerting.service import LEASE
-from launch.probe import free_port
-from tests.alerting.test_kill9 import wait_for
+from tests.support.evaluator import evaluator_env, start_evaluator, wait_for
 from tests.support.webhook import webhook_receiver
 
 pytestmark = pytest.mark.integration
@@ -53,26 +50,11 @@ def test_kill9_of_the_lease_holder_fails_over(
         return (tables.current().get((rule.id, ""), {}).get("latest") or {}).get("state")
 
     with webhook_receiver() as hook:
-        env = {
-            **os.environ,
-            "APM_STORAGE_KEYSPACE": own_keyspace,
-            "APM_ALERTING_WEBHOOK_URL": hook.url,
-            "APM_ALERTING_INTERVAL_S": "0.3",
-            "APM_ALERTING_SETTLE_S": "0",
-            "APM_ALERTING_LATENESS_S": "3600",
-            "APM_ALERTING_RENOTIFY_S": "100000",
-            "APM_ALERTING_BACKFILL_WINDOWS": "1000",
-            "APM_ALERTING_LEASE_TTL_S": "3",
-        }
+        env = evaluator_env(own_keyspace, webhook_url=hook.url, lease_ttl_s=3)
         log = (tmp_path / "evaluators.log").open("ab")
 
         def start() -> tuple[subprocess.Popen, int]:
-            port = free_port()
-            cmd = [sys.executable, "-m", "apm.cli", "alert", "run"]
-            proc = subprocess.Popen(
-                cmd, env={**env, "APM_ALERTING_METRICS_PORT": str(port)}, stdout=log, stderr=log
-            )
-            return proc, port
+            return start_evaluator(env, log)
 
         def holder_pid() -> int | None:
             held = lease.current()
