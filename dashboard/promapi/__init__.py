@@ -8,8 +8,8 @@ the errors are in docs/interop.md ("Prometheus read API out").
 Modules: :mod:`~dashboard.promapi.selector` (the PromQL subset; :mod:`.scan` and the
 RE2-backed :mod:`.regex`), :mod:`.params` (times, durations, steps), :mod:`.evaluate`
 and :mod:`.run` (series and points from stored windows), :mod:`.shape` (the JSON),
-:mod:`.access` (auth), :mod:`.routes` (the blueprint), :mod:`.settings` and
-:mod:`.telemetry`.
+:mod:`.access` (auth), :mod:`.routes` (the blueprint), :mod:`.alerts` (the ``ALERTS``
+series of the alert evaluator's state), :mod:`.settings` and :mod:`.telemetry`.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from flask import Blueprint, Response, jsonify, request, session
 from werkzeug.exceptions import HTTPException
@@ -21,6 +21,7 @@ from dashboard.promapi.evaluate import Deadline, LimitError, TimedOut
 from dashboard.promapi.params import ParamError, parse_duration, parse_range, parse_when
 from dashboard.promapi.run import Evaluator
 from dashboard.promapi.selector import (
+    ALERTS,
     LABELS,
     METRIC,
     Constant,
@@ -64,6 +65,17 @@ def _fail(status: int, error_type: str, message: str) -> tuple[Response, int]:
     return jsonify(error_body(error_type, message)), status
 
 
+def alerts_of(repo: QueryRepository) -> Callable[[], list[dict[str, Any]]]:
+    """The rule listing with each alert's state (ALERTS), or none when ``repo`` is not the
+    Cassandra store the evaluator writes to (a store without alerting has no alerts)."""
+    if getattr(repo, "session", None) is None:
+        return list
+    from dashboard.alerts_api import rulebook_for
+
+    book = rulebook_for(repo)
+    return lambda: book().rules()
+
+
 def build_promapi(
     repo: QueryRepository,
     settings: DashboardSettings,
@@ -80,7 +92,7 @@ def build_promapi(
     def guard(op: str, call: Callable[[], T]) -> T:
         return guarded(telemetry, op, call)
 
-    evaluator = Evaluator(repo, limits, guard, counters.points.inc)
+    evaluator = Evaluator(repo, limits, guard, counters.points.inc, alerts_of(repo))
 
     @api.before_request
     def _authenticate() -> tuple[Response, int] | None:
@@ -190,19 +202,19 @@ def build_promapi(
         limit = deadline()
         selectors = matches(True, limit)
         _times()
-        found = evaluator.series(selectors, limit)
-        return jsonify(
-            success(sorted((dict(s.labels) for s in found), key=lambda d: sorted(d.items())))
-        )
+        found = [dict(s.labels) for s in evaluator.series(selectors, limit)]
+        found += evaluator.alert_series(selectors, limit)
+        return jsonify(success(sorted(found, key=lambda d: sorted(d.items()))))
 
     @api.route("/labels", methods=["GET", "POST"])
     def labels() -> Response:
         limit = deadline()
         selectors = matches(False, limit)
         _times()
-        if selectors and not evaluator.series(selectors, limit):
+        alerting = evaluator.alert_series(selectors or [parse_selector(ALERTS)], limit)
+        if selectors and not alerting and not evaluator.series(selectors, limit):
             return jsonify(success([]))
-        return jsonify(success(sorted(LABELS)))
+        return jsonify(success(sorted({*LABELS, *(k for a in alerting for k in a)})))
 
     @api.route("/label/<name>/values", methods=["GET"])
     def label_values(name: str) -> Response:
@@ -211,10 +223,11 @@ def build_promapi(
         ):
             raise ParamError(f"invalid label name: {name[:60]!r}")
         limit = deadline()
-        selectors = matches(False, limit) or [parse_selector(METRIC)]
+        selectors = matches(False, limit) or [parse_selector(METRIC), parse_selector(ALERTS)]
         _times()
-        found = evaluator.series(selectors, limit)
-        return jsonify(success(sorted({s.labels[name] for s in found if name in s.labels})))
+        found = [s.labels for s in evaluator.series(selectors, limit)]
+        found += evaluator.alert_series(selectors, limit)
+        return jsonify(success(sorted({s[name] for s in found if name in s})))
 
     @api.route("/status/buildinfo", methods=["GET"])
     def buildinfo() -> Response:

@@ -7,18 +7,22 @@ statement per day and 100 starts (a 30-day range at a 1 h step over 10 s windows
 windows in 30 statements, not 259,200 windows, nor 720 range reads). ``max_points`` bounds
 both the points answered (series x steps) and the windows read, planned before reading and
 counted while reading (windows of an older definition of a query, of another length, count
-too)."""
+too).
+
+``ALERTS`` series (:mod:`.alerts`) come from ``alerts``, the rule listing with each alert's
+newest state; they answer instant queries and the series and label endpoints."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from apm.query import WindowResult
 from dashboard.ports import QueryRepository
+from dashboard.promapi.alerts import alert_labels
 from dashboard.promapi.evaluate import (
     Deadline,
     LimitError,
@@ -28,7 +32,8 @@ from dashboard.promapi.evaluate import (
     select,
     steps,
 )
-from dashboard.promapi.selector import Constant, Selector
+from dashboard.promapi.scan import SelectorError
+from dashboard.promapi.selector import ALERTS, METRIC, Constant, Selector
 from dashboard.promapi.settings import PromApiSettings
 from dashboard.promapi.shape import Point, format_time, format_value, matrix, vector
 
@@ -82,12 +87,33 @@ class Evaluator:
         limits: PromApiSettings,
         guard: Guard,
         on_points: Callable[[int], None],
+        alerts: Callable[[], Sequence[Mapping[str, Any]]] = list,
     ) -> None:
         self._repo, self._limits, self._guard, self._on_points = repo, limits, guard, on_points
+        self._alerts = alerts
 
     def series(self, selectors: Sequence[Selector], deadline: Deadline) -> list[Series]:
+        if not any(s.may_name(METRIC) for s in selectors):
+            return []
         queries = self._guard("list_queries", self._repo.list_queries)
         return select(queries, selectors, self._limits.max_series, deadline)
+
+    def alert_series(self, selectors: Sequence[Selector], deadline: Deadline) -> list[dict]:
+        """The label sets of the ``ALERTS`` series any of ``selectors`` matches."""
+        if not any(s.may_name(ALERTS) for s in selectors):
+            return []
+        deadline.check()
+        found = [
+            labels
+            for labels in alert_labels(self._guard("alerts", self._alerts))
+            if any(s.matches(labels) for s in selectors)
+        ]
+        if len(found) > self._limits.max_series:
+            raise LimitError(
+                f"the selector matches more than {self._limits.max_series} ALERTS series "
+                "(APM_DASHBOARD_PROM_MAX_SERIES); narrow it, e.g. by alertname"
+            )
+        return found
 
     def range_query(
         self,
@@ -101,6 +127,13 @@ class Evaluator:
         if isinstance(expr, Constant):
             self._on_points(len(times))
             return matrix([({}, [(t, expr.value) for t in times])])
+        if not expr.may_name(METRIC):
+            # The evaluator keeps each alert's newest state, and its history per window.
+            raise SelectorError(
+                f"{ALERTS} answers instant queries (/api/v1/query) only; an alert's past states "
+                "are at /api/alerts/rules/<id>/history (docs/alerting.md)",
+                0,
+            )
         found = self.series([expr], deadline)
         if len(found) * len(times) > self._limits.max_points:
             raise LimitError(
@@ -128,6 +161,7 @@ class Evaluator:
         rows = [
             (labels, p[0]) for labels, p in self._read(found, steps(t_ms, t_ms, 1), deadline) if p
         ]
+        rows += [(labels, (t_ms, 1.0)) for labels in self.alert_series([expr], deadline)]
         self._on_points(len(rows))
         return vector(rows)
 

@@ -4,14 +4,16 @@ constant (so that Grafana's health check ``1+1`` passes)::
     apm_query{id="<query id>", fn="p99"}
     apm_query{metric=~"cpu\\..*", window!="1m"}
     {__name__="apm_query", fn=~"p9.*"}
+    ALERTS{alertstate="firing", severity="critical"}
     1+1
 
-A selector names the metric ``apm_query`` (or none, then ``__name__`` may be matched) and
-matchers ``label op "value"`` with ``=``, ``!=``, ``=~``, ``!~`` on the labels of
-:data:`LABELS`; strings are double-, single- or back-quoted, with Go's escapes. Like
-Prometheus, a selector needs at least one matcher that does not match the empty string.
-Anything else (functions, operators on series, range selectors, ``offset``, other metric
-names or labels) is refused with :class:`SelectorError` and its position.
+A selector names the metric ``apm_query`` or ``ALERTS`` (or none, then ``__name__`` may be
+matched) and matchers ``label op "value"`` with ``=``, ``!=``, ``=~``, ``!~`` on the labels of
+:data:`LABELS` (``ALERTS``: :data:`ALERT_LABELS`); strings are double-, single- or
+back-quoted, with Go's escapes. Like Prometheus, a selector needs at least one matcher that
+does not match the empty string. Anything else (functions, operators on series, range
+selectors, ``offset``, other metric names or labels) is refused with :class:`SelectorError`
+and its position.
 
 Parsing is one left-to-right scan, linear in the text, which is capped at
 :data:`MAX_EXPR_CHARS` characters and :data:`MAX_MATCHERS` matchers; regular expressions
@@ -28,6 +30,8 @@ from dashboard.promapi.regex import Regex, RegexError, compile_regex
 from dashboard.promapi.scan import Scanner, SelectorError
 
 __all__ = [
+    "ALERTS",
+    "ALERT_LABELS",
     "LABELS",
     "MAX_EXPR_CHARS",
     "MAX_MATCHERS",
@@ -44,6 +48,9 @@ METRIC = "apm_query"
 # The labels of every series: the stored query's id, the function's result key (min, p99,
 # p99.9), the query's metric and its window (10s, 1m); __name__ is always apm_query.
 LABELS = ("__name__", "fn", "id", "metric", "window")
+# Prometheus' ALERTS series: 1 for each alert pending or firing now (dashboard.promapi.alerts).
+ALERTS = "ALERTS"
+ALERT_LABELS = ("__name__", "alertname", "alertstate", "severity", "rule_id", "server")
 MAX_EXPR_CHARS = 16_384  # Grafana's multi-value variables make long alternations of ids
 MAX_MATCHERS = 32
 _OPS = ("=~", "!~", "!=", "=")
@@ -81,6 +88,10 @@ class Selector:
     def matches(self, labels: Mapping[str, str]) -> bool:
         return all(m.matches(labels.get(m.label, "")) for m in self.matchers)
 
+    def may_name(self, metric: str) -> bool:
+        """Whether series named ``metric`` may match (its ``__name__`` matchers allow it)."""
+        return all(m.matches(metric) for m in self.matchers if m.label == "__name__")
+
 
 @dataclass(frozen=True)
 class Constant:
@@ -108,13 +119,17 @@ def parse_selector(text: str) -> Selector:
         s.skip_space()
         if s.peek() == "(":
             raise _unsupported(name_at, f"functions such as {name[:60]}() are not supported")
-        if name != METRIC:
-            raise _unsupported(name_at, f"unknown metric {name[:60]!r}; the only one is {METRIC}")
-        matchers.append(Matcher("__name__", "=", METRIC))
+        if name not in (METRIC, ALERTS):
+            raise _unsupported(
+                name_at, f"unknown metric {name[:60]!r}; the metrics are {METRIC} and {ALERTS}"
+            )
+        matchers.append(Matcher("__name__", "=", name))
         s.skip_space()
     if s.peek() == "{":
         s.i += 1
-        matchers += _matchers(s, named=bool(name))
+        # Unnamed, a selector may match either metric's labels.
+        known = {METRIC: LABELS, ALERTS: ALERT_LABELS}.get(name, LABELS + ALERT_LABELS[1:])
+        matchers += _matchers(s, named=bool(name), known=known)
     elif not name:
         raise _unsupported(s.i, 'expected a selector such as apm_query{id="..."}')
     s.skip_space()
@@ -125,7 +140,7 @@ def parse_selector(text: str) -> Selector:
     return Selector(tuple(matchers))
 
 
-def _matchers(s: Scanner, named: bool) -> list[Matcher]:
+def _matchers(s: Scanner, named: bool, known: tuple[str, ...]) -> list[Matcher]:
     out: list[Matcher] = []
     while True:
         s.skip_space()
@@ -138,9 +153,9 @@ def _matchers(s: Scanner, named: bool) -> list[Matcher]:
         label = s.identifier()
         if not label or ":" in label:
             raise _unsupported(at, "expected a label name")
-        if label not in LABELS:
+        if label not in known:
             raise SelectorError(
-                f"unknown label {label[:60]!r}; the labels are {', '.join(LABELS)}"
+                f"unknown label {label[:60]!r}; the labels are {', '.join(known)}"
                 + (" (stored queries have no names)" if label == "name" else ""),
                 at,
             )
@@ -218,7 +233,7 @@ def _check_length(text: str) -> None:
 
 def _unsupported(at: int, message: str) -> SelectorError:
     return SelectorError(
-        f'{message}; the read API evaluates {METRIC}{{label op "value", ...}} selectors and '
-        "constants only (docs/interop.md)",
+        f'{message}; the read API evaluates {METRIC}{{label op "value", ...}} and {ALERTS}{{...}} '
+        "selectors and constants only (docs/interop.md, docs/alerting.md)",
         at,
     )

@@ -122,3 +122,67 @@ def test_series_and_instant_gap(served: Any, stored: tuple[str, int, list[Window
         )
         assert gap.json()["data"]["result"] == []
         assert "apm_dashboard_prom_requests_total" in client.get("/metrics").text
+
+
+def test_prometheus_api_client_reads_the_alerts_series(served: Any, repo: Any) -> None:
+    """ALERTS{alertname, alertstate, severity, rule_id} = 1 for each alert pending or firing
+    after a real evaluation cycle, as Prometheus exposes its own; a normal one has no series;
+    a range query of ALERTS is refused with a clear error."""
+    from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
+
+    from alerting.evaluator import Evaluator
+    from alerting.rulebook import Rulebook
+    from alerting.settings import AlertingSettings
+    from storage.alerts import AlertStore
+
+    tables = AlertStore(repo.session, repo.keyspace)
+    book = Rulebook(repo, tables)
+    query = repo.save_query("FROM web-* SELECT promread.alerts WINDOW 10s COMPUTE avg")
+    now = time.time()
+    base = now // 10 * 10 + 10  # windows after the query's and the rules' creation
+    repo.upsert_results(
+        WindowResult(query.id, base + 10 * i, 10, {"avg": 95.0}, 5, now) for i in range(5)
+    )
+    body = {"query_id": query.id, "function": "avg", "comparison": ">", "nodata_windows": 1000}
+    levels = {"warning": 80, "critical": 90}
+    made = {
+        name: book.create({**body, "name": name, "thresholds": t, "for_s": f}, now).id
+        for name, t, f in (
+            ("promread fires", levels, 0),
+            ("promread waits", {"warning": 80}, 3600),
+            ("promread calm", {"warning": 99}, 0),
+        )
+    }
+    settings = AlertingSettings(settle_s=0, lateness_s=3600, backfill_windows=1000)
+    Evaluator(repo, tables, settings, ()).run_once(base + 60)  # the evaluator's clock
+
+    ours = "|".join(made.values())
+    prom = PrometheusConnect(url=served.url, headers={"Authorization": f"Bearer {TOKEN}"})
+    got = prom.custom_query(f'ALERTS{{rule_id=~"{ours}"}}')
+    assert sorted(
+        (
+            r["metric"]["alertname"],
+            r["metric"]["alertstate"],
+            r["metric"]["severity"],
+            r["value"][1],
+        )
+        for r in got
+    ) == [
+        ("promread fires", "firing", "critical", "1"),
+        ("promread waits", "pending", "warning", "1"),
+    ]
+    assert {r["metric"]["rule_id"] for r in got} == {made["promread fires"], made["promread waits"]}
+    firing = prom.custom_query(f'ALERTS{{alertstate="firing", rule_id=~"{ours}"}}')
+    assert [r["metric"]["alertname"] for r in firing] == ["promread fires"]
+    assert "promread waits" in prom.get_label_values("alertname")
+    assert "alertstate" in prom.get_label_names()
+    with pytest.raises(PrometheusApiClientException, match="instant queries"):
+        prom.custom_query_range(
+            "ALERTS",
+            datetime.fromtimestamp(now - 600, UTC),
+            datetime.fromtimestamp(now, UTC),
+            "10s",
+        )
+    for rule_id in made.values():
+        book.delete(rule_id)
+        tables.delete_current(rule_id)
