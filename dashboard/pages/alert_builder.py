@@ -17,6 +17,7 @@ from alerting.rulebook import Rulebook
 from alerting.rules import COMPARISONS, RuleError
 from dashboard.alerts_api import preview
 from dashboard.context import AppContext
+from dashboard.pages.common import labelled
 
 __all__ = ["PRISTINE", "check", "form", "register"]
 
@@ -24,28 +25,24 @@ PRISTINE = "pick a query, a function and a threshold: each field is checked as y
 _COLORS = {"normal": "#2a9d8f", "pending": "#e9c46a", "firing": "#e63946", "recovering": "#f4a261"}
 
 
-def _field(label: str, control: Any) -> html.Div:
-    return html.Div(className="field", children=[html.Label(label), control])
-
-
 def form() -> html.Div:
     return html.Div(
         id="ab-form",
         children=[
             html.H3("New rule"),
-            _field("name", dcc.Input(id="ab-name", value="", type="text")),
-            _field("query", dcc.Dropdown(id="ab-query", options=[], placeholder="stored query")),
-            _field("function", dcc.Dropdown(id="ab-function", options=[])),
-            _field(
+            labelled("name", dcc.Input(id="ab-name", value="", type="text")),
+            labelled("query", dcc.Dropdown(id="ab-query", options=[], placeholder="stored query")),
+            labelled("function", dcc.Dropdown(id="ab-function", options=[])),
+            labelled(
                 "comparison",
                 dcc.Dropdown(id="ab-cmp", options=list(COMPARISONS), value=">", clearable=False),
             ),
             # Text, not number inputs: a browser turns "NaN" or "1e999" into an empty value,
             # which would hide from the user what the API would refuse.
-            _field("warning", dcc.Input(id="ab-warning", type="text", value="")),
-            _field("critical", dcc.Input(id="ab-critical", type="text", value="")),
-            _field("for (s)", dcc.Input(id="ab-for", type="text", value="30")),
-            _field("annotation", dcc.Input(id="ab-annotation", type="text", value="")),
+            labelled("warning", dcc.Input(id="ab-warning", type="text", value="")),
+            labelled("critical", dcc.Input(id="ab-critical", type="text", value="")),
+            labelled("for (s)", dcc.Input(id="ab-for", type="text", value="30")),
+            labelled("annotation", dcc.Input(id="ab-annotation", type="text", value="")),
             html.Div(id="ab-check", className="hint", children=PRISTINE),
             html.Button("Preview", id="ab-preview", n_clicks=0),
             html.Button("Create", id="ab-create", n_clicks=0),

@@ -15,15 +15,12 @@ from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 
 from alerting.rulebook import Rulebook
 from alerting.silences import SilenceError
+from dashboard.pages.common import labelled
 from dashboard.validation import parse_time
 
 __all__ = ["DAYS", "form", "listing", "raw_silence", "register"]
 
 DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-
-
-def _field(label: str, control: Any) -> html.Div:
-    return html.Div(className="field", children=[html.Label(label), control])
 
 
 def form() -> html.Div:
@@ -36,12 +33,12 @@ def form() -> html.Div:
                 "one of rule, labels or servers (all given must match).",
                 className="hint",
             ),
-            _field("rule", dcc.Dropdown(id="si-rule", options=[], placeholder="any rule")),
-            _field("labels", dcc.Input(id="si-labels", placeholder="team=web, env=prod")),
-            _field("servers", dcc.Input(id="si-servers", placeholder="server glob: web-*")),
-            _field("starts", dcc.Input(id="si-start", placeholder="now, or 2026-05-01T10:00Z")),
-            _field("for (h)", dcc.Input(id="si-hours", type="text", value="2")),
-            _field(
+            labelled("rule", dcc.Dropdown(id="si-rule", options=[], placeholder="any rule")),
+            labelled("labels", dcc.Input(id="si-labels", placeholder="team=web, env=prod")),
+            labelled("servers", dcc.Input(id="si-servers", placeholder="server glob: web-*")),
+            labelled("starts", dcc.Input(id="si-start", placeholder="now, or 2026-05-01T10:00Z")),
+            labelled("for (h)", dcc.Input(id="si-hours", type="text", value="2")),
+            labelled(
                 "weekly (UTC)",
                 html.Div(
                     [
@@ -51,7 +48,7 @@ def form() -> html.Div:
                     ]
                 ),
             ),
-            _field("comment", dcc.Input(id="si-comment", value="")),
+            labelled("comment", dcc.Input(id="si-comment", value="")),
             html.Button("Silence", id="si-create", n_clicks=0),
             html.Div(id="si-message", className="error"),
         ],
