@@ -3,9 +3,11 @@ job instance, so tests can run several); ``serve`` exposes it on /metrics."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import Counter, Gauge, Histogram
+
+from apm.telemetry import Telemetry
 
 __all__ = ["AggregatorTelemetry"]
 
@@ -13,9 +15,7 @@ _BATCH_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 3, 5, 8, 13, 21, 34, 60)
 
 
 @dataclass
-class AggregatorTelemetry:
-    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
-
+class AggregatorTelemetry(Telemetry):
     def __post_init__(self) -> None:
         r = self.registry
         self.lag = Gauge(
@@ -107,6 +107,3 @@ class AggregatorTelemetry:
         self.watermark = Gauge(
             "apm_aggregator_watermark_seconds", "event-time watermark (epoch seconds)", registry=r
         )
-
-    def serve(self, port: int, host: str = "127.0.0.1") -> None:
-        start_http_server(port, addr=host, registry=self.registry)

@@ -37,9 +37,11 @@ class Dispatcher:
         retry_deadline_s: float,
         interval_s: float = 1.0,
         clock: Callable[[], float] = time.time,
+        active: Callable[[], bool] = lambda: True,
     ) -> None:
         self.outbox, self.senders, self.telemetry = outbox, senders, telemetry
         self.retry_deadline_s, self.interval_s, self.clock = retry_deadline_s, interval_s, clock
+        self.active = active  # False on a standby evaluator: only the lease holder sends
         self.stop = threading.Event()
         self.wakes = {s.name: threading.Event() for s in senders}
         self.threads: list[threading.Thread] = []
@@ -85,7 +87,8 @@ class Dispatcher:
     def _loop(self, sender: Sender) -> None:
         while not self.stop.is_set():
             try:
-                self.pass_once(sender)
+                if self.active():
+                    self.pass_once(sender)
             except Exception as exc:  # the outbox itself (Cassandra) is unreachable
                 log.warning("%s outbox pass failed: %s", sender.name, exc)
             self.wakes[sender.name].wait(self.interval_s)

@@ -95,6 +95,11 @@ class Evaluator:
         # (and again after a failed cycle), not scanned every cycle. One evaluator writes them.
         self._current: dict[tuple[str, str], dict[str, Any]] | None = None
 
+    def reload(self) -> None:
+        """Forget the alert rows as last written here: another evaluator may have written them
+        since (this one has just taken the lease over)."""
+        self._current = None
+
     def run_once(self, now: float) -> CycleReport:
         try:
             return self._run_once(now)
@@ -203,7 +208,10 @@ class Evaluator:
                 silenced=bool(hits),
                 query_text=query_text,
             )
-            cyc.outbox += [OutboxRow(r, n.id, n.body) for n in notices for r in self.receivers]
+            routed = [r for r in self.receivers if rule.routes_to(r)]
+            cyc.outbox += [OutboxRow(r, n.id, n.body) for n in notices for r in routed]
+        if notified:  # so a resolution after the rule's deletion goes where the firing went
+            notified = {**notified, "receivers": list(rule.receivers)}
         new_row["notified"] = notified
         cyc.rows.append((rule.id, instance, new_row))
         cyc.report.states[latest.state] = cyc.report.states.get(latest.state, 0) + 1
@@ -216,7 +224,8 @@ class Evaluator:
             notified = row.get("notified") if rule_id in gone else None
             if notified:
                 n = resolution(notified, "the rule was deleted", cyc.now)
-                cyc.outbox += [OutboxRow(r, n.id, n.body) for r in self.receivers]
+                routed = notified.get("receivers") or self.receivers
+                cyc.outbox += [OutboxRow(r, n.id, n.body) for r in self.receivers if r in routed]
         return gone
 
     def _presence(

@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from alerting.rules import Rule, breaches
+from alerting.fields import breaches
+from alerting.rules import Rule
 
 __all__ = ["ACTIVE", "STATES", "AlertState", "Observation", "fold", "step"]
 

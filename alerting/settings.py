@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings
 
-from alerting.rules import webhook_url_error
+from alerting.receiver_url import webhook_url_error
 from apm.settings import env_config
 
 __all__ = ["OWN_PORTS", "AlertingSettings"]
@@ -42,6 +42,9 @@ class AlertingSettings(BaseSettings):
     retry_deadline_s: float = Field(default=30.0, gt=0)
     # The meta-alert: the aggregator's status older than this (seconds) fires.
     freshness_bound_s: float = Field(default=60.0, gt=0)
+    # Failover: evaluators sharing a keyspace take turns through a lease in Cassandra; a holder
+    # that stops renewing (kill -9) loses it this long after its last cycle.
+    lease_ttl_s: int = Field(default=15, ge=2, le=3600)
     metrics_host: str = "127.0.0.1"
     metrics_port: int = Field(default=9107, ge=0, le=65535)
 

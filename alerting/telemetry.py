@@ -2,59 +2,48 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from apm.telemetry import Telemetry
 
 __all__ = ["AlertingTelemetry"]
 
+_CYCLE_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
 
 @dataclass
-class AlertingTelemetry:
-    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
-
+class AlertingTelemetry(Telemetry):
     def __post_init__(self) -> None:
-        r = self.registry
-        self.cycles = Counter("apm_alerting_cycles", "evaluation cycles run", registry=r)
-        self.cycle_errors = Counter(
-            "apm_alerting_cycle_errors", "evaluation cycles that failed (storage down)", registry=r
+        c, g = self.counter, self.gauge
+        self.cycles = c("apm_alerting_cycles", "evaluation cycles run")
+        self.cycle_errors = c(
+            "apm_alerting_cycle_errors", "evaluation cycles that failed (storage down)"
         )
-        self.cycle_seconds = Histogram(
+        self.cycle_seconds = self.histogram(
             "apm_alerting_cycle_seconds",
             "time of one evaluation cycle over every rule",
-            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
-            registry=r,
+            _CYCLE_BUCKETS,
         )
-        self.windows = Counter(
-            "apm_alerting_windows_evaluated", "(rule, window) evaluations", registry=r
-        )
-        self.lag = Gauge(
+        self.windows = c("apm_alerting_windows_evaluated", "(rule, window) evaluations")
+        self.lag = g(
             "apm_alerting_lag_seconds",
             "how far the oldest complete but unevaluated window is behind",
-            registry=r,
         )
-        self.alerts = Gauge("apm_alerting_alerts", "alerts by state", ["state"], registry=r)
-        self.enqueued = Counter(
-            "apm_alerting_notices_enqueued", "notices put in the outbox", registry=r
+        self.alerts = g("apm_alerting_alerts", "alerts by state", ["state"])
+        self.enqueued = c("apm_alerting_notices_enqueued", "notices put in the outbox")
+        self.suppressed = c(
+            "apm_alerting_suppressed", "active alerts a silence kept from receivers"
         )
-        self.suppressed = Counter(
-            "apm_alerting_suppressed", "active alerts a silence kept from receivers", registry=r
+        self.sent = c("apm_alerting_notices_sent", "notices delivered", ["receiver"])
+        self.failures = c(
+            "apm_alerting_send_failures", "delivery attempts that failed (retried)", ["receiver"]
         )
-        self.sent = Counter(
-            "apm_alerting_notices_sent", "notices delivered", ["receiver"], registry=r
-        )
-        self.failures = Counter(
-            "apm_alerting_send_failures",
-            "delivery attempts that failed (retried)",
-            ["receiver"],
-            registry=r,
-        )
-        self.refused = Counter(
+        self.refused = c(
             "apm_alerting_send_refused",
             "notices a receiver refused for good (4xx), dropped",
             ["receiver"],
-            registry=r,
         )
-        self.outbox = Gauge(
-            "apm_alerting_outbox", "notices waiting in the outbox", ["receiver"], registry=r
+        self.leader = g(
+            "apm_alerting_lease_held", "1 if this evaluator holds the lease and evaluates"
         )
+        self.outbox = g("apm_alerting_outbox", "notices waiting in the outbox", ["receiver"])

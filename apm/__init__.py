@@ -7,6 +7,7 @@
   ``functions.py``: the one catalogue of query functions;
   ``query_state.py``: what a query waits for and which job covers it;
 - ``errors.py``: the one error shape of both HTTP APIs; ``retry.py``: the one retry helper;
+  ``telemetry.py``: a service's own metrics registry and its /metrics endpoint;
 - ``settings.py``: how every service's settings resolve (its own variable, the shared one,
   the default);
 - ``cli.py``: the ``apm`` command's dispatcher, which names each component's CLI.

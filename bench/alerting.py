@@ -31,18 +31,13 @@ from typing import Any
 from alerting.evaluator import Evaluator
 from alerting.settings import AlertingSettings
 from apm.query import StoredQuery, WindowResult, parse
-from bench.base import progress, write_section
+from bench.base import percentile, progress, publish
 
 __all__ = ["main"]
 
 COMMAND = ".venv/bin/python -m bench.alerting"
 TRIALS = 20
 RULES, QUERIES = 10_000, 1_000
-
-
-def _pct(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, math.ceil(p / 100 * len(ordered)) - 1)]
 
 
 class _MemResults:
@@ -232,7 +227,7 @@ def main() -> int:
             f"window end -> listed by Alertmanager, median of {TRIALS}",
             f"{statistics.median(lat) * 1000:.0f} ms",
         ],
-        [f"same, p99 (max of {TRIALS})", f"{_pct(lat, 99) * 1000:.0f} ms"],
+        [f"same, p99 (max of {TRIALS})", f"{percentile(lat, 99) * 1000:.0f} ms"],
         [
             f"one cycle, {RULES} rules / {QUERIES} queries, in memory, steady",
             f"{mem_steady:.2f} s ({mem_steady / RULES * 1e6:.0f} us/rule)",
@@ -255,8 +250,7 @@ def main() -> int:
         "per rule, 60 open ones compared, one state row written per rule. One process on the "
         "shared 2-core machine, load average 7-11 from other work: read the ratios."
     )
-    print(write_section("alerting", "Alerting: latency and cost per rule", COMMAND, rows, notes))
-    return 0
+    return publish("alerting", "Alerting: latency and cost per rule", COMMAND, rows, notes)
 
 
 if __name__ == "__main__":

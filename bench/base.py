@@ -4,6 +4,7 @@ that running one benchmark updates its table and leaves the others' alone."""
 from __future__ import annotations
 
 import fcntl
+import math
 import platform
 import re
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from apm.settings import PROJECT_ROOT
 
-__all__ = ["progress", "write_section"]
+__all__ = ["percentile", "progress", "publish", "write_section"]
 
 DOC = PROJECT_ROOT / "docs" / "BENCHMARKS.md"
 _HEADER = """# Benchmarks
@@ -26,6 +27,12 @@ rewritten by the command shown in it.
 
 def progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """The nearest-rank ``p``-th percentile (0 < p <= 100): a value that was measured."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(p / 100 * len(ordered)) - 1))]
 
 
 def _table(rows: Sequence[Sequence[object]]) -> str:
@@ -72,3 +79,11 @@ def write_section(
         handle.truncate()
         handle.write(text)
     return body
+
+
+def publish(
+    key: str, title: str, command: str, rows: Sequence[Sequence[object]], notes: str = ""
+) -> int:
+    """Writes the section to docs/BENCHMARKS.md, prints it, and is the benchmark's exit code."""
+    print(write_section(key, title, command, rows, notes))
+    return 0

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable
 
 from apm.query import WindowResult
-from bench.base import progress, write_section
+from bench.base import progress, publish
 from storage.driver import execute_many
 from storage.repository import Repository
 from storage.schema import bucket_of
@@ -132,8 +132,7 @@ def main() -> int:
         "process, concurrency 64, on the shared 2-core machine while other benchmarks and "
         "tests run: read the ratios more than the absolute figures."
     )
-    print(write_section("storage", "Storage: Cassandra repository", COMMAND, rows, notes))
-    return 0
+    return publish("storage", "Storage: Cassandra repository", COMMAND, rows, notes)
 
 
 if __name__ == "__main__":

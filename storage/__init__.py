@@ -3,4 +3,5 @@ and servers seen. ``repository.py`` is the one door the aggregator, the dashboar
 use; ``schema.py`` creates and migrates the tables, ``statements.py`` prepares every CQL
 statement, ``codec.py`` converts rows to and from the contract's types, ``reader.py`` reads a
 time range across day buckets, ``driver.py`` configures the Cassandra driver; ``settings.py``
-(``APM_STORAGE_``) and ``cli.py`` (``apm storage``, ``apm query``) are its edges."""
+(``APM_STORAGE_``) and ``cli.py`` (``apm storage``, ``apm query``) are its edges.
+``alerts.py`` holds the alerting tables; ``lease.py`` a lease (one holder at a time, by LWT)."""

@@ -133,9 +133,19 @@ class AlertStore:
                 self.session, stmt, groups, concurrency=self.concurrency, profile=self.profile
             )
 
-    # -- rules and silences ---------------------------------------------------------------
+    # -- rules and silences: JSON documents by id -------------------------------------------
+    def _put_document(self, stmt: Any, doc_id: str, body: dict[str, Any], now: float) -> None:
+        self._run(stmt, (doc_id, json.dumps(body), _ms(now)))
+
+    def _documents(self, stmt: Any) -> Iterator[tuple[str, dict[str, Any], tuple[Any, ...]]]:
+        """(id, body, the row's further columns) of each document (a half-written row, with
+        no body yet, is passed over)."""
+        for row in self._run(stmt, ()):
+            if row[1] is not None:
+                yield row[0], json.loads(row[1]), tuple(row[2:])
+
     def put_rule(self, rule_id: str, body: dict[str, Any], now: float) -> None:
-        self._run(self._put_rule, (rule_id, json.dumps(body), _ms(now)))
+        self._put_document(self._put_rule, rule_id, body, now)
 
     def delete_rule(self, rule_id: str) -> None:
         # Its alert rows stay until the evaluator has enqueued their resolutions (it then
@@ -146,10 +156,10 @@ class AlertStore:
         self._run(self._del_current, (rule_id,))
 
     def rules(self) -> dict[str, dict[str, Any]]:
-        return {row[0]: json.loads(row[1]) for row in self._run(self._rules, ())}
+        return {doc_id: body for doc_id, body, _ in self._documents(self._rules)}
 
     def put_silence(self, silence_id: str, body: dict[str, Any], now: float) -> None:
-        self._run(self._put_silence, (silence_id, json.dumps(body), _ms(now)))
+        self._put_document(self._put_silence, silence_id, body, now)
 
     def delete_silence(self, silence_id: str) -> None:
         self._run(self._del_silence, (silence_id,))
@@ -157,9 +167,8 @@ class AlertStore:
     def silences(self) -> dict[str, tuple[dict[str, Any], list[Any]]]:
         """id -> (body, what it suppressed)."""
         return {
-            row[0]: (json.loads(row[1]), json.loads(row[2] or "[]"))
-            for row in self._run(self._silences, ())
-            if row[1] is not None
+            doc_id: (body, json.loads(suppressed or "[]"))
+            for doc_id, body, (suppressed,) in self._documents(self._silences)
         }
 
     def set_suppressed(self, silence_id: str, suppressed: list[Any]) -> None:

@@ -22,7 +22,7 @@ def setup(repo, tables, make_rule_body):
         query = repo.save_query(QUERY)
         rule = Rulebook(repo, tables).create(make_rule_body(query.id, **over), BASE)
         settings = AlertingSettings(settle_s=0, lateness_s=600, renotify_s=10_000)
-        return query.id, rule, Evaluator(repo, tables, settings, ("webhook",))
+        return query.id, rule, Evaluator(repo, tables, settings, ("webhook", "email"))
 
     return make
 
@@ -33,10 +33,10 @@ def changes(tables, rule_id, end=BASE + 3600):
     ]
 
 
-def outbox(tables, rule_id):
+def outbox(tables, rule_id, receiver="webhook"):
     return sorted(
         (r.body["status"], r.id.split(":", 1)[1])
-        for r in tables.pending("webhook")
+        for r in tables.pending(receiver)
         if r.body["labels"]["apm_rule_id"] == rule_id
     )
 
@@ -81,6 +81,24 @@ def test_deleting_a_firing_rule_resolves_it_and_forgets_it(setup, write_windows,
     assert not any(r == rule.id for r, _ in tables.current())  # and the table
     ev.run_once(BASE + 30)  # nothing left to resolve: sent once
     assert len(outbox(tables, rule.id)) == 2
+
+
+def test_a_rule_is_sent_only_to_the_receivers_it_names(setup, write_windows, tables):
+    qid, rule, ev = setup(receivers=["email"])
+    write_windows(qid, BASE, [85, 85, 50])
+    ev.run_once(BASE + 30)
+    assert [s for s, _ in outbox(tables, rule.id, "email")] == ["firing", "resolved"]
+    assert outbox(tables, rule.id, "webhook") == []
+
+
+def test_a_deleted_rule_resolves_only_where_it_fired(setup, write_windows, tables):
+    qid, rule, ev = setup(receivers=["email"])
+    write_windows(qid, BASE, [85, 85])
+    ev.run_once(BASE + 20)
+    Rulebook(ev.results, tables).delete(rule.id)
+    ev.run_once(BASE + 25)
+    assert [s for s, _ in outbox(tables, rule.id, "email")] == ["firing", "resolved"]
+    assert outbox(tables, rule.id, "webhook") == []
 
 
 def test_late_data_turns_a_fired_window_back(setup, write_windows, tables):
@@ -145,6 +163,7 @@ def test_bad_rules_store_nothing(repo, tables, make_rule_body):
         (make_rule_body(query.id, thresholds={"warning": float("nan")}), "thresholds.warning"),
         (make_rule_body(query.id, for_s=3 * 365 * 86_400), "for_s"),
         (make_rule_body(query.id, annotation="{open('/etc/passwd')}"), "annotation"),
+        (make_rule_body(query.id, receivers=["pagerduty"]), "receivers"),
     ]:
         with pytest.raises(RuleError) as info:
             book.create(raw, BASE)

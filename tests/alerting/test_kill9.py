@@ -5,30 +5,18 @@ final windows), the firing alert is not sent again as new, and its resolution is
 from __future__ import annotations
 
 import math
-import os
 import signal
 import subprocess
-import sys
 import time
-from collections.abc import Callable
 
 import pytest
 
 from alerting.machine import AlertState, Observation, fold
 from alerting.rulebook import Rulebook
-from launch.probe import free_port
+from tests.support.evaluator import evaluator_env, start_evaluator, wait_for
 from tests.support.webhook import webhook_receiver
 
 pytestmark = pytest.mark.integration
-
-
-def wait_for(check: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_kill9_while_pending_and_while_firing(
@@ -54,22 +42,11 @@ def test_kill9_while_pending_and_while_firing(
         return tables.current().get((rule.id, ""), {})
 
     with webhook_receiver() as hook:
-        env = {
-            **os.environ,
-            "APM_STORAGE_KEYSPACE": alert_keyspace,
-            "APM_ALERTING_WEBHOOK_URL": hook.url,
-            "APM_ALERTING_INTERVAL_S": "0.3",
-            "APM_ALERTING_SETTLE_S": "0",
-            "APM_ALERTING_LATENESS_S": "3600",
-            "APM_ALERTING_RENOTIFY_S": "100000",
-            "APM_ALERTING_BACKFILL_WINDOWS": "1000",
-        }
+        env = evaluator_env(alert_keyspace, webhook_url=hook.url)
         log = (tmp_path / "evaluator.log").open("ab")
 
         def start() -> subprocess.Popen:
-            env["APM_ALERTING_METRICS_PORT"] = str(free_port())
-            cmd = [sys.executable, "-m", "apm.cli", "alert", "run"]
-            return subprocess.Popen(cmd, env=env, stdout=log, stderr=log)
+            return start_evaluator(env, log)[0]
 
         def kill9(proc: subprocess.Popen) -> None:
             proc.send_signal(signal.SIGKILL)

@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from alerting.rules import RuleError, rule_from_dict, webhook_url_error
+from alerting.fields import field_error
+from alerting.receiver_url import webhook_url_error
+from alerting.rules import RuleError, rule_from_dict
 from alerting.template import TemplateError, check_template, render
 
 pytestmark = pytest.mark.unit
@@ -119,3 +121,32 @@ def test_any_template_text_is_refused_or_rendered_bounded(text):
 )
 def test_webhook_urls(url, ok):
     assert (webhook_url_error(url, frozenset({8050})) is None) == ok
+
+
+def test_a_rule_routes_to_the_receivers_it_names_or_to_all():
+    everyone = rule_from_dict(GOOD, rule_id="r1")
+    assert everyone.receivers == () and everyone.routes_to("email")
+    paged = rule_from_dict({**GOOD, "receivers": ["webhook"]}, rule_id="r1")
+    assert paged.routes_to("webhook") and not paged.routes_to("alertmanager")
+    assert rule_from_dict({**paged.to_dict(), "id": None}, rule_id="r1") == paged
+
+
+@pytest.mark.parametrize(
+    ("receivers", "says"),
+    [(["pager"], "no receiver 'pager'"), (["email", "email"], "twice"), ("email", "a list")],
+)
+def test_an_unknown_receiver_is_refused_with_the_known_ones(receivers, says):
+    detail = refused("receivers", receivers=receivers)
+    assert says in detail and "alertmanager, webhook, email" in detail
+
+
+def test_one_field_is_checked_alone_for_the_rule_builder():
+    assert field_error("for_s", {"for_s": 30}) is None
+    assert field_error("for_s", {"for_s": -1}).at == "for_s"  # type: ignore[union-attr]
+    # The thresholds are checked against the comparison the rule has chosen.
+    below = {"comparison": "<", "thresholds": {"critical": 10, "critical_recovery": 5}}
+    err = field_error("thresholds", below)
+    assert err is not None and err.at == "thresholds.critical_recovery"
+    assert field_error("thresholds", {**below, "comparison": ">"}) is None
+    assert field_error("name", {}).detail == "is required"  # type: ignore[union-attr]
+    assert field_error("nope", GOOD).at == "nope"  # type: ignore[union-attr]

@@ -1,6 +1,6 @@
 import pytest
 
-from bench.base import write_section
+from bench.base import percentile, write_section
 
 pytestmark = pytest.mark.unit
 
@@ -13,3 +13,10 @@ def test_sections_are_replaced_in_place_and_others_kept(tmp_path):
     text = doc.read_text()
     assert text.count("## Stage A") == 1 and "| rate | 3 |" in text and "| rate | 1 |" not in text
     assert "| rate | 2 |" in text and text.index("Stage A") < text.index("Stage B")
+
+
+def test_percentile_is_a_measured_value_by_nearest_rank():
+    values = [float(v) for v in range(1, 101)]
+    assert percentile(values, 50) == 50 and percentile(values, 99) == 99
+    assert percentile(values, 100) == 100 and percentile([7.0, 3.0], 99) == 7
+    assert percentile([5.0], 1) == 5

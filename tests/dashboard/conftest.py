@@ -105,6 +105,8 @@ def served(
         ingest_metrics_urls=ingest_endpoint[0],
         alerting_metrics_url=evaluator_metrics[0],
         topics_cache_seconds=0,
+        # Longer than a browser test takes from publishing to reading (the read is cached 10 s).
+        agents_lookback_seconds=120,
         refresh_seconds=2.0,
         max_points=1200,
         # Every browser test signs in from 127.0.0.1; the throttle itself is test_auth.py's.
