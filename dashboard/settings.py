@@ -83,6 +83,9 @@ class DashboardSettings(BaseSettings):
     ingest_outcome_label: str = "outcome"
     reject_reason_label: str = "reason"
     scrape_timeout_seconds: float = Field(default=2.0, gt=0)
+    # The alert evaluator's /metrics (`apm alert run`): the health page's receivers card.
+    # Empty: not watched.
+    alerting_metrics_url: str = "http://127.0.0.1:9107/metrics"
 
     @field_validator("token")
     @classmethod

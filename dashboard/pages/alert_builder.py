@@ -2,7 +2,8 @@
 warning and critical thresholds, ``for``; **Preview** draws the last hour of the query's
 windows against the thresholds with the state each window would have had, **Create** stores the
 rule. Both validate through the rulebook, so a refusal names its field inline, as the API's 422
-does."""
+does; the same check runs on every keystroke (``ab-check``), so a NaN threshold, a ``for`` of
+years, a missing query or function or a bad annotation template is named before any click."""
 
 from __future__ import annotations
 
@@ -16,14 +17,12 @@ from alerting.rulebook import Rulebook
 from alerting.rules import COMPARISONS, RuleError
 from dashboard.alerts_api import preview
 from dashboard.context import AppContext
+from dashboard.pages.common import labelled
 
-__all__ = ["form", "register"]
+__all__ = ["PRISTINE", "check", "form", "register"]
 
+PRISTINE = "pick a query, a function and a threshold: each field is checked as you type"
 _COLORS = {"normal": "#2a9d8f", "pending": "#e9c46a", "firing": "#e63946", "recovering": "#f4a261"}
-
-
-def _field(label: str, control: Any) -> html.Div:
-    return html.Div(className="field", children=[html.Label(label), control])
 
 
 def form() -> html.Div:
@@ -31,16 +30,20 @@ def form() -> html.Div:
         id="ab-form",
         children=[
             html.H3("New rule"),
-            _field("name", dcc.Input(id="ab-name", value="", type="text")),
-            _field("query", dcc.Dropdown(id="ab-query", options=[], placeholder="stored query")),
-            _field("function", dcc.Dropdown(id="ab-function", options=[])),
-            _field(
+            labelled("name", dcc.Input(id="ab-name", value="", type="text")),
+            labelled("query", dcc.Dropdown(id="ab-query", options=[], placeholder="stored query")),
+            labelled("function", dcc.Dropdown(id="ab-function", options=[])),
+            labelled(
                 "comparison",
                 dcc.Dropdown(id="ab-cmp", options=list(COMPARISONS), value=">", clearable=False),
             ),
-            _field("warning", dcc.Input(id="ab-warning", type="number", value=None)),
-            _field("critical", dcc.Input(id="ab-critical", type="number", value=None)),
-            _field("for (s)", dcc.Input(id="ab-for", type="number", value=30, min=0)),
+            # Text, not number inputs: a browser turns "NaN" or "1e999" into an empty value,
+            # which would hide from the user what the API would refuse.
+            labelled("warning", dcc.Input(id="ab-warning", type="text", value="")),
+            labelled("critical", dcc.Input(id="ab-critical", type="text", value="")),
+            labelled("for (s)", dcc.Input(id="ab-for", type="text", value="30")),
+            labelled("annotation", dcc.Input(id="ab-annotation", type="text", value="")),
+            html.Div(id="ab-check", className="hint", children=PRISTINE),
             html.Button("Preview", id="ab-preview", n_clicks=0),
             html.Button("Create", id="ab-create", n_clicks=0),
             html.Div(id="ab-message", className="error"),
@@ -49,18 +52,59 @@ def form() -> html.Div:
     )
 
 
+def _number(text: Any) -> Any:
+    """A typed number as the API would receive it; text that is no number stays text, so the
+    rules module says what is wrong with it."""
+    if text is None or (isinstance(text, str) and not text.strip()):
+        return None
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return text
+    return int(value) if value.is_integer() else value
+
+
 def _raw(
-    name: str, query: str | None, function: str | None, cmp: str, warn: Any, crit: Any, for_s: Any
+    name: str,
+    query: str | None,
+    function: str | None,
+    cmp: str,
+    warn: Any,
+    crit: Any,
+    for_s: Any,
+    annotation: str | None = None,
 ) -> dict[str, Any]:
-    thresholds = {k: v for k, v in (("warning", warn), ("critical", crit)) if v is not None}
-    return {
+    thresholds = {
+        k: v for k, v in (("warning", _number(warn)), ("critical", _number(crit))) if v is not None
+    }
+    raw = {
         "name": name or "",
         "query_id": query or "",
         "function": function or "",
         "comparison": cmp,
         "thresholds": thresholds,
-        "for_s": for_s if for_s is not None else 0,
+        "for_s": f if (f := _number(for_s)) is not None else 0,
     }
+    if annotation:
+        raw["annotation"] = annotation
+    return raw
+
+
+def check(book: Callable[[], Rulebook], raw: dict[str, Any]) -> tuple[str, str]:
+    """(message, css class) for the form as typed so far: the rulebook's own refusal (the API's
+    422 text), or that the rule is valid. The name is checked last, so a user sees the first
+    problem of what they are typing rather than of the field they have not reached."""
+    if not raw["query_id"] and not raw["function"] and not raw["thresholds"]:
+        return PRISTINE, "hint"
+    try:
+        book().validate({**raw, "name": raw["name"] or "unnamed"})
+        if not raw["name"]:
+            book().validate(raw)
+    except RuleError as exc:
+        return f"{exc.at}: {exc.detail}", "error"
+    except Exception as exc:  # storage down: the query cannot be looked up
+        return f"cannot check the query now (storage unavailable: {exc})", "error"
+    return "valid: Preview draws it, Create stores it", "ok"
 
 
 def _figure(result: dict[str, Any]) -> go.Figure:
@@ -98,6 +142,21 @@ def register(app: Dash, app_ctx: AppContext, book: Callable[[], Rulebook]) -> No
         return [f.key for f in stored.query.functions] if stored else []
 
     @app.callback(
+        Output("ab-check", "children"),
+        Output("ab-check", "className"),
+        Input("ab-name", "value"),
+        Input("ab-query", "value"),
+        Input("ab-function", "value"),
+        Input("ab-cmp", "value"),
+        Input("ab-warning", "value"),
+        Input("ab-critical", "value"),
+        Input("ab-for", "value"),
+        Input("ab-annotation", "value"),
+    )
+    def live(*fields: Any) -> tuple[str, str]:
+        return check(book, _raw(*fields))
+
+    @app.callback(
         Output("ab-message", "children"),
         Output("ab-graph", "figure"),
         Output("ab-graph", "style"),
@@ -110,6 +169,7 @@ def register(app: Dash, app_ctx: AppContext, book: Callable[[], Rulebook]) -> No
         State("ab-warning", "value"),
         State("ab-critical", "value"),
         State("ab-for", "value"),
+        State("ab-annotation", "value"),
         prevent_initial_call=True,
     )
     def act(preview_clicks: int, create_clicks: int, *fields: Any) -> tuple[Any, Any, Any]:

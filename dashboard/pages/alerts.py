@@ -1,6 +1,6 @@
 """The alerts page: every rule with its alert's state and why (each state is explained where it
-is shown), the silences and what they suppressed, and the rule builder (pages/alert_builder.py);
-silences are made with the API or ``apm alert`` (docs/alerting.md)."""
+is shown), the silences and what they suppressed with the silence form
+(pages/alert_silences.py), and the rule builder (pages/alert_builder.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dash import Dash, Input, Output, dcc, html
 
 from alerting.rulebook import Rulebook
 from dashboard.context import AppContext
-from dashboard.pages import alert_builder
+from dashboard.pages import alert_builder, alert_silences
 from dashboard.pages.common import navbar
 
 __all__ = ["STATE_HELP", "layout", "register"]
@@ -32,6 +32,7 @@ def layout(app_ctx: AppContext) -> html.Div:
             navbar("alerts"),
             dcc.Interval(id="al-tick", interval=app_ctx.settings.clamp_refresh(None) * 1000),
             html.Div(id="al-body"),
+            alert_silences.form(),
             alert_builder.form(),
         ]
     )
@@ -57,7 +58,7 @@ def _rules_table(rules: list[dict[str, Any]]) -> html.Table:
     return html.Table([head, *rows], id="al-rules")
 
 
-def body(book: Rulebook) -> html.Div:
+def body(book: Rulebook, now: float) -> html.Div:
     rules = book.rules()
     silences = book.silences()
     firing = sum((r.get("alert") or {}).get("state") == "firing" for r in rules)
@@ -66,17 +67,7 @@ def body(book: Rulebook) -> html.Div:
             html.H3(f"Rules ({firing} firing)"),
             _rules_table(rules) if rules else html.P("No rules yet: see docs/alerting.md."),
             html.H3("Silences"),
-            html.Ul(
-                [
-                    html.Li(
-                        f"{s['id']}: rule {s.get('rule_id') or '*'} labels {s.get('labels') or {}} "
-                        f"servers {s.get('server_glob') or '*'}; suppressed {len(s['suppressed'])}"
-                    )
-                    for s in silences
-                ]
-            )
-            if silences
-            else html.P("No silences."),
+            alert_silences.listing(silences, now),
             html.Details(
                 [html.Summary("what the states mean")]
                 + [html.P(f"{k}: {v}") for k, v in STATE_HELP.items()]
@@ -87,10 +78,15 @@ def body(book: Rulebook) -> html.Div:
 
 def register(app: Dash, app_ctx: AppContext, book: Callable[[], Rulebook]) -> None:
     alert_builder.register(app, app_ctx, book)
+    alert_silences.register(app, app_ctx.clock, book)
 
-    @app.callback(Output("al-body", "children"), Input("al-tick", "n_intervals"))
-    def refresh(_: int | None) -> html.Div:
+    @app.callback(
+        Output("al-body", "children"),
+        Input("al-tick", "n_intervals"),
+        Input("si-message", "children"),  # a silence made or expired shows at once
+    )
+    def refresh(_: int | None, _done: object) -> html.Div:
         try:
-            return body(book())
+            return body(book(), app_ctx.clock())
         except Exception as exc:  # storage down: say so where the alerts would be
             return html.Div(f"alerts unavailable: {exc}", className="banner")

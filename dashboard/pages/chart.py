@@ -1,6 +1,7 @@
 """The chart page: one or several queries overlaid over a chosen range, with live refresh at an
 interval that never goes below the configured floor. Missing windows are gaps, not lines. Above
-the chart, each selected query's state and why (dashboard.states); an empty chart says why."""
+the chart, each selected query's state and why (dashboard.states); an empty chart says why.
+Alert rules on the charted queries draw their state changes on it (pages/chart_alerts.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from urllib.parse import parse_qs
 from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from apm.query import StoredQuery, WindowResult
+from dashboard.alerts_api import rulebook_for
 from dashboard.api import StorageUnavailable, guarded
 from dashboard.context import AppContext
+from dashboard.pages.chart_alerts import annotate
 from dashboard.pages.common import banner, navbar, state_badge
 from dashboard.series import build_series
 from dashboard.states import Evaluated, QueryStates
@@ -121,6 +124,7 @@ def layout(app_ctx: AppContext, search: str) -> html.Div:
                 figure=_empty("pick one or more queries"),
             ),
             html.Div(id="c-status", className="hint"),
+            html.Div(id="c-alerts", className="hint"),
         ]
     )
 
@@ -224,6 +228,7 @@ def register(app: Dash, app_ctx: AppContext) -> None:
     states = QueryStates(
         app_ctx.repo, app_ctx.metrics, app_ctx.clock, max(10.0, settings.refresh_floor_seconds)
     )
+    book = rulebook_for(app_ctx.repo)
 
     @app.callback(
         Output("c-tick", "interval"),
@@ -246,6 +251,7 @@ def register(app: Dash, app_ctx: AppContext) -> None:
         Output("c-status", "children"),
         Output("c-range-error", "children"),
         Output("c-states", "children"),
+        Output("c-alerts", "children"),
         Input("c-queries", "value"),
         Input("c-range", "value"),
         Input("c-from", "value"),
@@ -260,7 +266,7 @@ def register(app: Dash, app_ctx: AppContext) -> None:
         raw_to: str | None,
         _tick: int | None,
         current: object,
-    ) -> tuple[object, str, str, object]:
+    ) -> tuple[object, str, str, object, object]:
         started = time.perf_counter()
         now = app_ctx.clock()
         if choice == "custom":
@@ -268,13 +274,13 @@ def register(app: Dash, app_ctx: AppContext) -> None:
                 end = parse_time(raw_to, now)
                 start = parse_time(raw_from, end - 3600)
             except ValueError as exc:
-                return current, "", str(exc), no_update
+                return current, "", str(exc), no_update, no_update
             if end <= start:
-                return current, "", "'from' must be before 'to'", no_update
+                return current, "", "'from' must be before 'to'", no_update, no_update
         else:
             end, start = now, now - RANGES.get(choice, 3600)
         if not ids:
-            return _empty("pick one or more queries"), "", "", []
+            return _empty("pick one or more queries"), "", "", [], ""
         try:
             found = guarded(
                 app_ctx.metrics,
@@ -284,9 +290,16 @@ def register(app: Dash, app_ctx: AppContext) -> None:
             fig, counts = figure_for(app_ctx, found, start, end)
             evaluated = states.evaluate(found)
         except StorageUnavailable as exc:
-            return current, f"storage unavailable, showing the last data: {exc}", "", no_update
+            return (
+                current,
+                f"storage unavailable, showing the last data: {exc}",
+                "",
+                no_update,
+                no_update,
+            )
         if counts["points"] == 0:
             fig = _empty(_why_empty(found, evaluated))
+        alerts = annotate(fig, book, [q.id for q in found], start, end)
         elapsed = time.perf_counter() - started
         app_ctx.metrics.chart_seconds.observe(elapsed)
         app_ctx.metrics.windows_read.inc(counts["windows"])
@@ -295,4 +308,4 @@ def register(app: Dash, app_ctx: AppContext) -> None:
             f"{counts['windows']} windows read, {counts['points']} points drawn "
             f"in {elapsed * 1000:.0f} ms"
         )
-        return fig, status, "", _state_lines(found, evaluated)
+        return fig, status, "", _state_lines(found, evaluated), alerts

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from dash import dcc, html
 from flask import has_request_context, session
 
 from apm.query_state import format_age, format_time
 
-__all__ = ["ago", "banner", "navbar", "state_badge", "when"]
+__all__ = ["ago", "banner", "labelled", "navbar", "state_badge", "when"]
 
 
 def navbar(active: str) -> html.Div:
@@ -55,3 +57,8 @@ def state_badge(state: str) -> html.Span:
     """A query's state (apm.query_state.STATES) as a badge; dashboard/assets/style.css colours
     each state's class."""
     return html.Span(state, className=f"badge state-{state}")
+
+
+def labelled(label: str, control: Any) -> html.Div:
+    """A form field: its label above its control."""
+    return html.Div(className="field", children=[html.Label(label), control])

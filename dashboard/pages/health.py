@@ -13,6 +13,7 @@ from dashboard.context import AppContext
 from dashboard.health import HealthView, ServerRow, build_health
 from dashboard.pages.common import ago, banner, navbar, when
 from dashboard.pages.health_agents import agents_card
+from dashboard.pages.health_receivers import receivers_card
 
 __all__ = ["layout", "register"]
 
@@ -323,7 +324,9 @@ def register(app: Dash, app_ctx: AppContext) -> None:
             float(threshold),
             [q.query.metric for q in active],
         )
-        return html.Div([banner(problem), render(view), _agents(app_ctx)])
+        s = app_ctx.settings
+        receivers = receivers_card(s.alerting_metrics_url, s.scrape_timeout_seconds)
+        return html.Div([banner(problem), render(view), _agents(app_ctx), receivers])
 
 
 def _agents(app_ctx: AppContext) -> html.Div | None:

@@ -66,7 +66,30 @@ class Served:
 
 
 @pytest.fixture(scope="session")
-def served(repo: Any, kafka_bootstrap: str, ingest_endpoint: tuple[str, Any]) -> Iterator[Served]:
+def evaluator_metrics() -> Iterator[tuple[str, Any]]:
+    """The alert evaluator's real telemetry registry served as its /metrics is (the health
+    page's receivers card reads it); tests set its counters."""
+    from prometheus_client import make_wsgi_app
+    from werkzeug.serving import make_server
+
+    from alerting.telemetry import AlertingTelemetry
+
+    telemetry = AlertingTelemetry()
+    server = make_server("127.0.0.1", 0, make_wsgi_app(telemetry.registry), threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.port}/metrics", telemetry
+    server.shutdown()
+    thread.join(5)
+
+
+@pytest.fixture(scope="session")
+def served(
+    repo: Any,
+    kafka_bootstrap: str,
+    ingest_endpoint: tuple[str, Any],
+    evaluator_metrics: tuple[str, Any],
+) -> Iterator[Served]:
     from werkzeug.security import generate_password_hash
     from werkzeug.serving import make_server
 
@@ -80,6 +103,7 @@ def served(repo: Any, kafka_bootstrap: str, ingest_endpoint: tuple[str, Any]) ->
         token=TOKEN,
         kafka_bootstrap=kafka_bootstrap,
         ingest_metrics_urls=ingest_endpoint[0],
+        alerting_metrics_url=evaluator_metrics[0],
         topics_cache_seconds=0,
         # Longer than a browser test takes from publishing to reading (the read is cached 10 s).
         agents_lookback_seconds=120,
