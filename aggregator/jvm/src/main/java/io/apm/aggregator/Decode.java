@@ -16,7 +16,7 @@ import org.apache.spark.sql.types.StructType;
 
 /**
  * Kafka record values ({@code tsv1}: {@code server<TAB>ts<TAB>value} lines, apm/wire.py) to one
- * row per sample, in one pass over each value's bytes (aggregator/plan.py, {@code decode}).
+ * row per sample, in one pass over each value's bytes (aggregator/records.py, {@code decode}).
  *
  * <p>It replaces v3's SQL decode ({@code explode(split(cast(value AS STRING), '\n'))}, a second
  * {@code split} on TAB and two {@code try_cast}s), which built a string per line and an array
