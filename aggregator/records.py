@@ -4,7 +4,8 @@ aggregator/jvm), which reads each value's bytes once and parses each number once
 
 ``decode_sql`` is v3's decode with built-in SQL functions (split, explode, two casts per
 line), kept as the reference the JVM decode is tested against row for row
-(tests/aggregator/test_records.py) and as the "before" of ``python -m bench.aggregator_decode``
+(tests/aggregator/test_records.py) and as the "before" of the ``-sql`` probes of
+``python -m bench.aggregator_profile`` and of ``python -m bench.aggregator --sql-decode``
 (docs/aggregator.md, "v4, step by step": step a).
 """
 
