@@ -27,7 +27,7 @@ from apm.model import TOPIC_PARTITIONS, topic_for
 from bench.base import progress, write_section
 from bench.feed import LINES_PER_RECORD, METRICS, SERVERS, produce
 
-__all__ = ["main"]
+__all__ = ["main", "query_texts"]
 
 CONFIGS = {
     # The configuration: 100 active queries, ten per metric.
@@ -42,7 +42,7 @@ CONFIGS = {
 }
 
 
-def _queries(config: str, metric: str) -> list[str]:
+def query_texts(config: str, metric: str) -> list[str]:
     base = f"SELECT {metric} WINDOW 10s COMPUTE min, max, avg, p50, p99"
     if config == "light":
         return [f"FROM * {base}"]
@@ -187,7 +187,7 @@ def _run_config(
     best, phases = 0, {}
     job = None
     try:
-        stored = [repo.save_query(text) for m in metrics for text in _queries(config, m)]
+        stored = [repo.save_query(text) for m in metrics for text in query_texts(config, m)]
         progress(f"{config}: {len(stored)} queries over {METRICS} topics x {args.partitions}")
         offsets = KafkaOffsets(settings.kafka_bootstrap)
         job = Aggregator(spark, repo, settings, offsets=offsets)

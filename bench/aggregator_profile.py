@@ -113,7 +113,7 @@ def _streaming(out: Any, seconds: float, feed: Any = None, stacks: int = 0) -> f
 def _queries(spark: Any, metrics: list[str]) -> Any:
     from aggregator.plan import queries_frame
     from apm.query import StoredQuery, parse
-    from bench.aggregator import _queries as texts
+    from bench.aggregator import query_texts as texts
 
     stored = [
         StoredQuery(id=f"{m}-{i}", query=parse(t))
