@@ -19,8 +19,8 @@ server filter, the aggregation over samples) for comparison (``make bench-aggreg
 
 The plan's shape never depends on which queries are active: they arrive as a small static
 table (the join's build side, and the operator's argument), so a changed query set restarts
-the stream from the same checkpoint and the state carries over. Decoding uses built-in SQL
-functions only (no Python UDF), following ``apm.wire``.
+the stream from the same checkpoint and the state carries over. Decoding and dedup run in the
+project's JVM code (aggregator/records.py, aggregator/partials.py); there is no Python UDF.
 
 A query counts the samples that reached Kafka from the moment it became active (created,
 resumed, or given another metric: ``StoredQuery.active_from``): ``admit`` keeps a Kafka record
@@ -38,6 +38,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from aggregator.quantiles import KLL_K
+from aggregator.records import decode
 from apm.functions import SUMMARY_FIELDS, needs
 from apm.model import metric_sql, topic_for
 from apm.query import Query, StoredQuery
@@ -171,34 +172,6 @@ def admit(raw: DataFrame, queries: DataFrame) -> DataFrame:
         .where(F.col("timestamp") >= F.timestamp_seconds("since"))
         .select("topic", "value", "timestamp")
     )
-
-
-def decode(raw: DataFrame) -> DataFrame:
-    """Kafka rows (topic, value[, timestamp]) -> (metric, server, ts, value, arrival). Lines
-    that do not parse as ``server<TAB>ts<TAB>value`` with finite numbers are dropped (the
-    ingest never writes them; they can only come from a foreign producer). ``arrival`` is the
-    record's Kafka timestamp in epoch seconds (null without one): aggregator/skew.py."""
-    from pyspark.sql import functions as F
-
-    arrival = (
-        F.col("timestamp").cast("double") if "timestamp" in raw.columns else F.lit(None)
-    ).cast("double")
-    lines = raw.select(
-        F.col("topic"),
-        F.explode(F.split(F.col("value").cast("string"), "\n")).alias("line"),
-        arrival.alias("arrival"),
-    )
-    parts = F.split(F.col("line"), "\t")
-    out = lines.select(
-        F.expr(metric_sql("topic")).alias("metric"),
-        F.get(parts, 0).alias("server"),
-        F.get(parts, 1).try_cast("double").alias("ts"),
-        F.get(parts, 2).try_cast("double").alias("value"),
-        F.size(parts).alias("n_fields"),
-        F.col("arrival"),
-    )
-    finite = F.abs(F.col("value")) < F.lit(float("inf"))
-    return out.where((F.col("n_fields") == 3) & F.col("ts").isNotNull() & finite).drop("n_fields")
 
 
 def window_summaries(

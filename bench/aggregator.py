@@ -9,6 +9,7 @@ row being readable in Cassandra. Figures go to docs/BENCHMARKS.md (bench.base).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing as mp
 import statistics
 import sys
@@ -18,6 +19,7 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from aggregator.progress import DEDUP_OPERATOR
 from apm.kafka import TopicSpec, delete_topics, ensure_topics
@@ -25,7 +27,7 @@ from apm.model import TOPIC_PARTITIONS, topic_for
 from bench.base import progress, write_section
 from bench.feed import LINES_PER_RECORD, METRICS, SERVERS, produce
 
-__all__ = ["main"]
+__all__ = ["main", "query_texts"]
 
 CONFIGS = {
     # The configuration: 100 active queries, ten per metric.
@@ -40,7 +42,7 @@ CONFIGS = {
 }
 
 
-def _queries(config: str, metric: str) -> list[str]:
+def query_texts(config: str, metric: str) -> list[str]:
     base = f"SELECT {metric} WINDOW 10s COMPUTE min, max, avg, p50, p99"
     if config == "light":
         return [f"FROM * {base}"]
@@ -185,7 +187,7 @@ def _run_config(
     best, phases = 0, {}
     job = None
     try:
-        stored = [repo.save_query(text) for m in metrics for text in _queries(config, m)]
+        stored = [repo.save_query(text) for m in metrics for text in query_texts(config, m)]
         progress(f"{config}: {len(stored)} queries over {METRICS} topics x {args.partitions}")
         offsets = KafkaOffsets(settings.kafka_bootstrap)
         job = Aggregator(spark, repo, settings, offsets=offsets)
@@ -308,8 +310,15 @@ def main(argv: list[str] | None = None) -> int:
         default=30,
         help="per rate of Spark's own floor for the same shape (bench/floor.py); 0 skips it",
     )
+    parser.add_argument(
+        "--sql-decode",
+        action="store_true",
+        help="decode with v3's SQL (aggregator.records.decode_sql): the before of v4's step a; "
+        "print only",
+    )
     parser.add_argument("--no-doc", action="store_true", help="print only")
     args = parser.parse_args(argv)
+    args.no_doc = args.no_doc or args.sql_decode
     rates = [int(r) for r in args.rates.split(",")]
     configs = [c.strip() for c in args.configs.split(",") if c.strip()]
     if unknown := set(configs) - set(CONFIGS):
@@ -334,11 +343,20 @@ def main(argv: list[str] | None = None) -> int:
         ]
     ]
     summary = []
+    decoder = contextlib.ExitStack()
+    if args.sql_decode:
+        from aggregator import streams
+        from aggregator.records import decode_sql
+
+        # streams.kafka_samples imports decode by name: both streams then decode in SQL.
+        decoder.enter_context(mock.patch.object(streams, "decode", decode_sql))
     try:
         for config in configs:
             rows, best, phases = _run_config(config, rates, args, spark, args.warmup_seconds)
             if args.no_dedup:
                 rows = [[f"{row[0]} (no dedup)", *row[1:]] for row in rows]
+            if args.sql_decode:
+                rows = [[f"{row[0]} (SQL decode)", *row[1:]] for row in rows]
             table.extend(rows)
             shown = ", ".join(
                 f"{k} {v:.2f} s"
@@ -356,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{phases.get('dedup numRowsTotal', float('nan')):.0f}."
             )
     finally:
+        decoder.close()
         spark.stop()
     best_rate = max(
         (int(row[2].replace(",", "")) for row in table[1:] if row[4] == "yes"), default=0

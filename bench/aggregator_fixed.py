@@ -14,25 +14,14 @@ from __future__ import annotations
 
 import argparse
 import re
-import subprocess
 import sys
-from pathlib import Path
 
-from apm.settings import PROJECT_ROOT
 from bench.base import progress, write_section
+from bench.jvm_bench import command, java_version, run
 
 __all__ = ["main"]
 
-_JVM = PROJECT_ROOT / "aggregator" / "jvm"
-_BUILD = PROJECT_ROOT / ".cache" / "jvm-test"
 _LINE = re.compile(r"^(?P<what>.+?): v3 (?P<v3>[\d.]+) ns/(?P<unit>\w+), v4 (?P<v4>[\d.]+) ns/\w+$")
-
-
-def _classpath() -> str:
-    import pyspark
-
-    jars = sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar"))
-    return ":".join([str(_BUILD / "classes"), str(_BUILD / "test-classes"), *map(str, jars)])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,17 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--values", type=int, default=300_000)
     parser.add_argument("--no-doc", action="store_true", help="print only")
     args = parser.parse_args(argv)
-    progress("compiling aggregator/jvm (mvn test-compile) ...")
-    subprocess.run(
-        ["mvn", "-q", "-B", "-f", str(_JVM / "pom.xml"), "test-compile", f"-DbuildDir={_BUILD}"],
-        check=True,
-    )
-    out = subprocess.run(
-        ["java", "-cp", _classpath(), "io.apm.aggregator.FixedPointBench", str(args.values)],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+    out = run(command("FixedPointBench", args.values, spark=True))
     rows: list[list[object]] = [["what", "v3 ns", "v4 ns", "v3 / v4"]]
     for line in out.splitlines():
         if m := _LINE.match(line.strip()):
@@ -70,11 +49,7 @@ def main(argv: list[str] | None = None) -> int:
             "python -m bench.aggregator_fixed",
             rows,
             notes="Best of 7 rounds (5 for the partials) over the same values in one JVM; the "
-            "machine is shared, so compare the ratio. Java "
-            + subprocess.run(
-                ["java", "-version"], capture_output=True, text=True
-            ).stderr.splitlines()[0]
-            + ".",
+            "machine is shared, so compare the ratio. Java " + java_version() + ".",
         )
     return 0
 

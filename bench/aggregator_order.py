@@ -14,15 +14,13 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
-import subprocess
 
-from apm.settings import PROJECT_ROOT
 from bench.base import progress, write_section
+from bench.jvm_bench import command as java_command
+from bench.jvm_bench import run
 
 __all__ = ["main"]
 
-_JVM = PROJECT_ROOT / "aggregator" / "jvm"
-_BUILD = PROJECT_ROOT / ".cache" / "jvm-test"
 _INSERT = re.compile(
     r"^insert (?P<order>\w+) n=(?P<n>\d+): v3 (?P<v3>[\d.]+) ms, v4 (?P<v4>[\d.]+) ms$"
 )
@@ -34,8 +32,7 @@ _TRIP = re.compile(
 
 def command(samples: int, runs: int) -> list[str]:
     """The java command line the benchmark runs (printed with the figures)."""
-    classpath = f"{_BUILD / 'classes'}:{_BUILD / 'test-classes'}"
-    return ["java", "-cp", classpath, "io.apm.aggregator.SeenSamplesBench", str(samples), str(runs)]
+    return java_command("SeenSamplesBench", samples, runs)
 
 
 def tables(out: str) -> tuple[list[list[object]], list[list[object]]]:
@@ -61,13 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5, help="median of this many (v3: at most 3)")
     parser.add_argument("--doc", action="store_true", help="also write docs/BENCHMARKS.md")
     args = parser.parse_args(argv)
-    progress("compiling aggregator/jvm (mvn test-compile) ...")
-    subprocess.run(
-        ["mvn", "-q", "-B", "-f", str(_JVM / "pom.xml"), "test-compile", f"-DbuildDir={_BUILD}"],
-        check=True,
-    )
     cmd = command(args.samples, args.runs)
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    out = run(cmd)
     inserts, trips = tables(out)
     print(f"command: {shlex.join(cmd)}")
     for row in [*inserts, [], *trips]:

@@ -11,6 +11,10 @@ median batch (or best-of-three batch-mode) time. Not part of ``make bench``; doc
 - ``rate`` (streaming): ``plan.window_summaries`` fed by Spark's rate source instead of Kafka.
 - ``decode-batch`` (batch mode): ``plan.decode`` alone over 400,000 samples in memory.
 
+Each probe with ``-sql`` after its name (``decode-sql``, ``full-sql``, ``decode-batch-sql``)
+runs the same with v3's SQL decode (``aggregator.records.decode_sql``) in place of the JVM
+decode: the before/after of v4's step a in one run (docs/aggregator.md, "v4, step by step").
+
 ``--stacks N`` samples the Spark executor threads' stacks N times (``jstack``, every 0.4 s,
 from 25 s into each streaming probe) and prints what the busy samples were doing: a poor
 man's profiler, which needs nothing but the JDK.
@@ -30,12 +34,14 @@ import threading
 import time
 import uuid
 from typing import Any
+from unittest import mock
 
 from bench.base import progress
 
 __all__ = ["main"]
 
-PROBES = ("decode", "full", "rate", "decode-batch")
+_BASE = ("decode", "full", "rate", "decode-batch")
+PROBES = (*_BASE, *(f"{p}-sql" for p in _BASE if p != "rate"))
 
 
 # What a busy executor thread is doing, by the first of these found in its stack.
@@ -107,7 +113,7 @@ def _streaming(out: Any, seconds: float, feed: Any = None, stacks: int = 0) -> f
 def _queries(spark: Any, metrics: list[str]) -> Any:
     from aggregator.plan import queries_frame
     from apm.query import StoredQuery, parse
-    from bench.aggregator import _queries as texts
+    from bench.aggregator import query_texts as texts
 
     stored = [
         StoredQuery(id=f"{m}-{i}", query=parse(t))
@@ -117,16 +123,24 @@ def _queries(spark: Any, metrics: list[str]) -> Any:
     return queries_frame(spark, stored)
 
 
-def _probe(spark: Any, name: str, rate: int, seconds: int, stacks: int = 0) -> float:
+def _probe(
+    spark: Any, name: str, rate: int, seconds: int, stacks: int = 0, decoder: Any = None
+) -> float:
     from pyspark.sql import functions as F
 
     from aggregator import streams
-    from aggregator.plan import decode, window_summaries
+    from aggregator.plan import window_summaries
+    from aggregator.records import decode, decode_sql
     from aggregator.settings import AggregatorSettings
     from apm.kafka import TopicSpec, delete_topics, ensure_topics
     from apm.model import topic_for
     from bench.feed import METRICS, produce, templates
 
+    if name.endswith("-sql"):
+        # v3's decode wherever the job decodes (streams.kafka_samples imports it by name).
+        with mock.patch.object(streams, "decode", decode_sql):
+            return _probe(spark, name.removesuffix("-sql"), rate, seconds, stacks, decode_sql)
+    decoder = decoder or decode
     metrics = [f"prof{uuid.uuid4().hex[:6]}m{i}" for i in range(METRICS)]
     table = _queries(spark, metrics)
     delay = 660
@@ -142,7 +156,7 @@ def _probe(spark: Any, name: str, rate: int, seconds: int, stacks: int = 0) -> f
         best = float("inf")
         for _ in range(3):
             began = time.monotonic()
-            decode(raw).write.format("noop").mode("overwrite").save()
+            decoder(raw).write.format("noop").mode("overwrite").save()
             best = min(best, time.monotonic() - began)
         raw.unpersist()
         return best
@@ -197,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
         for name in probes:
             progress(f"probe {name} ...")
             seconds = _probe(spark, name, args.rate, args.seconds, args.stacks)
-            what = "best of 3, 400,000 samples" if name == "decode-batch" else "median batch"
+            batch = name.startswith("decode-batch")
+            what = "best of 3, 400,000 samples" if batch else "median batch"
             print(f"{name}: {seconds:.2f} s ({what}; rate {args.rate:,} samples/s, trigger 2 s)")
     finally:
         spark.stop()
