@@ -4,6 +4,7 @@ counted before they are parsed."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
@@ -73,28 +74,20 @@ def test_remote_write_samples_are_counted_after_the_parse() -> None:
     series = ld(1, ld(1, b"\x0a\x08__name__\x12\x01a") + ld(2) * 30)
     limits = {"timeseries": (5, "remote_write_max_series"), "samples": (50, "max_samples")}
     total = (10_000, "protobuf_max_elements")
-    ok = parse_bounded(
-        series * 1,
-        WriteRequest.FromString,
-        REMOTE_WRITE,
-        REMOTE_WRITE_LEVELS,
-        limits,
-        total,
-        None,
-        1 << 20,
+    decode = partial(
+        parse_bounded,
+        parse=WriteRequest.FromString,
+        schema=REMOTE_WRITE,
+        levels=REMOTE_WRITE_LEVELS,
+        limits=limits,
+        max_total=total,
+        deadline=None,
+        parse_first_max_bytes=1 << 20,
     )
+    ok = decode(series * 1)
     assert len(ok.timeseries[0].samples) == 30
     with pytest.raises(ApiError) as refused:
-        parse_bounded(
-            series * 2,
-            WriteRequest.FromString,
-            REMOTE_WRITE,
-            REMOTE_WRITE_LEVELS,
-            limits,
-            total,
-            None,
-            1 << 20,
-        )
+        decode(series * 2)
     assert refused.value.status == 413 and "samples" in refused.value.detail
 
 
