@@ -19,9 +19,20 @@ def http_ok(url: str, timeout_s: float = 2.0) -> bool:
         return False
 
 
+# Ports this process has handed out: the kernel may give the same free port to two calls in a
+# row (it was free both times), and a launcher asks for several before it binds any (a
+# private Kafka's broker and controller ports: equal ports fail its storage format).
+_handed: set[tuple[str, int]] = set()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port the kernel had free on ``host`` a moment ago. Another process may take it before
-    the caller binds it; on loopback that race has not shown up in practice."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    """A port the kernel had free on ``host`` a moment ago, never one this process was given
+    before. Another process may take it before the caller binds it; on loopback that race
+    has not shown up in practice."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind((host, 0))
+            port = int(sock.getsockname()[1])
+        if (host, port) not in _handed:
+            _handed.add((host, port))
+            return port

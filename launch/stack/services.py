@@ -128,7 +128,15 @@ def _kafka_prepare(settings: StackSettings) -> None:
     ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
-        raise RuntimeError(f"kafka storage format failed: {done.stderr.strip()[-400:]}")
+        raise RuntimeError(f"kafka storage format failed: {_cause(done.stdout, done.stderr)}")
+
+
+def _cause(*outputs: str, tail: int = 400) -> str:
+    """The first line that names an error (StorageTool prints its reason on stdout, a JVM's
+    on stderr, above pages of stack trace), else the end of the output."""
+    lines = [line.strip() for out in outputs for line in out.strip().splitlines()]
+    first = next((ln for ln in lines if "rror" in ln or "xception" in ln), "")
+    return first[:600] or "\n".join(lines)[-tail:] or "no output"
 
 
 def _kafka_command(settings: StackSettings) -> list[str]:
