@@ -136,6 +136,28 @@ def test_rule_builder_checks_each_field_while_typing(chrome, login, wait, repo) 
     says(wait, "name:")  # the one field left
     chrome.find_element(By.ID, "ab-name").send_keys(f"typed {tag}")
     says(wait, "valid:")
+    # The other kind: the query's fields give way to the servers' glob and silence.
+    pick(chrome, wait, "ab-kind", "server silent")
+    wait(lambda d: d.find_element(By.ID, "ab-servers").is_displayed())
+    assert not chrome.find_element(By.ID, "ab-warning").is_displayed()
+    _retype(chrome, "ab-silent-after", "0")
+    says(wait, "silent_after_s: must be at least 1 second")
+    _retype(chrome, "ab-silent-after", "120")
+    _retype(chrome, "ab-servers", f"live{tag}-*")
+    says(wait, "valid:")
+    chrome.find_element(By.ID, "ab-preview").click()
+    assert wait(lambda d: d.find_element(By.ID, "ab-message").text).startswith("valid; a server")
+    chrome.find_element(By.ID, "ab-create").click()
+    made = wait(
+        lambda d: (t := d.find_element(By.ID, "ab-message").text).startswith("created rule ") and t
+    )
+    stored = rulebook_for(repo)().tables.rules()[made.split()[-1]]
+    assert (stored["kind"], stored["servers"], stored["silent_after_s"]) == (
+        "server_silent",
+        f"live{tag}-*",
+        120,
+    )
+    assert stored["labels"] == {"team": "web"}
 
 
 def test_silence_form_creates_lists_and_expires(chrome, login, wait) -> None:
@@ -155,10 +177,12 @@ def test_silence_form_creates_lists_and_expires(chrome, login, wait) -> None:
         lambda d: (t := d.find_element(By.ID, "si-message").text).startswith("created") and t
     )
     sid = made.split()[-1]
-    row = wait(lambda d: d.find_elements(By.ID, f"si-{sid}"))[0]
-    assert f"servers {glob}: active until" in row.text
-    assert "only Sun 02:00 UTC for 2 h each week" in row.text
-    row.find_element(By.TAG_NAME, "button").click()
+    # The list is redrawn on every refresh tick, so the row is looked up afresh each time (a
+    # row held across a redraw is stale: it failed a run).
+    text = wait(lambda d: d.find_element(By.ID, f"si-{sid}").text)
+    assert f"servers {glob}: active until" in text
+    assert "only Sun 02:00 UTC for 2 h each week" in text
+    wait(lambda d: d.find_element(By.CSS_SELECTOR, f"#si-{sid} button").click() or True)
     # The message still says "created ..." until the click's callback answers: wait for it.
     expired = wait(
         lambda d: (t := d.find_element(By.ID, "si-message").text).startswith("expired") and t
