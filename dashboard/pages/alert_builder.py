@@ -1,9 +1,12 @@
-"""The rule builder on the alerts page: a stored query, one of its functions, a comparison,
-warning and critical thresholds, ``for``; **Preview** draws the last hour of the query's
-windows against the thresholds with the state each window would have had, **Create** stores the
-rule. Both validate through the rulebook, so a refusal names its field inline, as the API's 422
-does; the same check runs on every keystroke (``ab-check``), so a NaN threshold, a ``for`` of
-years, a missing query or function or a bad annotation template is named before any click."""
+"""The rule builder on the alerts page: a threshold rule on a stored query (a function, a
+comparison, warning and critical thresholds each with an optional recovery line, ``for``,
+``keep firing for``, the no-data policy) or a "server silent" rule, with labels, an annotation
+and receivers (the fields: :mod:`dashboard.pages.alert_builder_fields`). **Preview** draws the
+last hour of the query's windows against the thresholds and recovery lines with the state each
+window would have had, **Create** stores the rule. Both validate through the rulebook, so a
+refusal names its field inline, as the API's 422 does; the same check runs on every keystroke
+(``ab-check``), so a NaN threshold, a recovery line on the firing side, a ``for`` of years, a
+missing query or a bad label name is named before any click."""
 
 from __future__ import annotations
 
@@ -14,15 +17,34 @@ import plotly.graph_objects as go
 from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from alerting.rulebook import Rulebook
-from alerting.rules import COMPARISONS, RuleError
+from alerting.rules import RuleError
 from dashboard.alerts_api import preview
 from dashboard.context import AppContext
+from dashboard.pages.alert_builder_fields import (
+    FIELDS,
+    common_fields,
+    rule_body,
+    silent_fields,
+    threshold_fields,
+)
 from dashboard.pages.common import labelled
 
-__all__ = ["PRISTINE", "check", "form", "register"]
+__all__ = ["NO_PREVIEW", "PRISTINE", "check", "form", "register", "submit", "typed"]
 
 PRISTINE = "pick a query, a function and a threshold: each field is checked as you type"
-_COLORS = {"normal": "#2a9d8f", "pending": "#e9c46a", "firing": "#e63946", "recovering": "#f4a261"}
+NO_PREVIEW = "a server silent rule watches servers, not a query's values: nothing to preview"
+_COLORS = {
+    "normal": "#2a9d8f",
+    "pending": "#e9c46a",
+    "firing": "#e63946",
+    "recovering": "#f4a261",
+    "nodata": "#999999",
+    "error": "#7b2cbf",
+}
+_KINDS = [
+    {"label": "threshold on a stored query", "value": "threshold"},
+    {"label": "server silent", "value": "server_silent"},
+]
 
 
 def form() -> html.Div:
@@ -30,19 +52,14 @@ def form() -> html.Div:
         id="ab-form",
         children=[
             html.H3("New rule"),
-            labelled("name", dcc.Input(id="ab-name", value="", type="text")),
-            labelled("query", dcc.Dropdown(id="ab-query", options=[], placeholder="stored query")),
-            labelled("function", dcc.Dropdown(id="ab-function", options=[])),
             labelled(
-                "comparison",
-                dcc.Dropdown(id="ab-cmp", options=list(COMPARISONS), value=">", clearable=False),
+                "kind",
+                dcc.Dropdown(id="ab-kind", options=_KINDS, value="threshold", clearable=False),
             ),
-            # Text, not number inputs: a browser turns "NaN" or "1e999" into an empty value,
-            # which would hide from the user what the API would refuse.
-            labelled("warning", dcc.Input(id="ab-warning", type="text", value="")),
-            labelled("critical", dcc.Input(id="ab-critical", type="text", value="")),
-            labelled("for (s)", dcc.Input(id="ab-for", type="text", value="30")),
-            labelled("annotation", dcc.Input(id="ab-annotation", type="text", value="")),
+            labelled("name", dcc.Input(id="ab-name", value="", type="text")),
+            threshold_fields(),
+            silent_fields(),
+            *common_fields(),
             html.Div(id="ab-check", className="hint", children=PRISTINE),
             html.Button("Preview", id="ab-preview", n_clicks=0),
             html.Button("Create", id="ab-create", n_clicks=0),
@@ -52,59 +69,46 @@ def form() -> html.Div:
     )
 
 
-def _number(text: Any) -> Any:
-    """A typed number as the API would receive it; text that is no number stays text, so the
-    rules module says what is wrong with it."""
-    if text is None or (isinstance(text, str) and not text.strip()):
-        return None
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        return text
-    return int(value) if value.is_integer() else value
+def typed(*values: Any) -> dict[str, Any]:
+    """The rule's JSON from the controls' values, in :data:`FIELDS` order (or RuleError)."""
+    return rule_body(**dict(zip(FIELDS.values(), values, strict=True)))
 
 
-def _raw(
-    name: str,
-    query: str | None,
-    function: str | None,
-    cmp: str,
-    warn: Any,
-    crit: Any,
-    for_s: Any,
-    annotation: str | None = None,
-) -> dict[str, Any]:
-    thresholds = {
-        k: v for k, v in (("warning", _number(warn)), ("critical", _number(crit))) if v is not None
-    }
-    raw = {
-        "name": name or "",
-        "query_id": query or "",
-        "function": function or "",
-        "comparison": cmp,
-        "thresholds": thresholds,
-        "for_s": f if (f := _number(for_s)) is not None else 0,
-    }
-    if annotation:
-        raw["annotation"] = annotation
-    return raw
+def _refusal(exc: RuleError) -> str:
+    return f"{exc.at}: {exc.detail}"
 
 
 def check(book: Callable[[], Rulebook], raw: dict[str, Any]) -> tuple[str, str]:
     """(message, css class) for the form as typed so far: the rulebook's own refusal (the API's
     422 text), or that the rule is valid. The name is checked last, so a user sees the first
     problem of what they are typing rather than of the field they have not reached."""
-    if not raw["query_id"] and not raw["function"] and not raw["thresholds"]:
+    blank = not raw.get("query_id") and not raw.get("function") and not raw.get("thresholds")
+    if raw["kind"] == "threshold" and blank:
         return PRISTINE, "hint"
     try:
         book().validate({**raw, "name": raw["name"] or "unnamed"})
         if not raw["name"]:
             book().validate(raw)
     except RuleError as exc:
-        return f"{exc.at}: {exc.detail}", "error"
+        return _refusal(exc), "error"
     except Exception as exc:  # storage down: the query cannot be looked up
         return f"cannot check the query now (storage unavailable: {exc})", "error"
     return "valid: Preview draws it, Create stores it", "ok"
+
+
+def submit(
+    book: Rulebook, create: bool, raw: dict[str, Any], now: float
+) -> tuple[str, dict[str, Any] | None]:
+    """Create (the new rule's id) or Preview (the preview endpoint's answer) the rule ``raw``:
+    a refusal is the API's message, with nothing stored."""
+    try:
+        if create:
+            return f"created rule {book.create(raw, now).id}", None
+        if book.validate(raw).kind == "server_silent":
+            return f"valid; {NO_PREVIEW}. Create stores it", None
+        return "", preview(book, raw, now)
+    except RuleError as exc:
+        return _refusal(exc), None
 
 
 def _figure(result: dict[str, Any]) -> go.Figure:
@@ -120,9 +124,17 @@ def _figure(result: dict[str, Any]) -> go.Figure:
             text=[f"{p['state']}: {p['reason']}" for p in points],
         )
     )
+    lines = result["thresholds"]
     for level, color in (("warning", "#e9c46a"), ("critical", "#e63946")):
-        if result["thresholds"].get(level) is not None:
-            fig.add_hline(y=result["thresholds"][level], line_color=color, annotation_text=level)
+        if lines.get(level) is not None:
+            fig.add_hline(y=lines[level], line_color=color, annotation_text=level)
+        if lines.get(f"{level}_recovery") is not None:
+            fig.add_hline(
+                y=lines[f"{level}_recovery"],
+                line_color=color,
+                line_dash="dot",
+                annotation_text=f"{level} recovery",
+            )
     fig.update_layout(xaxis_type="date", height=300, margin={"t": 20, "b": 30})
     return fig
 
@@ -142,19 +154,25 @@ def register(app: Dash, app_ctx: AppContext, book: Callable[[], Rulebook]) -> No
         return [f.key for f in stored.query.functions] if stored else []
 
     @app.callback(
+        Output("ab-threshold", "style"), Output("ab-silent", "style"), Input("ab-kind", "value")
+    )
+    def kind(value: str | None) -> tuple[dict[str, str], dict[str, str]]:
+        silent = value == "server_silent"
+        return {"display": "none" if silent else "block"}, {
+            "display": "block" if silent else "none"
+        }
+
+    @app.callback(
         Output("ab-check", "children"),
         Output("ab-check", "className"),
-        Input("ab-name", "value"),
-        Input("ab-query", "value"),
-        Input("ab-function", "value"),
-        Input("ab-cmp", "value"),
-        Input("ab-warning", "value"),
-        Input("ab-critical", "value"),
-        Input("ab-for", "value"),
-        Input("ab-annotation", "value"),
+        *[Input(field, "value") for field in FIELDS],
     )
     def live(*fields: Any) -> tuple[str, str]:
-        return check(book, _raw(*fields))
+        try:
+            raw = typed(*fields)
+        except RuleError as exc:  # the labels text cannot be read
+            return _refusal(exc), "error"
+        return check(book, raw)
 
     @app.callback(
         Output("ab-message", "children"),
@@ -162,25 +180,19 @@ def register(app: Dash, app_ctx: AppContext, book: Callable[[], Rulebook]) -> No
         Output("ab-graph", "style"),
         Input("ab-preview", "n_clicks"),
         Input("ab-create", "n_clicks"),
-        State("ab-name", "value"),
-        State("ab-query", "value"),
-        State("ab-function", "value"),
-        State("ab-cmp", "value"),
-        State("ab-warning", "value"),
-        State("ab-critical", "value"),
-        State("ab-for", "value"),
-        State("ab-annotation", "value"),
+        *[State(field, "value") for field in FIELDS],
         prevent_initial_call=True,
     )
     def act(preview_clicks: int, create_clicks: int, *fields: Any) -> tuple[Any, Any, Any]:
         from dash import ctx
 
-        raw = _raw(*fields)
+        hidden = {"display": "none"}
         try:
-            if ctx.triggered_id == "ab-create":
-                rule = book().create(raw, app_ctx.clock())
-                return f"created rule {rule.id}", no_update, no_update
-            result = preview(book(), raw, app_ctx.clock())
+            raw = typed(*fields)
         except RuleError as exc:
-            return f"{exc.at}: {exc.detail}", no_update, {"display": "none"}
-        return "", _figure(result), {"display": "block"}
+            return _refusal(exc), no_update, hidden
+        create = ctx.triggered_id == "ab-create"
+        message, result = submit(book(), create, raw, app_ctx.clock())
+        if result is None:
+            return message, no_update, no_update if create else hidden
+        return message, _figure(result), {"display": "block"}

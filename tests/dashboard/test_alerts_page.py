@@ -13,6 +13,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
 from apm.query import WindowResult
+from dashboard.alerts_api import rulebook_for
 
 pytestmark = pytest.mark.e2e
 
@@ -36,11 +37,12 @@ def test_rule_builder_preview_refusal_and_create(chrome, login, wait, repo) -> N
     query = repo.save_query(f"FROM web{tag}-* SELECT cpu.util WINDOW 10s COMPUTE avg, max")
     now = time.time()
     start = now // 10 * 10 - 600
+    # 50, then 95 from window 41 (over the warning 80), then 75 from window 51: under the
+    # warning but over its recovery line 70, so the alert stays firing to the end.
+    values = [50.0] * 41 + [95.0] * 10 + [75.0] * 9
     repo.upsert_results(
-        WindowResult(
-            query.id, start + 10 * i, 10, {"avg": 95.0 if i > 40 else 50.0, "max": 99.0}, 3, now
-        )
-        for i in range(60)
+        WindowResult(query.id, start + 10 * i, 10, {"avg": v, "max": 99.0}, 3, now)
+        for i, v in enumerate(values)
     )
     login(path="/alerts")
     name = f"builder {tag}"
@@ -55,17 +57,50 @@ def test_rule_builder_preview_refusal_and_create(chrome, login, wait, repo) -> N
     assert msg.startswith("thresholds.warning:")
     critical = chrome.find_element(By.ID, "ab-critical")
     critical.send_keys(Keys.BACKSPACE, Keys.BACKSPACE, "90")
+    _retype(chrome, "ab-warning-rec", "85")  # on the firing side of 80: refused as typed
+    says(wait, "thresholds.warning_recovery: 85.0 is on the firing side of warning 80.0")
+    _retype(chrome, "ab-warning-rec", "70")
+    _retype(chrome, "ab-keep", "20")
+    pick(chrome, wait, "ab-nodata-policy", "alert:")
+    _retype(chrome, "ab-nodata-windows", "5")
+    chrome.find_element(By.ID, "ab-labels").send_keys("team=web, tier=front")
+    says(wait, "valid:")
     chrome.find_element(By.ID, "ab-preview").click()
     wait(lambda d: d.find_element(By.ID, "ab-graph").is_displayed())
-    colors = chrome.execute_script(
-        "const g = document.querySelector('#ab-graph .js-plotly-plot');"
-        "return g && g.data ? g.data[0].text.map(t => t.split(':')[0]) : null;"
+    drawn = wait(
+        lambda d: d.execute_script(
+            "const g = document.querySelector('#ab-graph .js-plotly-plot');"
+            "return g && g.data ? {states: g.data[0].text.map(t => t.split(':')[0]),"
+            " dotted: g.layout.shapes.filter(s => s.line.dash === 'dot').map(s => s.y0)} : null;"
+        )
     )
-    # 95 above the warning 80 from window 41 on: pending, then firing after for_s (30 s).
-    assert "firing" in colors and "pending" in colors and colors[0] == "normal"
+    states = drawn["states"]
+    # The hour before the stored windows has no samples: no-data after 5 windows (policy
+    # alert); 95 above the warning: pending, then firing after for_s (30 s); 75 stays firing
+    # (above the recovery line 70, so keep-firing-for never starts).
+    assert states[0] == "normal" and states[5] == "nodata"
+    assert "pending" in states and states[-1] == "firing" and "recovering" not in states
+    assert drawn["dotted"] == [70]
     chrome.find_element(By.ID, "ab-create").click()
-    assert wait(lambda d: d.find_element(By.ID, "ab-message").text).startswith("created rule ")
+    made = wait(
+        lambda d: (t := d.find_element(By.ID, "ab-message").text).startswith("created rule ") and t
+    )
     wait(lambda d: name in d.find_element(By.ID, "al-body").text, timeout=30)
+    stored = rulebook_for(repo)().tables.rules()[made.split()[-1]]
+    assert stored["thresholds"] == {
+        "warning": 80.0,
+        "critical": 90.0,
+        "warning_recovery": 70.0,
+        "critical_recovery": None,
+    }
+    assert (stored["for_s"], stored["keep_firing_for_s"]) == (30, 20)
+    assert (stored["nodata_policy"], stored["nodata_windows"]) == ("alert", 5)
+    assert stored["labels"] == {"team": "web", "tier": "front"}
+
+
+def says(wait: Any, prefix: str) -> Any:
+    """The inline check's text once it starts with ``prefix``."""
+    return wait(lambda d: (t := d.find_element(By.ID, "ab-check").text).startswith(prefix) and t)
 
 
 def _retype(chrome: Any, element_id: str, text: str) -> None:
@@ -82,25 +117,47 @@ def test_rule_builder_checks_each_field_while_typing(chrome, login, wait, repo) 
     assert check.text.startswith("pick a query, a function and a threshold")  # blank explained
     pick(chrome, wait, "ab-query", f"live{tag}")
 
-    def says(prefix: str) -> Any:
-        return wait(
-            lambda d: (t := d.find_element(By.ID, "ab-check").text).startswith(prefix) and t
-        )
-
-    says("function: must name one of the query's functions")
+    says(wait, "function: must name one of the query's functions")
     pick(chrome, wait, "ab-function", "avg")
     _retype(chrome, "ab-warning", "NaN")
-    assert says("thresholds.warning:") == "thresholds.warning: must be a finite number, got nan"
+    assert (
+        says(wait, "thresholds.warning:") == "thresholds.warning: must be a finite number, got nan"
+    )
     _retype(chrome, "ab-warning", "80")
     _retype(chrome, "ab-for", str(2 * 365 * 86_400))  # a `for` of two years
-    says("for_s: must be a whole number of seconds from 0 to 604800")
+    says(wait, "for_s: must be a whole number of seconds from 0 to 604800")
     _retype(chrome, "ab-for", "30")
     _retype(chrome, "ab-annotation", "{value.__class__}")
-    says("annotation:")
+    says(wait, "annotation:")
+    _retype(chrome, "ab-labels", "team")  # no `=`: no JSON to send, named by the form
+    says(wait, "labels: 'team' is not name=value")
+    _retype(chrome, "ab-labels", "team=web")
     _retype(chrome, "ab-annotation", "{rule} at {value}")
-    says("name:")  # the one field left
+    says(wait, "name:")  # the one field left
     chrome.find_element(By.ID, "ab-name").send_keys(f"typed {tag}")
-    says("valid:")
+    says(wait, "valid:")
+    # The other kind: the query's fields give way to the servers' glob and silence.
+    pick(chrome, wait, "ab-kind", "server silent")
+    wait(lambda d: d.find_element(By.ID, "ab-servers").is_displayed())
+    assert not chrome.find_element(By.ID, "ab-warning").is_displayed()
+    _retype(chrome, "ab-silent-after", "0")
+    says(wait, "silent_after_s: must be at least 1 second")
+    _retype(chrome, "ab-silent-after", "120")
+    _retype(chrome, "ab-servers", f"live{tag}-*")
+    says(wait, "valid:")
+    chrome.find_element(By.ID, "ab-preview").click()
+    assert wait(lambda d: d.find_element(By.ID, "ab-message").text).startswith("valid; a server")
+    chrome.find_element(By.ID, "ab-create").click()
+    made = wait(
+        lambda d: (t := d.find_element(By.ID, "ab-message").text).startswith("created rule ") and t
+    )
+    stored = rulebook_for(repo)().tables.rules()[made.split()[-1]]
+    assert (stored["kind"], stored["servers"], stored["silent_after_s"]) == (
+        "server_silent",
+        f"live{tag}-*",
+        120,
+    )
+    assert stored["labels"] == {"team": "web"}
 
 
 def test_silence_form_creates_lists_and_expires(chrome, login, wait) -> None:
@@ -120,9 +177,15 @@ def test_silence_form_creates_lists_and_expires(chrome, login, wait) -> None:
         lambda d: (t := d.find_element(By.ID, "si-message").text).startswith("created") and t
     )
     sid = made.split()[-1]
-    row = wait(lambda d: d.find_elements(By.ID, f"si-{sid}"))[0]
-    assert f"servers {glob}: active until" in row.text
-    assert "only Sun 02:00 UTC for 2 h each week" in row.text
-    row.find_element(By.TAG_NAME, "button").click()
-    assert wait(lambda d: d.find_element(By.ID, "si-message").text) == f"expired silence {sid}"
+    # The list is redrawn on every refresh tick, so the row is looked up afresh each time (a
+    # row held across a redraw is stale: it failed a run).
+    text = wait(lambda d: d.find_element(By.ID, f"si-{sid}").text)
+    assert f"servers {glob}: active until" in text
+    assert "only Sun 02:00 UTC for 2 h each week" in text
+    wait(lambda d: d.find_element(By.CSS_SELECTOR, f"#si-{sid} button").click() or True)
+    # The message still says "created ..." until the click's callback answers: wait for it.
+    expired = wait(
+        lambda d: (t := d.find_element(By.ID, "si-message").text).startswith("expired") and t
+    )
+    assert expired == f"expired silence {sid}"
     wait(lambda d: not d.find_elements(By.ID, f"si-{sid}"))
