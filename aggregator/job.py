@@ -1,9 +1,10 @@
-"""The aggregator job: the windows stream, the server last-seen stream, and the control loop
-that applies query changes and publishes progress, lag and late counts.
+"""The aggregator job: the windows stream (which also gathers each server's last sample,
+aggregator/seen.py), and the control loop that applies query changes and publishes progress,
+lag and late counts.
 
 The job reads exactly the metric topics its active queries use (within its ``--metrics`` and
-``--shard`` scope): a changed set of active queries stops both streams and starts them again
-from the same checkpoints, with the new static query table and the new subscription (plan.py
+``--shard`` scope): a changed set of active queries stops the stream and starts it again
+from the same checkpoint, with the new static query table and the new subscription (plan.py
 explains why the window state and the offsets of the topics it keeps carry over, and what a
 topic that joins starts from). With no active query there is no stream at all: the job only
 polls the query table.
@@ -23,10 +24,11 @@ from aggregator.plan import queries_frame
 from aggregator.progress import ProgressCounter, state_figures
 from aggregator.recovery import StreamRestarts
 from aggregator.retrying import RetryingStore, write_results
+from aggregator.seen import Batch, Touches
 from aggregator.settings import AggregatorSettings
 from aggregator.skew import SetAside
 from aggregator.store import AggregatorStore
-from aggregator.streams import start_servers, start_windows
+from aggregator.streams import start_windows
 from aggregator.telemetry import AggregatorTelemetry
 from apm.model import topic_for
 from apm.query import StoredQuery, WindowResult
@@ -68,10 +70,8 @@ class Aggregator:
         self.offsets = offsets
         self.clock = clock
         self.windows: StreamingQuery | None = None
-        self.servers: StreamingQuery | None = None
         self.active: list[StoredQuery] = []
-        self.reads: list[str] = []  # the metrics whose topics the streams subscribe to now
-        self._admitted: list[tuple[str, float]] = []  # (metric, since) the servers stream uses
+        self.reads: list[str] = []  # the metrics whose topics the stream subscribes to now
         self.join_cap = JoinCap(
             self.settings.max_offsets_per_trigger, patience_s=30 * self.settings.trigger_seconds
         )
@@ -82,6 +82,8 @@ class Aggregator:
         self.set_aside = SetAside(
             lambda metric, reason, n: self.telemetry.set_aside.labels(metric, reason).inc(n)
         )
+        # Newest sample per server and metric, written every servers_trigger_seconds.
+        self.touches = Touches(self._touch, self.settings.servers_trigger_seconds, time.monotonic)
         self.restarts = StreamRestarts(
             self.settings.stream_restart_cap_seconds,
             lambda stream: self.telemetry.stream_failures.labels(stream).inc(),
@@ -109,24 +111,24 @@ class Aggregator:
         self.phases.setdefault(name, []).append(seconds)
         del self.phases[name][:-200]  # the benchmark reads the recent ones
 
-    def _seen(self, servers: dict[str, float], metrics: dict[str, float]) -> None:
+    def _touch(self, servers: dict[str, float], metrics: dict[str, float]) -> None:
         if servers:
             self.store.touch_servers(servers)
         if metrics:
             self.store.touch_metrics(metrics)
 
-    def _apply(self, active: list[StoredQuery], force: bool = False) -> None:
-        """Stops what runs and starts the streams ``active`` needs (none if it is empty);
-        ``force`` restarts the servers stream too, though its input did not change."""
+    def _seen(self, batch: Batch) -> None:
+        self.set_aside.add(batch.set_aside)
+        self.touches.add(batch.servers, batch.metrics)
+        self.touches.flush()
+
+    def _apply(self, active: list[StoredQuery]) -> None:
+        """Stops what runs and starts the stream ``active`` needs (none if it is empty)."""
         admitted = sorted({(q.query.metric, q.active_from or 0.0) for q in active})
         if self.windows is not None:
             self.windows.stop()
             self.windows = None
-        restart_servers = force or admitted != self._admitted or not active
-        if restart_servers and self.servers is not None:
-            self.servers.stop()
-            self.servers = None
-        self.active, self._admitted = active, admitted
+        self.active = active
         self.reads = sorted({q.query.metric for q in active})
         self.telemetry.active.set(len(active))
         self.telemetry.reads.set(len(self.reads))
@@ -147,17 +149,8 @@ class Aggregator:
             self.clock,
             self._phase,
             self._overflowed,
+            self._seen if self.settings.track_servers else None,
         )
-        if self.settings.track_servers and self.servers is None:
-            # The servers stream triggers less often, so its cap per batch grows with its
-            # interval: the same cap would read 5x fewer records a second than the windows
-            # stream, and fell behind for ever in the breadth benchmark.
-            s = self.settings
-            every = max(1, round(s.servers_trigger_seconds / s.trigger_seconds))
-            delay = s.allowed_lateness_seconds + max(q.query.window_seconds for q in active)
-            self.servers = start_servers(
-                self.spark, s, self.reads, table, cap * every, self._seen, delay, self.set_aside.add
-            )
 
     def settle(self) -> None:
         """Back to the configured cap once a batch has read the joining topics' backlog."""
@@ -165,7 +158,7 @@ class Aggregator:
             return
         if self.join_cap.done({topic for topic, _ in self.processed_offsets()}):
             self._collect_progress()
-            self._apply(self.active, force=True)
+            self._apply(self.active)
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -207,9 +200,9 @@ class Aggregator:
 
     def failed(self) -> str | None:
         """'<stream> stopped: <error>' for a stream that stopped on its own, else None."""
-        for query in (self.windows, self.servers):
-            if query is not None and not query.isActive:
-                return f"stream {query.name} stopped: {query.exception()}"
+        query = self.windows
+        if query is not None and not query.isActive:
+            return f"stream {query.name} stopped: {query.exception()}"
         return None
 
     def check(self) -> None:
@@ -223,14 +216,17 @@ class Aggregator:
 
         def restart() -> None:
             self._collect_progress()
-            self._apply(self.active, force=True)
+            self._apply(self.active)
 
         self.restarts.handle(self.failed(), stop, restart)
 
     def stop(self) -> None:
-        for query in (self.windows, self.servers):
-            if query is not None and query.isActive:
-                query.stop()
+        if self.windows is not None and self.windows.isActive:
+            self.windows.stop()
+        try:
+            self.touches.flush(force=True)
+        except Exception as exc:  # storage away at shutdown: the next run sees them again
+            log.warning("cannot write the last servers' times: %s", exc)
         if self.offsets is not None:
             self.offsets.close()
 
@@ -281,6 +277,10 @@ class Aggregator:
 
     def publish_status(self) -> dict[str, object]:
         newest = self._collect_progress() or {}
+        try:
+            self.touches.flush()  # when due: a batch flushes them too, an idle job here
+        except Exception as exc:
+            log.warning("cannot write the servers' newest times: %s", exc)
         windows, dedup_keys, state_bytes = state_figures(newest)
         if self.offsets is not None:
             try:

@@ -29,8 +29,10 @@ def _arrival(raw: DataFrame) -> Column:
     return column.cast("double").alias("arrival")
 
 
-def decode(raw: DataFrame) -> DataFrame:
-    """Kafka rows (topic, value[, timestamp]) -> (metric, server, ts, value, arrival). Lines
+def decode(raw: DataFrame, seen: object | None = None) -> DataFrame:
+    """Kafka rows (topic, value[, timestamp]) -> (metric, server, ts, value, arrival), each
+    sample also told to ``seen`` (a registered ``io.apm.aggregator.Seen``, aggregator/seen.py)
+    when given. Lines
     that do not parse as ``server<TAB>ts<TAB>value`` with a finite value are dropped (the
     ingest never writes them; they can only come from a foreign producer), exactly the lines
     ``decode_sql`` drops: the numbers are read as Spark's ``try_cast(... AS double)`` reads
@@ -43,7 +45,7 @@ def decode(raw: DataFrame) -> DataFrame:
     if jvm is None:
         raise RuntimeError("the aggregator's decode needs a classic (JVM) SparkSession")
     records = raw.select(F.expr(metric_sql("topic")).alias("metric"), "value", _arrival(raw))
-    samples = Frame(jvm.io.apm.aggregator.Decode.samples(records._jdf), spark)
+    samples = Frame(jvm.io.apm.aggregator.Decode.samples(records._jdf, seen), spark)
     return samples.withColumn("server", F.col("server").cast("string"))
 
 

@@ -50,7 +50,9 @@ class AggregatorSettings(BaseSettings):
     source_tasks: int = Field(default_factory=lambda: os.cpu_count() or 2, ge=0)
     metrics_port: int = 9102  # Prometheus /metrics; 0 = off
     metrics_host: str = "127.0.0.1"
-    track_servers: bool = True  # a second, stateless stream records each server's last sample
+    # Each server's and metric's newest sample, gathered in the windows stream's decode
+    # (aggregator/seen.py) and written at most every servers_trigger_seconds.
+    track_servers: bool = True
     servers_trigger_seconds: float = 10.0
     status_every_seconds: float = 5.0
     # How long a storage call retries transient failures (timeouts, unavailable, no host)

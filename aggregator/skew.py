@@ -14,8 +14,8 @@ backlogs"). A sample's arrival is its Kafka record's timestamp: when the ingest 
   job itself works off a backlog in Kafka its watermark lags too, and such a sample may still
   count in its window; it is counted as backlog either way.
 
-The counts come from the servers stream, which reads the same admitted records as the
-windows stream (``counts``), so they hold for every sample the job read; they are kept since
+The counts come from the windows stream's own decode (aggregator/seen.py, the JVM's ``Seen``
+with the rules of ``counts``), so they hold for every sample the job read; they are kept since
 the job started (``SetAside``), published in its status and on /metrics.
 """
 
@@ -45,7 +45,9 @@ def on_time(samples: DataFrame, tolerance_s: int) -> DataFrame:
 
 def counts(tolerance_s: int, delay_s: int) -> list[Column]:
     """Aggregate columns ``future`` and ``backlog``: how many samples of a group are ahead of
-    their arrival by more than the tolerance, and behind it by more than the delay."""
+    their arrival by more than the tolerance, and behind it by more than the delay. v3's
+    servers stream counted with these; the job now counts in the JVM (``Seen``), and
+    tests/aggregator/test_seen.py holds it equal to these rules."""
     from pyspark.sql import functions as F
 
     behind = F.col("arrival").isNotNull() & (F.col("ts") < F.col("arrival") - F.lit(delay_s))

@@ -1,10 +1,9 @@
-"""The job's two Spark streams, built from the settings, the metrics they read, the static query
-table and a cap on records per micro-batch:
-
-- the windows stream: plan.window_summaries, evaluated and upserted by ``write`` each batch;
-- the servers stream: each server's and each metric's newest sample, for the dashboard.
-
-Both read ``decode(admit(raw, table))`` of exactly the given metrics' topics (plan.py).
+"""The job's Spark stream, built from the settings, the metrics it reads, the static query
+table and a cap on records per micro-batch: plan.window_summaries of
+``decode(admit(raw, table))`` of exactly the given metrics' topics (plan.py), evaluated and
+upserted by ``write`` each batch. The same decode tells each sample to a ``SeenAccumulator``
+(aggregator/seen.py): each server's and metric's newest sample and the skew counts come out of
+this one pass (until v3 a second "servers" stream read every record again for them).
 """
 
 from __future__ import annotations
@@ -15,21 +14,28 @@ from typing import TYPE_CHECKING
 
 from aggregator.evaluate import evaluate, to_results
 from aggregator.plan import admit, decode, topic_regex, window_summaries
+from aggregator.seen import Batch, SeenAccumulator
 from aggregator.settings import AggregatorSettings
-from aggregator.skew import counts, on_time
+from aggregator.skew import on_time
 from apm.query import Query, WindowResult
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
-__all__ = ["kafka_samples", "start_servers", "start_windows"]
+__all__ = ["kafka_samples", "start_windows"]
 
 
 def kafka_samples(
-    spark: SparkSession, s: AggregatorSettings, metrics: list[str], table: DataFrame, cap: int
+    spark: SparkSession,
+    s: AggregatorSettings,
+    metrics: list[str],
+    table: DataFrame,
+    cap: int,
+    seen: SeenAccumulator | None = None,
 ) -> DataFrame:
-    """The decoded samples of ``metrics``' topics that the queries in ``table`` admit."""
+    """The decoded samples of ``metrics``' topics that the queries in ``table`` admit, each
+    told to ``seen`` if given."""
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", s.kafka_bootstrap)
@@ -55,7 +61,7 @@ def kafka_samples(
         # One Kafka task per topic-partition with new data: with one topic per metric that is
         # hundreds of tiny tasks a batch. Coalescing keeps the reads, in fewer tasks.
         raw = raw.coalesce(s.source_tasks)
-    return decode(admit(raw, table))
+    return decode(admit(raw, table), seen.jvm if seen is not None else None)
 
 
 def start_windows(
@@ -69,16 +75,23 @@ def start_windows(
     clock: Callable[[], float],
     phase: Callable[[str, float], None] = lambda name, seconds: None,
     overflowed: Callable[[str], None] = lambda key: None,
+    seen: Callable[[Batch], None] | None = None,
 ) -> StreamingQuery:
     """The windows stream; ``write`` gets each batch's results (none for an empty batch),
     ``phase`` the seconds each batch spent in Spark, in evaluation and in the upsert,
-    ``overflowed`` the key of each function value left out as overflowed (evaluate.py)."""
+    ``overflowed`` the key of each function value left out as overflowed (evaluate.py),
+    ``seen`` (None: not gathered) each batch's newest times and skew counts, the skew's delay
+    being the watermark's (aggregator/skew.py)."""
     longest = max(q.window_seconds for q in queries.values())
+    delay = s.allowed_lateness_seconds + longest
+    gathered = (
+        SeenAccumulator(spark, s.future_tolerance_seconds, delay) if seen is not None else None
+    )
     # Samples ahead of their arrival past the tolerance never reach the watermark (skew.py).
     sets = window_summaries(
-        on_time(kafka_samples(spark, s, metrics, table, cap), s.future_tolerance_seconds),
+        on_time(kafka_samples(spark, s, metrics, table, cap, gathered), s.future_tolerance_seconds),
         table,
-        s.allowed_lateness_seconds + longest,
+        delay,
         dedup=s.dedup,
     )
 
@@ -93,6 +106,9 @@ def start_windows(
         phase("spark", collected - began)
         phase("evaluate", evaluated - collected)
         phase("upsert", time.monotonic() - evaluated)
+        if gathered is not None and seen is not None:
+            # The batch's tasks have ended (collect returned): their copies are merged.
+            seen(gathered.drain())
 
     return (
         sets.writeStream.queryName(f"{s.identity}-windows")
@@ -100,52 +116,5 @@ def start_windows(
         .foreachBatch(write_batch)
         .option("checkpointLocation", str(s.checkpoint / "windows"))
         .trigger(processingTime=f"{s.trigger_seconds} seconds")
-        .start()
-    )
-
-
-def start_servers(
-    spark: SparkSession,
-    s: AggregatorSettings,
-    metrics: list[str],
-    table: DataFrame,
-    cap: int,
-    seen: Callable[[dict[str, float], dict[str, float]], None],
-    delay_seconds: int = 0,
-    set_aside: Callable[[list], None] = lambda rows: None,
-) -> StreamingQuery:
-    """The servers stream; ``seen`` gets {server: newest ts} and {metric: newest ts} (of the
-    samples not ahead of their arrival), ``set_aside`` the rows (metric, future, backlog)
-    counting each metric's samples ahead of their arrival or behind it by more than
-    ``delay_seconds`` (aggregator/skew.py)."""
-    from pyspark.sql import functions as F
-
-    tolerance = s.future_tolerance_seconds
-
-    def write_batch(batch: DataFrame, batch_id: int) -> None:
-        # One pass for all: rows with a null metric are per server, and the reverse.
-        on_time_ts = F.when(F.col("ts") <= F.col("arrival") + F.lit(tolerance), F.col("ts"))
-        newest = F.coalesce(on_time_ts, F.when(F.col("arrival").isNull(), F.col("ts")))
-        rows = (
-            batch.groupingSets([["server"], ["metric"]], "server", "metric")
-            .agg(F.max(newest).alias("ts"), *counts(tolerance, delay_seconds))
-            .collect()
-        )
-        per_server = [r for r in rows if r["metric"] is None and r["ts"] is not None]
-        per_metric = [r for r in rows if r["server"] is None]
-        servers = {r["server"]: float(r["ts"]) for r in per_server}
-        by_metric = {r["metric"]: float(r["ts"]) for r in per_metric if r["ts"] is not None}
-        set_aside(per_metric)
-        if servers or by_metric:
-            seen(servers, by_metric)
-
-    samples = kafka_samples(spark, s, metrics, table, cap).select(
-        "metric", "server", "ts", "arrival"
-    )
-    return (
-        samples.writeStream.queryName(f"{s.identity}-servers")
-        .foreachBatch(write_batch)
-        .option("checkpointLocation", str(s.checkpoint / "servers"))
-        .trigger(processingTime=f"{s.servers_trigger_seconds} seconds")
         .start()
     )

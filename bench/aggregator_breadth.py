@@ -86,7 +86,7 @@ def _slope(series: list[tuple[float, int]], after: float) -> float:
 
 def _step(spark: Any, repo: Any, args: argparse.Namespace, cap: int) -> dict[str, Any]:
     from aggregator.job import Aggregator
-    from aggregator.lag import KafkaOffsets, parse_source_offsets
+    from aggregator.lag import KafkaOffsets
     from aggregator.settings import AggregatorSettings
 
     run = uuid.uuid4().hex[:6]
@@ -123,7 +123,7 @@ def _step(spark: Any, repo: Any, args: argparse.Namespace, cap: int) -> dict[str
             ),
         )
         fresh: list[tuple[float, float]] = []
-        stop, lags, load, server_lags = threading.Event(), [], [], []
+        stop, lags, load = threading.Event(), [], []
         poller = threading.Thread(
             target=feed.poll_freshness,
             daemon=True,
@@ -147,11 +147,6 @@ def _step(spark: Any, repo: Any, args: argparse.Namespace, cap: int) -> dict[str
                     sum(offsets.lag(job.processed_offsets(), topics).values()),
                 )
             )
-            seen = job.servers.lastProgress if job.servers else None  # the other stream
-            done = parse_source_offsets(
-                json.loads(seen.json)["sources"][0]["endOffset"] if seen else None
-            )
-            server_lags.append((lags[-1][0], sum(offsets.lag(done, topics).values())))
             load.append(os.getloadavg()[0])
             progress(
                 f"breadth cap {cap}: t={lags[-1][0]:.0f}s lag {lags[-1][1]} records, "
@@ -165,7 +160,7 @@ def _step(spark: Any, repo: Any, args: argparse.Namespace, cap: int) -> dict[str
         time.sleep(args.trigger_seconds * 2 + 6)  # the last complete windows come in
         stop.set()
         poller.join()
-        growth, servers_growth = (_slope(x, args.step_seconds / 3) for x in (lags, server_lags))
+        growth = _slope(lags, args.step_seconds / 3)
         reports = [
             json.loads(p.json)
             for p in (job.windows.recentProgress if job.windows else [])
@@ -191,7 +186,6 @@ def _step(spark: Any, repo: Any, args: argparse.Namespace, cap: int) -> dict[str
         "rate": written / fed_s,
         "fed_s": fed_s,
         "growth": growth,
-        "servers_growth": servers_growth,
         "kept_up": growth <= 0.05 * written / fed_s,
         "end_lag": lags[-1][1] if lags else 0,
         "durations": [r["durationMs"]["triggerExecution"] / 1000 for r in reports],
@@ -254,9 +248,8 @@ def _profile_note(args: argparse.Namespace, got: dict[str, Any]) -> str:
         f"ranges of all {parts} topic-partitions read alone (batch mode, the job's source "
         f"options, job stopped): {warm:.2f} s with warm consumers ({warm / parts * 1000:.0f}"
         f" ms per topic-partition), {cold:.2f} s cold; the feeder took {got['fed_s']:.0f} s "
-        f"for {args.warmup_seconds + args.step_seconds} s of data; the servers stream's "
-        f"lag grew {got['servers_growth']:,.0f} records/s (its cap per 10 s trigger is "
-        "5x the windows stream's per 2 s); the windows stream's lag at the end "
+        f"for {args.warmup_seconds + args.step_seconds} s of data; the stream's lag at the "
+        "end "
         f"{got['end_lag']:,} records ({got['end_lag'] / got['rate']:.0f} s of data); load "
         f"average {got['load']:.1f} (median)"
     )
@@ -336,8 +329,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     notes = (
         f"Job on local[2], dedup on, one `FROM * SELECT <metric> WINDOW {WINDOW_S}s COMPUTE "
-        "min, max, avg, p99` per topic stored before the feed, the servers stream on (it "
-        f"reads the same topics every 10 s); trigger {args.trigger_seconds:g} s; warm-up "
+        "min, max, avg, p99` per topic stored before the feed, the servers' newest samples "
+        "gathered in the same pass (aggregator/seen.py); "
+        f"trigger {args.trigger_seconds:g} s; warm-up "
         f"{args.warmup_seconds} s, then {args.step_seconds} s measured; each cap is a fresh "
         "job (in a process and JVM of its own), checkpoint and set of topics. Feed: "
         f"{args.servers} servers x {args.topics} metrics at 1 Hz = "

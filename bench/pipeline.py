@@ -34,7 +34,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.pipeline", description=__doc__)
     p.add_argument(
         "--rates",
-        default="10000,50000,100000,200000",
+        default="10000,50000,100000,200000,400000",
         help="samples/s per stage, increasing (servers = rate / metrics)",
     )
     p.add_argument("--metrics", type=int, default=20)

@@ -47,9 +47,9 @@ def _settings(kafka_bootstrap, metric, path, **more) -> AggregatorSettings:
 
 
 def _drain(job: Aggregator) -> None:
-    for stream in (job.windows, job.servers):
-        assert stream is not None
-        stream.processAllAvailable()
+    assert job.windows is not None
+    job.windows.processAllAvailable()
+    job.touches.flush(force=True)
     assert job.failed() is None
 
 

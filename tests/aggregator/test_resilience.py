@@ -92,13 +92,13 @@ def test_a_transient_failure_past_the_deadline_propagates():
 
 
 def test_the_server_last_seen_writes_are_retried_too():
-    # Fails before: touch_servers had no retry, so one timeout stopped the servers stream
-    # and with it the process (issue 14 item 10).
+    # Fails before: touch_servers had no retry, so one timeout stopped the (then separate)
+    # servers stream and with it the process (issue 14 item 10).
     store = _Flaky(OperationTimedOut("timed out"))
     job = Aggregator(None, store, AggregatorSettings())  # type: ignore[arg-type]
     assert isinstance(job.store, RetryingStore)
     job.store.stop = AdvancingEvent(FakeClock())
-    job._seen({"web-1": 1_700_000_000.0}, {})
+    job._touch({"web-1": 1_700_000_000.0}, {})
     assert store.servers == {"web-1": 1_700_000_000.0} and store.calls == 2
     assert job.telemetry.storage_retries.labels("touch_servers")._value.get() == 1
 
@@ -141,10 +141,10 @@ def test_a_stopped_stream_is_started_again_with_backoff_and_the_job_keeps_runnin
     # Fails before: run() raised on any stopped stream and the process exited.
     store = FakeStore()
     job = Aggregator(None, store, AggregatorSettings())  # type: ignore[arg-type]
-    started: list[bool] = []
+    started: list[object] = []
 
-    def apply(active, force=False):
-        started.append(force)
+    def apply(active):
+        started.append(active)
         job.windows = _Stream("aggregator-windows")
 
     job._apply = apply  # type: ignore[method-assign]
@@ -154,7 +154,7 @@ def test_a_stopped_stream_is_started_again_with_backoff_and_the_job_keeps_runnin
         job.windows = _Stream("aggregator-windows", active=False)
         job.recover(stop)
         assert stop.waits[-1] == expected_wait
-    assert started == [True, True, True] and job.restarts.failures == 3
+    assert started == [job.active] * 3 and job.restarts.failures == 3
     assert job.failed() is None and "OperationTimedOut" in (job.restarts.last_error or "")
     assert job.telemetry.stream_failures.labels("windows")._value.get() == 3
     status = job.publish_status()

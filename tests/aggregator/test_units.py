@@ -180,7 +180,7 @@ def test_with_no_active_query_the_job_runs_no_stream_and_says_it_is_idle(tmp_pat
         clock=lambda: 1_700_000_000.0,
     )
     job.start()  # would need Spark to start a stream: None here, so it must start none
-    assert (job.windows, job.servers, job.reads, job.active) == (None, None, [], [])
+    assert (job.windows, job.reads, job.active) == (None, [], [])
     assert not job.refresh_queries()
     status = job.publish_status()
     assert status["idle"] is True and status["reads"] == [] and status["lag_total"] == 0

@@ -45,9 +45,28 @@ public final class Decode implements FlatMapFunction<Row, Row> {
           .add("value", DataTypes.DoubleType, false)
           .add("arrival", DataTypes.DoubleType, true);
 
+  private final Seen seen;
+
+  /** A decode that tells no accumulator (the reference tests use it). */
+  public Decode() {
+    this(null);
+  }
+
+  private Decode(Seen seen) {
+    this.seen = seen;
+  }
+
   /** {@code records} with the columns of {@link #RECORDS} (in that order) to {@link #SAMPLES}. */
   public static Dataset<Row> samples(Dataset<Row> records) {
-    return records.flatMap(new Decode(), Encoders.row(SAMPLES));
+    return samples(records, null);
+  }
+
+  /**
+   * The same, and each decoded sample also told to {@code seen} (a registered accumulator; null:
+   * none), so that the newest times and skew counts need no second read of the records.
+   */
+  public static Dataset<Row> samples(Dataset<Row> records, Seen seen) {
+    return records.flatMap(new Decode(seen), Encoders.row(SAMPLES));
   }
 
   @Override
@@ -59,7 +78,18 @@ public final class Decode implements FlatMapFunction<Row, Row> {
     Object arrival = record.get(2);
     byte[] value = record.getAs(1);
     List<Row> out = new ArrayList<>();
-    lines(value, (server, ts, v) -> out.add(RowFactory.create(metric, server, ts, v, arrival)));
+    if (seen == null || metric == null) {
+      lines(value, (server, ts, v) -> out.add(RowFactory.create(metric, server, ts, v, arrival)));
+    } else {
+      Seen.Metric slot = seen.metric((String) metric);
+      double at = arrival == null ? Double.NaN : (Double) arrival;
+      lines(
+          value,
+          (server, ts, v) -> {
+            seen.sample(slot, server, ts, at);
+            out.add(RowFactory.create(metric, server, ts, v, arrival));
+          });
+    }
     return out.iterator();
   }
 
