@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from flask import Blueprint, Response, jsonify, request, session
 from werkzeug.exceptions import HTTPException
@@ -17,6 +17,8 @@ from werkzeug.exceptions import HTTPException
 from dashboard.api import StorageUnavailable, guarded
 from dashboard.ports import QueryRepository
 from dashboard.promapi.access import Access
+from dashboard.promapi.alert_range import AlertRange
+from dashboard.promapi.alerts import alerts_of, history_of
 from dashboard.promapi.evaluate import Deadline, LimitError, TimedOut
 from dashboard.promapi.params import ParamError, parse_duration, parse_range, parse_when
 from dashboard.promapi.run import Evaluator
@@ -65,17 +67,6 @@ def _fail(status: int, error_type: str, message: str) -> tuple[Response, int]:
     return jsonify(error_body(error_type, message)), status
 
 
-def alerts_of(repo: QueryRepository) -> Callable[[], list[dict[str, Any]]]:
-    """The rule listing with each alert's state (ALERTS), or none when ``repo`` is not the
-    Cassandra store the evaluator writes to (a store without alerting has no alerts)."""
-    if getattr(repo, "session", None) is None:
-        return list
-    from dashboard.alerts_api import rulebook_for
-
-    book = rulebook_for(repo)
-    return lambda: book().rules()
-
-
 def build_promapi(
     repo: QueryRepository,
     settings: DashboardSettings,
@@ -92,7 +83,9 @@ def build_promapi(
     def guard(op: str, call: Callable[[], T]) -> T:
         return guarded(telemetry, op, call)
 
-    evaluator = Evaluator(repo, limits, guard, counters.points.inc, alerts_of(repo))
+    listing = alerts_of(repo)
+    ranges = AlertRange(listing, *history_of(repo), guard, clock)
+    evaluator = Evaluator(repo, limits, guard, counters.points.inc, listing, ranges)
 
     @api.before_request
     def _authenticate() -> tuple[Response, int] | None:

@@ -10,7 +10,8 @@ counted while reading (windows of an older definition of a query, of another len
 too).
 
 ``ALERTS`` series (:mod:`.alerts`) come from ``alerts``, the rule listing with each alert's
-newest state; they answer instant queries and the series and label endpoints."""
+newest state, for instant queries and the series and label endpoints; a range query's come
+from the alert history (:mod:`.alert_range`)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from typing import Any, TypeVar
 
 from apm.query import WindowResult
 from dashboard.ports import QueryRepository
+from dashboard.promapi.alert_range import AlertRange
 from dashboard.promapi.alerts import alert_labels
 from dashboard.promapi.evaluate import (
     Deadline,
@@ -32,7 +34,6 @@ from dashboard.promapi.evaluate import (
     select,
     steps,
 )
-from dashboard.promapi.scan import SelectorError
 from dashboard.promapi.selector import ALERTS, METRIC, Constant, Selector
 from dashboard.promapi.settings import PromApiSettings
 from dashboard.promapi.shape import Point, format_time, format_value, matrix, vector
@@ -88,9 +89,10 @@ class Evaluator:
         guard: Guard,
         on_points: Callable[[int], None],
         alerts: Callable[[], Sequence[Mapping[str, Any]]] = list,
+        history: AlertRange | None = None,
     ) -> None:
         self._repo, self._limits, self._guard, self._on_points = repo, limits, guard, on_points
-        self._alerts = alerts
+        self._alerts, self._history = alerts, history
 
     def series(self, selectors: Sequence[Selector], deadline: Deadline) -> list[Series]:
         if not any(s.may_name(METRIC) for s in selectors):
@@ -127,13 +129,6 @@ class Evaluator:
         if isinstance(expr, Constant):
             self._on_points(len(times))
             return matrix([({}, [(t, expr.value) for t in times])])
-        if not expr.may_name(METRIC):
-            # The evaluator keeps each alert's newest state, and its history per window.
-            raise SelectorError(
-                f"{ALERTS} answers instant queries (/api/v1/query) only; an alert's past states "
-                "are at /api/alerts/rules/<id>/history (docs/alerting.md)",
-                0,
-            )
         found = self.series([expr], deadline)
         if len(found) * len(times) > self._limits.max_points:
             raise LimitError(
@@ -149,6 +144,9 @@ class Evaluator:
                 "(APM_DASHBOARD_PROM_MAX_POINTS); narrow the selector or shorten the range"
             )
         rows = self._read(found, times, deadline)
+        if self._history is not None and expr.may_name(ALERTS):
+            left = self._limits.max_points - sum(len(p) for _, p in rows)
+            rows += self._history.query(expr, times, deadline, self._limits.max_series, left)
         self._on_points(sum(len(p) for _, p in rows))
         return matrix(rows)
 

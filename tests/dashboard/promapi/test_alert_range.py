@@ -1,0 +1,179 @@
+"""ALERTS over a range from a scripted alert history (dashboard.promapi.alert_range): each
+step's state is the last change at or before it, before the range included; reads go per day
+bucket (never per step), bounded by the rule's creation, the retention and the limits."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+
+from dashboard.promapi.alert_range import AlertRange, Change, step_points
+from dashboard.promapi.evaluate import Deadline, LimitError, TimedOut, steps
+from dashboard.promapi.selector import parse_selector
+from storage.alerts import HistoryRow
+
+pytestmark = pytest.mark.unit
+
+DAY = 86_400
+T0 = 1_700_006_400  # a UTC midnight (a day bucket's start)
+FOREVER = Deadline(float("inf"), time.monotonic)
+
+
+def ms(seconds: float) -> int:
+    return round(seconds * 1000)
+
+
+def c(at_s: float, state: str, severity: str | None = "warning", instance: str = "") -> Change:
+    return Change(ms(at_s), instance, state, severity)
+
+
+def test_a_step_takes_the_last_change_at_or_before_it() -> None:
+    times = steps(ms(T0), ms(T0 + 60), 10_000)  # T0, T0+10, ..., T0+60
+    got = step_points(
+        [
+            c(T0 - 500, "pending"),  # before the range: pending at T0
+            c(T0 + 5, "firing", "critical"),  # between steps: firing from T0+10
+            c(T0 + 30, "normal"),  # on a step: normal at T0+30 itself
+            c(T0 + 49, "recovering", "critical"),  # recovering shows as firing
+        ],
+        times,
+    )
+    assert got == {
+        ("", "pending", "warning"): [ms(T0)],
+        ("", "firing", "critical"): [ms(T0 + 10), ms(T0 + 20), ms(T0 + 50), ms(T0 + 60)],
+    }
+
+
+def test_changes_after_the_range_and_normal_alerts_give_no_point() -> None:
+    times = steps(ms(T0), ms(T0 + 20), 10_000)
+    assert step_points([c(T0 - 5, "normal"), c(T0 + 21, "firing")], times) == {}
+    # In any order; per instance; a severity change is another series (as Prometheus labels it).
+    got = step_points(
+        [
+            c(T0 + 10, "firing", "critical", "web-1"),
+            c(T0, "firing", "warning", "web-1"),
+            c(T0 - 1, "nodata", None, "web-2"),
+        ],
+        times,
+    )
+    assert got == {
+        ("web-1", "firing", "warning"): [ms(T0)],
+        ("web-1", "firing", "critical"): [ms(T0 + 10), ms(T0 + 20)],
+        ("web-2", "firing", None): [ms(T0), ms(T0 + 10), ms(T0 + 20)],
+    }
+
+
+class History:
+    """AlertStore.history's edges: rows of [start, end) oldest first, one statement per day
+    bucket from start's to end's (``statements`` counts them)."""
+
+    def __init__(self, rows: Sequence[HistoryRow] = ()) -> None:
+        self.rows = list(rows)
+        self.statements: list[tuple[str, int]] = []
+
+    def history(self, rule_id: str, start: float, end: float) -> Iterator[HistoryRow]:
+        for bucket in range(int(start // DAY), int(end // DAY) + 1):
+            self.statements.append((rule_id, bucket))
+            yield from sorted(
+                (
+                    h
+                    for h in self.rows
+                    if h.rule_id == rule_id
+                    and int(h.window_start // DAY) == bucket
+                    and start <= h.window_start < end
+                ),
+                key=lambda h: h.window_start,
+            )
+
+
+def row(rule: str, window_start: float, state: str, severity: str | None = "warning") -> HistoryRow:
+    body = {"window_start": window_start, "window_end": window_start + 10, "severity": severity}
+    return HistoryRow(rule, window_start, "", state, True, body)
+
+
+def rule(rid: str, created: float | None = T0 - 10 * DAY, **more: Any) -> dict[str, Any]:
+    out = {"id": rid, "name": f"rule {rid}", "kind": "threshold", **more}
+    if created is not None:
+        out["created_at"] = created
+    return out
+
+
+def ranges(
+    history: History, rules: list[dict[str, Any]], now: float = T0 + DAY, ttl: float = 30 * DAY
+) -> AlertRange:
+    return AlertRange(lambda: rules, lambda: history, lambda: ttl, lambda _op, f: f(), lambda: now)
+
+
+def query(
+    r: AlertRange, text: str, start: float, end: float, step: float, **limits: int
+) -> dict[str, list[int]]:
+    times = steps(ms(start), ms(end), ms(step))
+    found = r.query(
+        parse_selector(text),
+        times,
+        FOREVER,
+        limits.get("max_series", 1000),
+        limits.get("max_points", 500_000),
+    )
+    return {f"{lb['alertname']}/{lb['alertstate']}": [t for t, _ in p] for lb, p in found}
+
+
+def test_a_range_reads_per_day_bucket_and_finds_the_state_from_days_before() -> None:
+    history = History(
+        [
+            row("a", T0 - 3 * DAY, "pending"),  # three days before the range
+            row("a", T0 - 3 * DAY + 60, "firing", "critical"),
+            row("a", T0 + 3600, "normal"),
+            row("b", T0 - 2 * DAY, "firing"),
+            row("b", T0 - DAY, "normal"),  # normal all through the range: no series
+        ]
+    )
+    r = ranges(history, [rule("a"), rule("b")])
+    got = query(r, "ALERTS", T0, T0 + 7200, 60)
+    assert got == {"rule a/firing": [ms(T0 + 60 * i) for i in range(61)]}
+    # 121 steps, yet the range is one bucket; the walk back stops at each rule's last change.
+    assert history.statements.count(("a", T0 // DAY)) <= 2
+    assert {b for rid, b in history.statements if rid == "a"} >= {T0 // DAY - 3}
+    assert min(b for rid, b in history.statements if rid == "a") == T0 // DAY - 3
+    assert min(b for rid, b in history.statements if rid == "b") == T0 // DAY - 1
+    assert len(history.statements) <= 12
+
+
+def test_selector_deleted_rule_creation_and_retention_bound_the_reads() -> None:
+    history = History([row("a", T0 + 5, "firing"), row("gone", T0, "firing")])
+    listing = [rule("a", created=T0 - 100), rule("q", created=None)]  # "gone" was deleted
+    r = ranges(history, listing, ttl=5 * DAY)
+    assert query(r, "ALERTS", T0, T0 + 30, 10) == {"rule a/firing": [ms(T0 + 20), ms(T0 + 30)]}
+    assert all(rid != "gone" for rid, _ in history.statements)  # a deleted rule is not listed
+    # Nothing before the rule's creation less a day, nor past the retention (rule "q").
+    assert min(b for rid, b in history.statements if rid == "a") >= (T0 - 100 - DAY) // DAY
+    assert min(b for rid, b in history.statements if rid == "q") >= (T0 + DAY - 5 * DAY) // DAY
+    history.statements.clear()
+    assert query(r, 'ALERTS{alertname="rule a", alertstate="pending"}', T0, T0 + 30, 10) == {}
+    assert {rid for rid, _ in history.statements} == {"a"}  # alertname chose the rule to read
+    assert query(r, '{alertname="rule a", fn="p99"}', T0, T0 + 30, 10) == {}
+
+
+def test_limits_on_series_points_rows_and_time() -> None:
+    history = History([row(rid, T0, "firing") for rid in "abc"])
+    r = ranges(history, [rule(rid) for rid in "abc"])
+    assert len(query(r, "ALERTS", T0 + 10, T0 + 100, 10)) == 3
+    with pytest.raises(LimitError, match="APM_DASHBOARD_PROM_MAX_SERIES"):
+        query(r, "ALERTS", T0 + 10, T0 + 100, 10, max_series=2)
+    with pytest.raises(LimitError, match="APM_DASHBOARD_PROM_MAX_POINTS"):
+        query(r, "ALERTS", T0 + 10, T0 + 100, 10, max_points=29)
+    assert len(query(r, "ALERTS", T0 + 10, T0 + 100, 10, max_points=33)) == 3  # 30 points, 3 rows
+    late = Deadline(0.0, time.monotonic)
+    with pytest.raises(TimedOut):
+        r.query(parse_selector("ALERTS"), steps(ms(T0), ms(T0), 1), late, 10, 10)
+
+
+def test_history_rows_read_count_against_the_points_limit() -> None:
+    flapping = [row("a", T0 + 10 * i, "firing" if i % 2 else "normal") for i in range(50)]
+    r = ranges(History(flapping), [rule("a")])
+    assert query(r, "ALERTS", T0, T0 + 500, 500, max_points=60) == {"rule a/firing": [ms(T0 + 500)]}
+    with pytest.raises(LimitError, match="history rows"):
+        query(r, "ALERTS", T0, T0 + 500, 500, max_points=40)  # two points, but 50 rows read
