@@ -15,85 +15,31 @@ read and the points answered, ``max_series`` the series; the deadline is checked
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
-from dashboard.promapi.alerts import HistoryReader, alertstate, series_labels
+from dashboard.promapi.alert_steps import (
+    Budget,
+    Change,
+    SeriesKey,
+    change_of,
+    on_between,
+    step_points,
+)
+from dashboard.promapi.alerts import HistoryReader, series_labels
 from dashboard.promapi.evaluate import Deadline, LimitError
 from dashboard.promapi.selector import ALERT_LABELS, Selector
 from dashboard.promapi.shape import Point
 from storage.schema import BUCKET_SECONDS
 
-__all__ = ["AlertRange", "Change", "SeriesKey", "change_of", "step_points"]
+__all__ = ["AlertRange"]
 
 T = TypeVar("T")
 Guard = Callable[[str, Callable[[], T]], T]
-SeriesKey = tuple[str, str, str | None]  # (instance, alertstate, severity)
 Rows = list[tuple[dict[str, str], list[Point]]]
 # Labels known from the rule listing before any history is read.
 _LISTED = ("__name__", "alertname", "rule_id")
-
-
-@dataclass(frozen=True, order=True)
-class Change:
-    at: int  # unix ms the state took effect
-    instance: str
-    state: str  # the evaluator's state: normal, pending, firing, recovering, nodata, error
-    severity: str | None = None
-
-
-def change_of(row: Any) -> Change:
-    """A history row (:class:`storage.alerts.HistoryRow`) as a :class:`Change`."""
-    body = row.body if isinstance(row.body, Mapping) else {}
-    end = body.get("window_end")
-    at = end if isinstance(end, int | float) and math.isfinite(end) else row.window_start
-    severity = body.get("severity")
-    return Change(round(at * 1000), row.instance, row.state, str(severity) if severity else None)
-
-
-class _Budget:
-    def __init__(self, left: int) -> None:
-        self.left = left
-
-    def spend(self, n: int = 1) -> None:
-        self.left -= n
-        if self.left < 0:
-            raise LimitError(
-                "the ALERTS range read or answered more than APM_DASHBOARD_PROM_MAX_POINTS "
-                "history rows and points; narrow the selector, shorten the range or raise the step"
-            )
-
-
-def step_points(
-    changes: Iterable[Change],
-    times: range,
-    budget: _Budget | None = None,
-    keep: Callable[[SeriesKey], bool] = lambda _key: True,
-) -> dict[SeriesKey, list[int]]:
-    """The steps of ``times`` (unix ms) at which each series has value 1: the alert's state at
-    ``t`` is that of its last change at or before ``t`` (none before its first change).
-    ``changes`` may come in any order; ``keep`` drops series the selector does not match."""
-    ordered = sorted(changes)
-    shown: dict[str, SeriesKey] = {}  # instance -> the series it is on now
-    out: dict[SeriesKey, list[int]] = {}
-    i = 0
-    for t in times:
-        while i < len(ordered) and ordered[i].at <= t:
-            c = ordered[i]
-            state = alertstate(c.state)
-            if state is None:
-                shown.pop(c.instance, None)
-            else:
-                shown[c.instance] = (c.instance, state, c.severity)
-            i += 1
-        for key in shown.values():
-            if keep(key):
-                if budget is not None:
-                    budget.spend()
-                out.setdefault(key, []).append(t)
-    return out
 
 
 class AlertRange:
@@ -118,8 +64,41 @@ class AlertRange:
     ) -> Rows:
         """The ``ALERTS`` series ``selector`` matches over ``times`` (unix ms) with their
         points, reading at most ``max_points`` rows and answering at most as many points."""
+        budget = Budget(max_points)
+        rows: Rows = []
+        for rule, changes in self._read(selector, times[0], times[-1], deadline, budget):
+            rows += _series(rule, changes, times, selector, budget)
+            _check(len(rows), max_series)
+        return rows
+
+    def series(
+        self,
+        selector: Selector,
+        start_ms: int,
+        end_ms: int,
+        deadline: Deadline,
+        max_series: int,
+        max_points: int,
+    ) -> list[dict[str, str]]:
+        """The label sets of the ``ALERTS`` series ``selector`` matches that have a point at
+        some time in ``[start_ms, end_ms]`` (``/series`` and the label endpoints)."""
+        budget = Budget(max_points)
+        found: list[dict[str, str]] = []
+        for rule, changes in self._read(selector, start_ms, end_ms, deadline, budget):
+            made = (series_labels(rule, *key) for key in on_between(changes, start_ms, end_ms))
+            found += sorted(
+                (m for m in made if selector.matches(m)), key=lambda m: sorted(m.items())
+            )
+            _check(len(found), max_series)
+        return found
+
+    def _read(
+        self, selector: Selector, start_ms: int, end_ms: int, deadline: Deadline, budget: Budget
+    ) -> Iterator[tuple[Mapping[str, Any], list[Change]]]:
+        """Each listed rule ``selector`` may match, with its changes from the last one at or
+        before ``start_ms`` to ``end_ms``."""
         if self._history is None:
-            return []
+            return
         # Matchers on listed labels (and on labels ALERTS never has) choose the rules to read.
         listed = Selector(
             tuple(m for m in selector.matchers if m.label in _LISTED or m.label not in ALERT_LABELS)
@@ -129,36 +108,29 @@ class AlertRange:
         reader = self._guard("alert_history", self._history)
         now = self._clock()
         oldest = now - self._guard("alert_history", self._retention)
-        budget = _Budget(max_points)
-        rows: Rows = []
         for rule in chosen:
             deadline.check()
             lo = oldest
             if isinstance(created := rule.get("created_at"), int | float):
                 lo = max(lo, float(created) - BUCKET_SECONDS)
             hi = now + BUCKET_SECONDS  # no history from the future (an evaluator's clock may lead)
-            read = partial(self._changes, reader, rule, times, lo, hi, budget)
-            rows += _series(rule, self._guard("alert_history", read), times, selector, budget)
-            if len(rows) > max_series:
-                raise LimitError(
-                    f"the selector matches more than {max_series} ALERTS series over the "
-                    "range (APM_DASHBOARD_PROM_MAX_SERIES); narrow it, e.g. by alertname"
-                )
-        return rows
+            read = partial(self._changes, reader, rule, start_ms, end_ms, lo, hi, budget)
+            yield rule, self._guard("alert_history", read)
 
     def _changes(
         self,
         reader: HistoryReader,
         rule: Mapping[str, Any],
-        times: range,
+        start_ms: int,
+        end_ms: int,
         lo: float,
         hi: float,
-        budget: _Budget,
+        budget: Budget,
     ) -> list[Change]:
         """The rule's changes in the range, and before it back to each alert's last change at
         or before the range's start (the alerts are those of the listing)."""
         rid = str(rule.get("id"))
-        start_s, end_s = times[0] / 1000, times[-1] / 1000
+        start_s, end_s = start_ms / 1000, end_ms / 1000
         out = []
         if start_s < hi and end_s >= lo:
             for row in reader.history(rid, max(start_s, lo), min(end_s + 0.001, hi)):
@@ -176,10 +148,18 @@ class AlertRange:
                 c = change_of(row)
                 if c.instance in need:
                     out.append(c)
-                    if c.at <= times[0]:
+                    if c.at <= start_ms:
                         need.discard(c.instance)
             upper = lower
         return out
+
+
+def _check(found: int, max_series: int) -> None:
+    if found > max_series:
+        raise LimitError(
+            f"the selector matches more than {max_series} ALERTS series over the range "
+            "(APM_DASHBOARD_PROM_MAX_SERIES); narrow it, e.g. by alertname"
+        )
 
 
 # The rule kinds whose alerts are per server (instance); a threshold rule has one, "".
@@ -191,7 +171,7 @@ def _series(
     changes: list[Change],
     times: range,
     selector: Selector,
-    budget: _Budget,
+    budget: Budget,
 ) -> Rows:
     """One rule's series that ``selector`` matches, with their points."""
     labels: dict[SeriesKey, dict[str, str]] = {}

@@ -20,7 +20,13 @@ from dashboard.promapi.access import Access
 from dashboard.promapi.alert_range import AlertRange
 from dashboard.promapi.alerts import alerts_of, history_of
 from dashboard.promapi.evaluate import Deadline, LimitError, TimedOut
-from dashboard.promapi.params import ParamError, parse_duration, parse_range, parse_when
+from dashboard.promapi.params import (
+    ParamError,
+    parse_duration,
+    parse_range,
+    parse_span,
+    parse_when,
+)
 from dashboard.promapi.run import Evaluator
 from dashboard.promapi.selector import (
     ALERTS,
@@ -183,27 +189,24 @@ def build_promapi(
         when = parse_when(request.values.get("time"), "time", default=clock())
         return jsonify(success(evaluator.instant_query(expr, ms(when), deadline())))
 
-    def _times() -> None:
-        # Accepted and checked as Prometheus does, but every stored query's series is listed
-        # whatever its windows in the range (docs/interop.md).
-        for name in ("start", "end"):
-            if request.values.get(name):
-                parse_when(request.values.get(name), name)
+    def _span() -> tuple[int, int] | None:
+        # Every stored query's series is listed whatever its windows in the range; ALERTS
+        # series are those on at some time in it, or now without one (docs/interop.md).
+        return parse_span(request.values.get("start"), request.values.get("end"), clock())
 
     @api.route("/series", methods=["GET", "POST"])
     def series() -> Response:
         limit = deadline()
-        selectors = matches(True, limit)
-        _times()
+        selectors, span = matches(True, limit), _span()
         found = [dict(s.labels) for s in evaluator.series(selectors, limit)]
-        found += evaluator.alert_series(selectors, limit)
+        found += evaluator.alert_series(selectors, limit, span)
         return jsonify(success(sorted(found, key=lambda d: sorted(d.items()))))
 
     @api.route("/labels", methods=["GET", "POST"])
     def labels() -> Response:
         limit = deadline()
         selectors = matches(False, limit)
-        _times()
+        _span()  # checked; the ALERTS label names are those of the alerts now
         alerting = evaluator.alert_series(selectors or [parse_selector(ALERTS)], limit)
         if selectors and not alerting and not evaluator.series(selectors, limit):
             return jsonify(success([]))
@@ -217,9 +220,9 @@ def build_promapi(
             raise ParamError(f"invalid label name: {name[:60]!r}")
         limit = deadline()
         selectors = matches(False, limit) or [parse_selector(METRIC), parse_selector(ALERTS)]
-        _times()
+        span = _span()
         found = [s.labels for s in evaluator.series(selectors, limit)]
-        found += evaluator.alert_series(selectors, limit)
+        found += evaluator.alert_series(selectors, limit, span)
         return jsonify(success(sorted({s[name] for s in found if name in s})))
 
     @api.route("/status/buildinfo", methods=["GET"])

@@ -68,6 +68,14 @@ def planned(window_ms: int, times: range) -> int:
     return whole if len(times) == 1 or whole <= 2 * len(times) else len(times)
 
 
+def _check_alerts(found: int, max_series: int) -> None:
+    if found > max_series:
+        raise LimitError(
+            f"the selector matches more than {max_series} ALERTS series "
+            "(APM_DASHBOARD_PROM_MAX_SERIES); narrow it, e.g. by alertname"
+        )
+
+
 @dataclass
 class _Budget:
     left: int
@@ -100,22 +108,37 @@ class Evaluator:
         queries = self._guard("list_queries", self._repo.list_queries)
         return select(queries, selectors, self._limits.max_series, deadline)
 
-    def alert_series(self, selectors: Sequence[Selector], deadline: Deadline) -> list[dict]:
-        """The label sets of the ``ALERTS`` series any of ``selectors`` matches."""
+    def alert_series(
+        self, selectors: Sequence[Selector], deadline: Deadline, span: tuple[int, int] | None = None
+    ) -> list[dict]:
+        """The label sets of the ``ALERTS`` series any of ``selectors`` matches: now, or with a
+        ``span`` (unix ms) those on at some time in it, from the history."""
         if not any(s.may_name(ALERTS) for s in selectors):
             return []
         deadline.check()
+        if span is not None:
+            return self._alerts_between(selectors, span, deadline)
         found = [
             labels
             for labels in alert_labels(self._guard("alerts", self._alerts))
             if any(s.matches(labels) for s in selectors)
         ]
-        if len(found) > self._limits.max_series:
-            raise LimitError(
-                f"the selector matches more than {self._limits.max_series} ALERTS series "
-                "(APM_DASHBOARD_PROM_MAX_SERIES); narrow it, e.g. by alertname"
-            )
+        _check_alerts(len(found), self._limits.max_series)
         return found
+
+    def _alerts_between(
+        self, selectors: Sequence[Selector], span: tuple[int, int], deadline: Deadline
+    ) -> list[dict]:
+        if self._history is None:
+            return []
+        found: dict[tuple, dict] = {}  # one selector's series may match another's too
+        for s in selectors:
+            if s.may_name(ALERTS):
+                limits = (self._limits.max_series, self._limits.max_points)
+                for labels in self._history.series(s, *span, deadline, *limits):
+                    found[tuple(sorted(labels.items()))] = labels
+        _check_alerts(len(found), self._limits.max_series)
+        return list(found.values())
 
     def range_query(
         self,

@@ -1,6 +1,6 @@
-"""ALERTS over a range from a scripted alert history (dashboard.promapi.alert_range): each
-step's state is the last change at or before it, before the range included; reads go per day
-bucket (never per step), bounded by the rule's creation, the retention and the limits."""
+"""ALERTS over a range from a scripted alert history (dashboard.promapi.alert_range): the
+state before the range is found by walking back per day bucket (never read per step), bounded
+by the rule's creation, the retention and the limits; a deleted rule has no series."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from dashboard.promapi.alert_range import AlertRange, Change, step_points
+from dashboard.promapi.alert_range import AlertRange
 from dashboard.promapi.evaluate import Deadline, LimitError, TimedOut, steps
 from dashboard.promapi.selector import parse_selector
 from storage.alerts import HistoryRow
@@ -24,46 +24,6 @@ FOREVER = Deadline(float("inf"), time.monotonic)
 
 def ms(seconds: float) -> int:
     return round(seconds * 1000)
-
-
-def c(at_s: float, state: str, severity: str | None = "warning", instance: str = "") -> Change:
-    return Change(ms(at_s), instance, state, severity)
-
-
-def test_a_step_takes_the_last_change_at_or_before_it() -> None:
-    times = steps(ms(T0), ms(T0 + 60), 10_000)  # T0, T0+10, ..., T0+60
-    got = step_points(
-        [
-            c(T0 - 500, "pending"),  # before the range: pending at T0
-            c(T0 + 5, "firing", "critical"),  # between steps: firing from T0+10
-            c(T0 + 30, "normal"),  # on a step: normal at T0+30 itself
-            c(T0 + 49, "recovering", "critical"),  # recovering shows as firing
-        ],
-        times,
-    )
-    assert got == {
-        ("", "pending", "warning"): [ms(T0)],
-        ("", "firing", "critical"): [ms(T0 + 10), ms(T0 + 20), ms(T0 + 50), ms(T0 + 60)],
-    }
-
-
-def test_changes_after_the_range_and_normal_alerts_give_no_point() -> None:
-    times = steps(ms(T0), ms(T0 + 20), 10_000)
-    assert step_points([c(T0 - 5, "normal"), c(T0 + 21, "firing")], times) == {}
-    # In any order; per instance; a severity change is another series (as Prometheus labels it).
-    got = step_points(
-        [
-            c(T0 + 10, "firing", "critical", "web-1"),
-            c(T0, "firing", "warning", "web-1"),
-            c(T0 - 1, "nodata", None, "web-2"),
-        ],
-        times,
-    )
-    assert got == {
-        ("web-1", "firing", "warning"): [ms(T0)],
-        ("web-1", "firing", "critical"): [ms(T0 + 10), ms(T0 + 20)],
-        ("web-2", "firing", None): [ms(T0), ms(T0 + 10), ms(T0 + 20)],
-    }
 
 
 class History:
@@ -177,3 +137,27 @@ def test_history_rows_read_count_against_the_points_limit() -> None:
     assert query(r, "ALERTS", T0, T0 + 500, 500, max_points=60) == {"rule a/firing": [ms(T0 + 500)]}
     with pytest.raises(LimitError, match="history rows"):
         query(r, "ALERTS", T0, T0 + 500, 500, max_points=40)  # two points, but 50 rows read
+
+
+def test_series_on_at_some_time_in_a_span() -> None:
+    history = History(
+        [
+            row("a", T0 - DAY, "pending"),  # pending at the span's start
+            row("a", T0 + 100, "firing", "critical"),  # then firing inside it
+            row("b", T0 - 50, "firing"),
+            row("b", T0 - 20, "normal"),  # normal from before the span to its end
+            row("c", T0 + 200, "firing"),  # after the span
+        ]
+    )
+    r = ranges(history, [rule("a"), rule("b"), rule("c")])
+    found = r.series(parse_selector("ALERTS"), ms(T0), ms(T0 + 150), FOREVER, 10, 100)
+    assert sorted((s["alertname"], s["alertstate"], s["severity"]) for s in found) == [
+        ("rule a", "firing", "critical"),
+        ("rule a", "pending", "warning"),
+    ]
+    firing = r.series(
+        parse_selector('ALERTS{alertstate="firing"}'), ms(T0), ms(T0 + 300), FOREVER, 10, 100
+    )
+    assert sorted(s["alertname"] for s in firing) == ["rule a", "rule c"]
+    with pytest.raises(LimitError, match="APM_DASHBOARD_PROM_MAX_SERIES"):
+        r.series(parse_selector("ALERTS"), ms(T0), ms(T0 + 300), FOREVER, 2, 100)

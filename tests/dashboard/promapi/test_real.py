@@ -129,7 +129,7 @@ def test_prometheus_api_client_reads_the_alerts_series(served: Any, repo: Any) -
     after a real evaluation cycle, as Prometheus exposes its own; a normal one has no series;
     a range query answers each step from the history the evaluator wrote: the state of the
     alert's last change at or before the step (at its window's end), from before the range
-    too."""
+    too; /series and label values over a span list the alerts on at some time in it."""
     from prometheus_api_client import PrometheusConnect
 
     from alerting.evaluator import Evaluator
@@ -205,6 +205,15 @@ def test_prometheus_api_client_reads_the_alerts_series(served: Any, repo: Any) -
     assert [(r["metric"]["alertname"], len(r["values"])) for r in pending] == [
         ("promread waits", 5)  # base + 10 to base + 50
     ]
+    # /series and label values over a span: the alerts on at some time in it, from the history.
+    mine = {"match[]": f'ALERTS{{rule_id=~"{ours}"}}'}
+    at = datetime.fromtimestamp
+    during = prom.get_series(at(base + 20, UTC), at(base + 30, UTC), params=dict(mine))
+    assert sorted(s["alertname"] for s in during) == ["promread fires", "promread waits"]
+    assert prom.get_series(at(base + 65, UTC), at(base + 100, UTC), params=dict(mine)) == []
+    span = {**mine, "start": base + 55, "end": base + 100}  # normal from base + 60
+    assert prom.get_label_values("alertname", params=span) == ["promread fires", "promread waits"]
+    assert prom.get_label_values("alertname", params=mine) == []  # now: both normal
     for rule_id in made.values():
         book.delete(rule_id)
         tables.delete_current(rule_id)
