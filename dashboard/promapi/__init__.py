@@ -9,7 +9,8 @@ the selector subset, the step model, the limits and the errors are in docs/inter
 Modules: :mod:`~dashboard.promapi.selector` (the PromQL subset; :mod:`.scan` and the
 RE2-backed :mod:`.regex`), :mod:`.params` (times, durations, steps), :mod:`.evaluate`
 and :mod:`.run` (series and points from stored windows), :mod:`.shape` (the JSON),
-:mod:`.access` (auth), :mod:`.routes` (the blueprint), :mod:`.alerts` (the ``ALERTS``
+:mod:`.access` (auth), :mod:`.routes` (the blueprint and its handlers, over :mod:`.deps`,
+with :mod:`.hooks`' auth, counting and errors), :mod:`.alerts` (the ``ALERTS``
 series of the alert evaluator's state) with :mod:`.alert_range` (over a range, read from the
 alert history) and :mod:`.alert_steps` (its step mapping), :mod:`.settings` and
 :mod:`.telemetry`.

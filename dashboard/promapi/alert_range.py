@@ -33,9 +33,10 @@ from dashboard.promapi.selector import ALERT_LABELS, Selector
 from dashboard.promapi.shape import Point
 from storage.schema import BUCKET_SECONDS
 
-__all__ = ["AlertRange"]
+__all__ = ["AlertRange", "Guard"]
 
 T = TypeVar("T")
+# How storage is called: a failure becomes StorageUnavailable (dashboard.api.guarded).
 Guard = Callable[[str, Callable[[], T]], T]
 Rows = list[tuple[dict[str, str], list[Point]]]
 # Labels known from the rule listing before any history is read.

@@ -19,11 +19,11 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 from apm.query import WindowResult
 from dashboard.ports import QueryRepository
-from dashboard.promapi.alert_range import AlertRange
+from dashboard.promapi.alert_range import AlertRange, Guard
 from dashboard.promapi.alerts import alert_labels
 from dashboard.promapi.evaluate import (
     Deadline,
@@ -40,8 +40,6 @@ from dashboard.promapi.shape import Point, format_time, format_value, matrix, ve
 
 __all__ = ["Evaluator"]
 
-T = TypeVar("T")
-Guard = Callable[[str, Callable[[], T]], T]
 Span = tuple[float, float]  # [from, to) of window starts, epoch seconds
 
 
