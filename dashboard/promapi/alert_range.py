@@ -29,7 +29,7 @@ from dashboard.promapi.alert_steps import (
 )
 from dashboard.promapi.alerts import HistoryReader, series_labels
 from dashboard.promapi.evaluate import Deadline, LimitError
-from dashboard.promapi.selector import ALERT_LABELS, Selector
+from dashboard.promapi.selector import Selector
 from dashboard.promapi.shape import Point
 from storage.schema import BUCKET_SECONDS
 
@@ -39,8 +39,8 @@ T = TypeVar("T")
 # How storage is called: a failure becomes StorageUnavailable (dashboard.api.guarded).
 Guard = Callable[[str, Callable[[], T]], T]
 Rows = list[tuple[dict[str, str], list[Point]]]
-# Labels known from the rule listing before any history is read.
-_LISTED = ("__name__", "alertname", "rule_id")
+# Labels known only once the history is read (every other comes from the rule listing).
+_READ = ("alertstate", "severity", "server")
 
 
 class AlertRange:
@@ -100,10 +100,8 @@ class AlertRange:
         before ``start_ms`` to ``end_ms``."""
         if self._history is None:
             return
-        # Matchers on listed labels (and on labels ALERTS never has) choose the rules to read.
-        listed = Selector(
-            tuple(m for m in selector.matchers if m.label in _LISTED or m.label not in ALERT_LABELS)
-        )
+        # Matchers on the labels of the listing (name, id, rule labels) choose the rules to read.
+        listed = Selector(tuple(m for m in selector.matchers if m.label not in _READ))
         listing = self._guard("alerts", self._rules)
         chosen = [r for r in listing if listed.matches(series_labels(r, "", "", None))]
         reader = self._guard("alert_history", self._history)

@@ -1,7 +1,7 @@
 """Prometheus' ``ALERTS`` series over the alert evaluator's durable state: one series of value 1
-for each alert pending or firing, labelled as Prometheus labels its own (``alertname``,
-``alertstate`` = ``pending`` or ``firing``, ``severity``) plus ``rule_id`` and, for a
-``server_silent`` rule, ``server``. ``recovering``, ``nodata`` and ``error`` alerts are active
+for each alert pending or firing, labelled as Prometheus labels its own (the rule's labels,
+``alertname``, ``alertstate`` = ``pending`` or ``firing``, ``severity``) plus ``rule_id`` and,
+for a ``server_silent`` rule, ``server``. ``recovering``, ``nodata`` and ``error`` alerts are active
 (their receivers were told), so they are ``firing`` here as well; ``normal`` alerts have no
 series, as in Prometheus. An instant query answers the evaluator's newest state (the rule
 listing); a range query answers each step from the stored history (:mod:`.alert_range`)."""
@@ -46,8 +46,16 @@ def alertstate(state: str | None) -> str | None:
 def series_labels(
     rule: Mapping[str, Any], server: str, shown: str, severity: str | None
 ) -> dict[str, str]:
-    """The labels of one ``ALERTS`` series of ``rule`` (an item of the rule listing)."""
+    """The labels of one ``ALERTS`` series of ``rule`` (an item of the rule listing): the
+    rule's own labels (but ``__``-prefixed ones, reserved), then ours over them, as the
+    notifications label an alert (``alerting.notices.labels_of``)."""
+    own = rule.get("labels")
     labels = {
+        str(k): str(v)
+        for k, v in (own.items() if isinstance(own, Mapping) else ())
+        if not str(k).startswith("__")
+    }
+    labels |= {
         "__name__": ALERTS,
         "alertname": str(rule.get("name") or rule.get("id")),
         "alertstate": shown,

@@ -161,3 +161,22 @@ def test_series_on_at_some_time_in_a_span() -> None:
     assert sorted(s["alertname"] for s in firing) == ["rule a", "rule c"]
     with pytest.raises(LimitError, match="APM_DASHBOARD_PROM_MAX_SERIES"):
         r.series(parse_selector("ALERTS"), ms(T0), ms(T0 + 300), FOREVER, 2, 100)
+
+
+def test_rule_labels_choose_the_rules_read_and_label_the_series() -> None:
+    history = History([row("a", T0, "firing"), row("b", T0, "firing")])
+    r = ranges(history, [rule("a", labels={"team": "web"}), rule("b", labels={"team": "db"})])
+    found = r.query(
+        parse_selector('ALERTS{team="web"}'), steps(ms(T0 + 10), ms(T0 + 10), 1), FOREVER, 10, 10
+    )
+    assert [labels for labels, _ in found] == [
+        {
+            "__name__": "ALERTS",
+            "alertname": "rule a",
+            "alertstate": "firing",
+            "rule_id": "a",
+            "severity": "warning",
+            "team": "web",
+        }
+    ]
+    assert {rid for rid, _ in history.statements} == {"a"}

@@ -145,7 +145,13 @@ def test_prometheus_api_client_reads_the_alerts_series(served: Any, repo: Any) -
     repo.upsert_results(
         WindowResult(query.id, base + 10 * i, 10, {"avg": 95.0}, 5, now) for i in range(5)
     )
-    body = {"query_id": query.id, "function": "avg", "comparison": ">", "nodata_windows": 1000}
+    body = {
+        "query_id": query.id,
+        "function": "avg",
+        "comparison": ">",
+        "nodata_windows": 1000,
+        "labels": {"team": "promread"},
+    }
     levels = {"warning": 80, "critical": 90}
     made = {
         name: book.create({**body, "name": name, "thresholds": t, "for_s": f}, now).id
@@ -196,6 +202,14 @@ def test_prometheus_api_client_reads_the_alerts_series(served: Any, repo: Any) -
     ) == [("promread fires", "firing", "critical"), ("promread waits", "pending", "warning")]
     for r in ranged:
         assert [(float(t), v) for t, v in r["values"]] == [(t, "1") for t in steps]
+        assert r["metric"]["team"] == "promread"  # the rule's own labels, as Prometheus'
+    by_team = prom.custom_query_range(
+        f'ALERTS{{team="promread", rule_id=~"{ours}"}}',
+        datetime.fromtimestamp(base + 35, UTC),
+        datetime.fromtimestamp(base + 100, UTC),
+        "5s",
+    )
+    assert by_team == ranged
     pending = prom.custom_query_range(
         f'ALERTS{{alertstate="pending", rule_id=~"{ours}"}}',
         datetime.fromtimestamp(base, UTC),
