@@ -5,6 +5,8 @@ takes effect at its window's end, and the series on at some time in a span."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dashboard.promapi.alert_steps import Change, change_of, on_between, step_points
 from dashboard.promapi.evaluate import steps
@@ -81,3 +83,39 @@ def test_on_between_takes_the_state_at_the_start_and_each_change_in_the_span() -
         ("web-1", "firing", "warning"),
         ("web-1", "firing", "critical"),
     }
+
+
+STATES = ("normal", "pending", "firing", "recovering", "nodata", "error")
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 400),
+            st.sampled_from(("", "web-1", "web-2")),
+            st.sampled_from(STATES),
+            st.sampled_from((None, "warning", "critical")),
+        ),
+        max_size=30,
+        unique_by=lambda x: (x[0], x[1]),  # one history row per (window, instance)
+    ),
+    st.integers(0, 400),
+    st.integers(1, 60),
+    st.integers(0, 20),
+)
+def test_step_points_equal_the_last_change_at_or_before_each_step(
+    raw: list[tuple[int, str, str, str | None]], start: int, step: int, n: int
+) -> None:
+    changes = [Change(at, instance, state, severity) for at, instance, state, severity in raw]
+    times = range(start, start + n * step + 1, step)
+    expected: dict[tuple[str, str, str | None], list[int]] = {}
+    for t in times:  # by definition: each alert's newest change at or before t
+        for instance in {c.instance for c in changes}:
+            before = [c for c in changes if c.instance == instance and c.at <= t]
+            if before:
+                last = max(before, key=lambda c: c.at)
+                if last.state != "normal":
+                    shown = "pending" if last.state == "pending" else "firing"
+                    expected.setdefault((instance, shown, last.severity), []).append(t)
+    assert step_points(changes, times) == expected
