@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, TypeVar
 
@@ -33,12 +34,13 @@ from dashboard.promapi.selector import Selector
 from dashboard.promapi.shape import Point
 from storage.schema import BUCKET_SECONDS
 
-__all__ = ["AlertRange", "Guard"]
+__all__ = ["IN_FLIGHT", "AlertRange", "Guard"]
 
 T = TypeVar("T")
 # How storage is called: a failure becomes StorageUnavailable (dashboard.api.guarded).
 Guard = Callable[[str, Callable[[], T]], T]
 Rows = list[tuple[dict[str, str], list[Point]]]
+IN_FLIGHT = 8  # rules whose history is read at once (as Repository.read_results_at)
 # Labels known only once the history is read (every other comes from the rule listing).
 _READ = ("alertstate", "severity", "server")
 
@@ -107,14 +109,22 @@ class AlertRange:
         reader = self._guard("alert_history", self._history)
         now = self._clock()
         oldest = now - self._guard("alert_history", self._retention)
-        for rule in chosen:
+        hi = now + BUCKET_SECONDS  # no history from the future (an evaluator's clock may lead)
+
+        def read(rule: Mapping[str, Any]) -> list[Change]:
             deadline.check()
             lo = oldest
             if isinstance(created := rule.get("created_at"), int | float):
                 lo = max(lo, float(created) - BUCKET_SECONDS)
-            hi = now + BUCKET_SECONDS  # no history from the future (an evaluator's clock may lead)
-            read = partial(self._changes, reader, rule, start_ms, end_ms, lo, hi, budget)
-            yield rule, self._guard("alert_history", read)
+            changes = partial(self._changes, reader, rule, start_ms, end_ms, lo, hi, budget)
+            return self._guard("alert_history", changes)
+
+        # Rules are read IN_FLIGHT at a time (each read waits on Cassandra), in their order.
+        pool = ThreadPoolExecutor(max_workers=IN_FLIGHT, thread_name_prefix="alerts-range")
+        try:
+            yield from zip(chosen, pool.map(read, chosen), strict=True)
+        finally:  # past a limit or the deadline: what is not started never starts
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def _changes(
         self,

@@ -6,6 +6,7 @@ value 1, and to the series on at some time in an interval. Reading the history i
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -36,12 +37,17 @@ def change_of(row: Any) -> Change:
 
 
 class Budget:
+    """Rows read and points answered, shared by the reads in flight (hence the lock)."""
+
     def __init__(self, left: int) -> None:
         self.left = left
+        self._lock = threading.Lock()
 
     def spend(self, n: int = 1) -> None:
-        self.left -= n
-        if self.left < 0:
+        with self._lock:
+            self.left -= n
+            left = self.left
+        if left < 0:
             raise LimitError(
                 "the ALERTS range read or answered more than APM_DASHBOARD_PROM_MAX_POINTS "
                 "history rows and points; narrow the selector, shorten the range or raise the step"
