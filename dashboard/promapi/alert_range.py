@@ -113,6 +113,7 @@ class AlertRange:
 
         def read(rule: Mapping[str, Any]) -> list[Change]:
             deadline.check()
+            budget.spend(0)  # another rule's read passed the limit: this one never starts
             lo = oldest
             if isinstance(created := rule.get("created_at"), int | float):
                 lo = max(lo, float(created) - BUCKET_SECONDS)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from dashboard.promapi.alert_range import AlertRange
+from dashboard.promapi.alert_range import IN_FLIGHT, AlertRange
 from dashboard.promapi.evaluate import Deadline, LimitError, TimedOut, steps
 from dashboard.promapi.selector import parse_selector
 from storage.alerts import HistoryRow
@@ -180,3 +180,11 @@ def test_rule_labels_choose_the_rules_read_and_label_the_series() -> None:
         }
     ]
     assert {rid for rid, _ in history.statements} == {"a"}
+
+
+def test_past_a_limit_the_rules_not_yet_read_are_not_read() -> None:
+    rules = [rule(f"r{i:02}") for i in range(60)]
+    history = History([row(r["id"], T0 + 10 * j, "firing") for r in rules for j in range(3)])
+    with pytest.raises(LimitError):
+        query(ranges(history, rules), "ALERTS", T0, T0 + 60, 10, max_points=5)
+    assert len({rid for rid, _ in history.statements}) <= 2 * IN_FLIGHT  # not all 60
