@@ -5,12 +5,13 @@ is pending or firing (:func:`~dashboard.promapi.alerts.alertstate`), no point wh
 A history row is a change of one alert (rule, instance) at a window; its state takes effect at
 the window's END, when the evaluator could decide it (Prometheus evaluates a rule over the
 data up to the evaluation's time), and at the tick of a server-silent or meta alert. A range
-reads, per rule whose ``alertname``/``rule_id`` the selector allows, the rows of the range (one
-statement per day bucket) and, for the state at its start, walks back day by day until each of
-the rule's alerts has a change at or before the start, never before the rule's creation (less
-a day: the first window may start up to a window before it) nor past the history's
-retention. A deleted rule is not listed, so it has no series. ``max_points`` bounds the rows
-read and the points answered, ``max_series`` the series; the deadline is checked per rule."""
+(or the span of ``/series``) reads, per rule whose ``alertname``, ``rule_id`` and own labels
+the selector allows, :data:`IN_FLIGHT` rules at a time, the rows of the range (one statement
+per day bucket) and, for the state at its start, walks back day by day until each of the
+rule's alerts has a change at or before the start, never before the rule's creation (less a
+day: the first window may start up to a window before it) nor past the history's retention.
+A deleted rule is not listed, so it has no series. ``max_points`` bounds the rows read and the
+points answered, ``max_series`` the series; the deadline is checked per rule."""
 
 from __future__ import annotations
 
