@@ -9,7 +9,14 @@ import re
 
 from dashboard.validation import parse_time
 
-__all__ = ["MAX_RESOLUTION", "ParamError", "parse_duration", "parse_range", "parse_when"]
+__all__ = [
+    "MAX_RESOLUTION",
+    "ParamError",
+    "parse_duration",
+    "parse_range",
+    "parse_span",
+    "parse_when",
+]
 
 # Prometheus refuses a range query of more points per series than this (its own limit).
 MAX_RESOLUTION = 11_000
@@ -86,3 +93,16 @@ def parse_range(
             "decreasing the query resolution (?step=XX)"
         )
     return start, end, step
+
+
+def parse_span(start_raw: str | None, end_raw: str | None, now: float) -> tuple[int, int] | None:
+    """The ``start`` and ``end`` of ``/series`` and the label endpoints as unix ms: None when
+    neither is given (the series of now), else with Prometheus' defaults (the beginning of
+    time; the end here is now, as nothing is stored later)."""
+    if not (start_raw or "").strip() and not (end_raw or "").strip():
+        return None
+    start = parse_when(start_raw, "start", default=0.0)
+    end = parse_when(end_raw, "end", default=now)
+    if end < start:
+        raise ParamError('invalid parameter "end": end timestamp must not be before start time')
+    return round(start * 1000), round(end * 1000)

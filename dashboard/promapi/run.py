@@ -10,7 +10,8 @@ counted while reading (windows of an older definition of a query, of another len
 too).
 
 ``ALERTS`` series (:mod:`.alerts`) come from ``alerts``, the rule listing with each alert's
-newest state; they answer instant queries and the series and label endpoints."""
+newest state, for instant queries and the series and label endpoints; a range query's come
+from the alert history (:mod:`.alert_range`)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,11 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 from apm.query import WindowResult
 from dashboard.ports import QueryRepository
+from dashboard.promapi.alert_range import AlertRange, Guard
 from dashboard.promapi.alerts import alert_labels
 from dashboard.promapi.evaluate import (
     Deadline,
@@ -32,15 +34,12 @@ from dashboard.promapi.evaluate import (
     select,
     steps,
 )
-from dashboard.promapi.scan import SelectorError
 from dashboard.promapi.selector import ALERTS, METRIC, Constant, Selector
 from dashboard.promapi.settings import PromApiSettings
 from dashboard.promapi.shape import Point, format_time, format_value, matrix, vector
 
 __all__ = ["Evaluator"]
 
-T = TypeVar("T")
-Guard = Callable[[str, Callable[[], T]], T]
 Span = tuple[float, float]  # [from, to) of window starts, epoch seconds
 
 
@@ -67,6 +66,14 @@ def planned(window_ms: int, times: range) -> int:
     return whole if len(times) == 1 or whole <= 2 * len(times) else len(times)
 
 
+def _check_alerts(found: int, max_series: int) -> None:
+    if found > max_series:
+        raise LimitError(
+            f"the selector matches more than {max_series} ALERTS series "
+            "(APM_DASHBOARD_PROM_MAX_SERIES); narrow it, e.g. by alertname"
+        )
+
+
 @dataclass
 class _Budget:
     left: int
@@ -88,9 +95,10 @@ class Evaluator:
         guard: Guard,
         on_points: Callable[[int], None],
         alerts: Callable[[], Sequence[Mapping[str, Any]]] = list,
+        history: AlertRange | None = None,
     ) -> None:
         self._repo, self._limits, self._guard, self._on_points = repo, limits, guard, on_points
-        self._alerts = alerts
+        self._alerts, self._history = alerts, history
 
     def series(self, selectors: Sequence[Selector], deadline: Deadline) -> list[Series]:
         if not any(s.may_name(METRIC) for s in selectors):
@@ -98,22 +106,37 @@ class Evaluator:
         queries = self._guard("list_queries", self._repo.list_queries)
         return select(queries, selectors, self._limits.max_series, deadline)
 
-    def alert_series(self, selectors: Sequence[Selector], deadline: Deadline) -> list[dict]:
-        """The label sets of the ``ALERTS`` series any of ``selectors`` matches."""
+    def alert_series(
+        self, selectors: Sequence[Selector], deadline: Deadline, span: tuple[int, int] | None = None
+    ) -> list[dict]:
+        """The label sets of the ``ALERTS`` series any of ``selectors`` matches: now, or with a
+        ``span`` (unix ms) those on at some time in it, from the history."""
         if not any(s.may_name(ALERTS) for s in selectors):
             return []
         deadline.check()
+        if span is not None:
+            return self._alerts_between(selectors, span, deadline)
         found = [
             labels
             for labels in alert_labels(self._guard("alerts", self._alerts))
             if any(s.matches(labels) for s in selectors)
         ]
-        if len(found) > self._limits.max_series:
-            raise LimitError(
-                f"the selector matches more than {self._limits.max_series} ALERTS series "
-                "(APM_DASHBOARD_PROM_MAX_SERIES); narrow it, e.g. by alertname"
-            )
+        _check_alerts(len(found), self._limits.max_series)
         return found
+
+    def _alerts_between(
+        self, selectors: Sequence[Selector], span: tuple[int, int], deadline: Deadline
+    ) -> list[dict]:
+        if self._history is None:
+            return []
+        found: dict[tuple, dict] = {}  # one selector's series may match another's too
+        for s in selectors:
+            if s.may_name(ALERTS):
+                limits = (self._limits.max_series, self._limits.max_points)
+                for labels in self._history.series(s, *span, deadline, *limits):
+                    found[tuple(sorted(labels.items()))] = labels
+        _check_alerts(len(found), self._limits.max_series)
+        return list(found.values())
 
     def range_query(
         self,
@@ -127,13 +150,6 @@ class Evaluator:
         if isinstance(expr, Constant):
             self._on_points(len(times))
             return matrix([({}, [(t, expr.value) for t in times])])
-        if not expr.may_name(METRIC):
-            # The evaluator keeps each alert's newest state, and its history per window.
-            raise SelectorError(
-                f"{ALERTS} answers instant queries (/api/v1/query) only; an alert's past states "
-                "are at /api/alerts/rules/<id>/history (docs/alerting.md)",
-                0,
-            )
         found = self.series([expr], deadline)
         if len(found) * len(times) > self._limits.max_points:
             raise LimitError(
@@ -149,6 +165,9 @@ class Evaluator:
                 "(APM_DASHBOARD_PROM_MAX_POINTS); narrow the selector or shorten the range"
             )
         rows = self._read(found, times, deadline)
+        if self._history is not None and expr.may_name(ALERTS):
+            left = self._limits.max_points - sum(len(p) for _, p in rows)
+            rows += self._history.query(expr, times, deadline, self._limits.max_series, left)
         self._on_points(sum(len(p) for _, p in rows))
         return matrix(rows)
 

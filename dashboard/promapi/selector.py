@@ -9,11 +9,11 @@ constant (so that Grafana's health check ``1+1`` passes)::
 
 A selector names the metric ``apm_query`` or ``ALERTS`` (or none, then ``__name__`` may be
 matched) and matchers ``label op "value"`` with ``=``, ``!=``, ``=~``, ``!~`` on the labels of
-:data:`LABELS` (``ALERTS``: :data:`ALERT_LABELS`); strings are double-, single- or
-back-quoted, with Go's escapes. Like Prometheus, a selector needs at least one matcher that
-does not match the empty string. Anything else (functions, operators on series, range
-selectors, ``offset``, other metric names or labels) is refused with :class:`SelectorError`
-and its position.
+:data:`LABELS` (``ALERTS``: :data:`ALERT_LABELS` and any rule label); strings are double-,
+single- or back-quoted, with Go's escapes. Like Prometheus, a selector needs at least one
+matcher that does not match the empty string. Anything else (functions, operators on series,
+range selectors, ``offset``, other metric names or labels) is refused with
+:class:`SelectorError` and its position.
 
 Parsing is one left-to-right scan, linear in the text, which is capped at
 :data:`MAX_EXPR_CHARS` characters and :data:`MAX_MATCHERS` matchers; regular expressions
@@ -128,7 +128,8 @@ def parse_selector(text: str) -> Selector:
     if s.peek() == "{":
         s.i += 1
         # Unnamed, a selector may match either metric's labels.
-        known = {METRIC: LABELS, ALERTS: ALERT_LABELS}.get(name, LABELS + ALERT_LABELS[1:])
+        # ALERTS carries its rules' own labels too, whatever their names.
+        known = {METRIC: LABELS, ALERTS: None}.get(name, LABELS + ALERT_LABELS[1:])
         matchers += _matchers(s, named=bool(name), known=known)
     elif not name:
         raise _unsupported(s.i, 'expected a selector such as apm_query{id="..."}')
@@ -140,7 +141,8 @@ def parse_selector(text: str) -> Selector:
     return Selector(tuple(matchers))
 
 
-def _matchers(s: Scanner, named: bool, known: tuple[str, ...]) -> list[Matcher]:
+def _matchers(s: Scanner, named: bool, known: tuple[str, ...] | None) -> list[Matcher]:
+    """The matchers up to ``}``, on the labels ``known`` (None: any label name)."""
     out: list[Matcher] = []
     while True:
         s.skip_space()
@@ -153,7 +155,7 @@ def _matchers(s: Scanner, named: bool, known: tuple[str, ...]) -> list[Matcher]:
         label = s.identifier()
         if not label or ":" in label:
             raise _unsupported(at, "expected a label name")
-        if label not in known:
+        if known is not None and label not in known:
             raise SelectorError(
                 f"unknown label {label[:60]!r}; the labels are {', '.join(known)}"
                 + (" (stored queries have no names)" if label == "name" else ""),

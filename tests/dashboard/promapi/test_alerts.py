@@ -1,11 +1,12 @@
-"""The ALERTS series' labels from the rule listing, and ALERTS selectors."""
+"""The ALERTS series' labels from the rule listing (the rule's own labels included), and
+ALERTS selectors."""
 
 from __future__ import annotations
 
 import pytest
 
 from dashboard.promapi.alerts import alert_labels, alertstate
-from dashboard.promapi.selector import SelectorError, parse_expr, parse_selector
+from dashboard.promapi.selector import Selector, SelectorError, parse_expr, parse_selector
 
 pytestmark = pytest.mark.unit
 
@@ -55,13 +56,35 @@ def test_alert_labels_per_rule_and_per_silent_server():
     ]
 
 
-def test_alerts_selectors_match_alert_labels_only():
+def test_alert_labels_carry_the_rules_own_labels_under_ours():
+    rule = {
+        "id": "r1",
+        "name": "cpu high",
+        "labels": {"team": "web", "severity": "page", "__reserved": "x", "alertname": "other"},
+        "alert": {"state": "firing", "severity": "critical"},
+    }
+    assert list(alert_labels([rule])) == [
+        {
+            "__name__": "ALERTS",
+            "alertname": "cpu high",
+            "alertstate": "firing",
+            "rule_id": "r1",
+            "severity": "critical",
+            "team": "web",
+        }
+    ]
+
+
+def test_alerts_selectors_match_alert_and_rule_labels():
     sel = parse_selector('ALERTS{alertstate="firing"}')
     assert sel.may_name("ALERTS") and not sel.may_name("apm_query")
     assert sel.matches({"__name__": "ALERTS", "alertstate": "firing"})
     assert parse_selector('{alertname="x"}').may_name("apm_query")  # unnamed: either metric
-    with pytest.raises(SelectorError, match="unknown label 'fn'"):
-        parse_expr('ALERTS{fn="p99"}')
+    # A named ALERTS selector takes any label: its rules' own labels are its labels too.
+    team = parse_expr('ALERTS{team="web"}')
+    assert isinstance(team, Selector) and team.matches({"__name__": "ALERTS", "team": "web"})
+    with pytest.raises(SelectorError, match="unknown label 'team'"):
+        parse_expr('{team="web"}')  # unnamed: the labels of both metrics only
     with pytest.raises(SelectorError, match="unknown label 'alertname'"):
         parse_expr('apm_query{alertname="x"}')
     with pytest.raises(SelectorError, match="the metrics are apm_query and ALERTS"):

@@ -127,8 +127,10 @@ def test_series_and_instant_gap(served: Any, stored: tuple[str, int, list[Window
 def test_prometheus_api_client_reads_the_alerts_series(served: Any, repo: Any) -> None:
     """ALERTS{alertname, alertstate, severity, rule_id} = 1 for each alert pending or firing
     after a real evaluation cycle, as Prometheus exposes its own; a normal one has no series;
-    a range query of ALERTS is refused with a clear error."""
-    from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
+    a range query answers each step from the history the evaluator wrote: the state of the
+    alert's last change at or before the step (at its window's end), from before the range
+    too; /series and label values over a span list the alerts on at some time in it."""
+    from prometheus_api_client import PrometheusConnect
 
     from alerting.evaluator import Evaluator
     from alerting.rulebook import Rulebook
@@ -143,7 +145,13 @@ def test_prometheus_api_client_reads_the_alerts_series(served: Any, repo: Any) -
     repo.upsert_results(
         WindowResult(query.id, base + 10 * i, 10, {"avg": 95.0}, 5, now) for i in range(5)
     )
-    body = {"query_id": query.id, "function": "avg", "comparison": ">", "nodata_windows": 1000}
+    body = {
+        "query_id": query.id,
+        "function": "avg",
+        "comparison": ">",
+        "nodata_windows": 1000,
+        "labels": {"team": "promread"},
+    }
     levels = {"warning": 80, "critical": 90}
     made = {
         name: book.create({**body, "name": name, "thresholds": t, "for_s": f}, now).id
@@ -176,13 +184,50 @@ def test_prometheus_api_client_reads_the_alerts_series(served: Any, repo: Any) -
     assert [r["metric"]["alertname"] for r in firing] == ["promread fires"]
     assert "promread waits" in prom.get_label_values("alertname")
     assert "alertstate" in prom.get_label_names()
-    with pytest.raises(PrometheusApiClientException, match="instant queries"):
-        prom.custom_query_range(
-            "ALERTS",
-            datetime.fromtimestamp(now - 600, UTC),
-            datetime.fromtimestamp(now, UTC),
-            "10s",
-        )
+    # The value falls to 50 from the window at base + 50: both alerts are normal from its end.
+    repo.upsert_results(
+        WindowResult(query.id, base + 10 * i, 10, {"avg": 50.0}, 5, now) for i in range(5, 10)
+    )
+    Evaluator(repo, tables, settings, ()).run_once(base + 110)
+    ranged = prom.custom_query_range(
+        f'ALERTS{{rule_id=~"{ours}"}}',
+        datetime.fromtimestamp(base + 35, UTC),  # after the alerts' first change, at base + 10
+        datetime.fromtimestamp(base + 100, UTC),
+        "5s",
+    )
+    steps = [base + 35 + 5 * i for i in range(5)]  # to base + 55: normal from base + 60 on
+    assert sorted(
+        (r["metric"]["alertname"], r["metric"]["alertstate"], r["metric"]["severity"])
+        for r in ranged
+    ) == [("promread fires", "firing", "critical"), ("promread waits", "pending", "warning")]
+    for r in ranged:
+        assert [(float(t), v) for t, v in r["values"]] == [(t, "1") for t in steps]
+        assert r["metric"]["team"] == "promread"  # the rule's own labels, as Prometheus'
+    by_team = prom.custom_query_range(
+        f'ALERTS{{team="promread", rule_id=~"{ours}"}}',
+        datetime.fromtimestamp(base + 35, UTC),
+        datetime.fromtimestamp(base + 100, UTC),
+        "5s",
+    )
+    assert by_team == ranged
+    pending = prom.custom_query_range(
+        f'ALERTS{{alertstate="pending", rule_id=~"{ours}"}}',
+        datetime.fromtimestamp(base, UTC),
+        datetime.fromtimestamp(base + 100, UTC),
+        "10s",
+    )
+    assert [(r["metric"]["alertname"], len(r["values"])) for r in pending] == [
+        ("promread waits", 5)  # base + 10 to base + 50
+    ]
+    # /series and label values over a span: the alerts on at some time in it, from the history.
+    mine = {"match[]": f'ALERTS{{rule_id=~"{ours}"}}'}
+    at = datetime.fromtimestamp
+    during = prom.get_series(at(base + 20, UTC), at(base + 30, UTC), params=dict(mine))
+    assert sorted(s["alertname"] for s in during) == ["promread fires", "promread waits"]
+    assert prom.get_series(at(base + 65, UTC), at(base + 100, UTC), params=dict(mine)) == []
+    span = {**mine, "start": base + 55, "end": base + 100}  # normal from base + 60
+    assert prom.get_label_values("alertname", params=span) == ["promread fires", "promread waits"]
+    assert prom.get_label_values("alertname", params=mine) == []  # now: both normal
     for rule_id in made.values():
         book.delete(rule_id)
         tables.delete_current(rule_id)
