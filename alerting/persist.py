@@ -20,14 +20,20 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["SUBSTANCE", "StateWrites"]
+__all__ = ["SUBSTANCE", "StateWrites", "crc_phase"]
 
 # The fields of an alert's newest state that a reader of the row must never see stale.
 SUBSTANCE = ("state", "severity", "since", "fired_at")
 
 Key = tuple[str, str]
+
+
+def crc_phase(key: Key) -> float:
+    """A row's phase within the refresh period, in [0, 1): the same in every process."""
+    return zlib.crc32(f"{key[0]}\0{key[1]}".encode()) / 2**32
 
 
 def _substance(row: dict[str, Any]) -> tuple[Any, ...]:
@@ -36,8 +42,8 @@ def _substance(row: dict[str, Any]) -> tuple[Any, ...]:
 
 
 class StateWrites:
-    def __init__(self, refresh_s: float) -> None:
-        self.refresh_s = refresh_s
+    def __init__(self, refresh_s: float, phase: Callable[[Key], float] = crc_phase) -> None:
+        self.refresh_s, self.phase = refresh_s, phase
         # The refresh period (of the row's own phase) in which each row was last written here.
         self._written: dict[Key, int] = {}
 
@@ -81,5 +87,4 @@ class StateWrites:
         rows written together (10,000 new rules, or read at start) come due apart."""
         if self.refresh_s <= 0:
             return 0
-        phase = zlib.crc32(f"{key[0]}\0{key[1]}".encode()) / 2**32
-        return math.floor(now / self.refresh_s + phase)
+        return math.floor(now / self.refresh_s + self.phase(key))
