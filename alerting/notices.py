@@ -83,7 +83,8 @@ def decide(
     if silenced:
         return [], notified  # evaluated and recorded, not sent (listed with the silence)
     labels = labels_of(rule, state, instance)
-    key = _key(labels)
+    # The key is a hash of the labels: the one recorded when they are the same (most cycles).
+    key = notified["key"] if notified and notified.get("labels") == labels else _key(labels)
     fresh = notified is None or notified["key"] != key or notified["fired_at"] != state.fired_at
     if fresh:
         if notified:  # the old identity (another severity) ends
