@@ -5,7 +5,8 @@ lateness horizon, which late data can no longer change), the states of the windo
 (still open to late data) and what was last notified. Each cycle refolds the open windows from
 the checkpoint over the stored results, so a window refined by late data re-evaluates it, and
 writes only the history rows that changed. Order of writes: history, outbox, then the state
-row; a crash anywhere replays the same fold and rewrites the same keys.
+row, and only the state rows changed in substance (the others now and then:
+alerting/persist.py); a crash anywhere replays the same fold and rewrites the same keys.
 
 A window is complete ``settle_s`` after its end. An evaluator that fell behind catches up at
 most ``max_windows_per_cycle`` windows per rule a cycle and never skips a window; how far
@@ -16,67 +17,24 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from dataclasses import asdict
+from typing import Any
 
+from alerting.cycle import AlertTables, Cycle, CycleReport, ResultsReader
 from alerting.machine import AlertState
 from alerting.notices import decide, labels_of, resolution
+from alerting.persist import StateWrites
 from alerting.presence import META_RULE_ID, meta_ages, meta_rule, presence_state, silent_ages
 from alerting.rules import Rule, RuleError, rule_from_dict
 from alerting.settings import AlertingSettings
 from alerting.silences import Silence, SilenceError, silence_from_dict
 from alerting.windows import Windows, state_of
-from apm.query import StoredQuery, WindowResult
+from apm.query import StoredQuery
 from storage.alerts import HistoryRow, OutboxRow
 
 __all__ = ["CycleReport", "Evaluator", "ResultsReader"]
 
 log = logging.getLogger(__name__)
-
-
-class ResultsReader(Protocol):
-    def list_queries(self) -> list[StoredQuery]: ...
-    def read_results(self, query_id: str, start: float, end: float) -> Iterator[WindowResult]: ...
-    def list_servers(self) -> dict[str, float]: ...
-    def get_status(self) -> dict[str, dict]: ...
-
-
-class AlertTables(Protocol):
-    def rules(self) -> dict[str, dict[str, Any]]: ...
-    def silences(self) -> dict[str, tuple[dict[str, Any], list[Any]]]: ...
-    def current(self) -> dict[tuple[str, str], dict[str, Any]]: ...
-    def put_current(self, rows: Iterable[tuple[str, str, dict[str, Any]]]) -> None: ...
-    def put_history(self, rows: Iterable[HistoryRow]) -> None: ...
-    def enqueue(self, rows: Iterable[OutboxRow]) -> None: ...
-    def delete_current(self, rule_id: str) -> None: ...
-    def set_suppressed(self, silence_id: str, suppressed: list[Any]) -> None: ...
-
-
-@dataclass
-class _Cycle:
-    """What one cycle accumulates before its writes."""
-
-    now: float
-    report: CycleReport
-    silences: list[Silence]
-    suppressed: dict[str, list[Any]]
-    current: dict[tuple[str, str], dict[str, Any]]
-    rows: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
-    history: list[HistoryRow] = field(default_factory=list)
-    outbox: list[OutboxRow] = field(default_factory=list)
-
-
-@dataclass
-class CycleReport:
-    rules: int = 0
-    windows: int = 0
-    history_rows: int = 0
-    notices: int = 0
-    suppressed: int = 0
-    errors: int = 0
-    lag_s: float = 0.0  # the oldest complete window not yet evaluated, behind now
-    states: dict[str, int] = field(default_factory=dict)
 
 
 class Evaluator:
@@ -90,30 +48,78 @@ class Evaluator:
         self.results, self.tables, self.settings = results, tables, settings
         self.receivers = receivers
         self.windows = Windows(results, settings)
+        self.writes = StateWrites(settings.state_refresh_s)
         self._rules: dict[str, tuple[dict[str, Any], Rule]] = {}
-        # The alert rows as this process last wrote them: read from Cassandra once at start
-        # (and again after a failed cycle), not scanned every cycle. One evaluator writes them.
+        # The alert rows as this process last computed them: read from Cassandra once at start
+        # (and again after a failed cycle), not scanned every cycle. One evaluator writes them;
+        # those unchanged in substance are written only now and then (alerting/persist.py).
         self._current: dict[tuple[str, str], dict[str, Any]] | None = None
 
     def reload(self) -> None:
-        """Forget the alert rows as last written here: another evaluator may have written them
+        """Forget the alert rows as last computed here: another evaluator may have written them
         since (this one has just taken the lease over)."""
         self._current = None
+        self.writes.forget()
 
     def run_once(self, now: float) -> CycleReport:
         try:
             return self._run_once(now)
         except BaseException:
-            self._current = None  # what was written is unknown: read it again next cycle
+            self.reload()  # what was written is unknown: read it again next cycle
             raise
 
     def _run_once(self, now: float) -> CycleReport:
         report = CycleReport()
+        with report.timed("plan"):
+            cyc, plans, stored_rules, reads = self._plan(now, report)
+        with report.timed("read"):
+            self.windows.prefetch(reads)
+        with report.timed("fold"):
+            for rule, body, stored in plans:
+                row = cyc.current.get((rule.id, ""), {})
+                new_row, hist, news, lag = self.windows.refold(rule, stored, row, now, body)
+                report.windows += len(news)
+                report.lag_s = max(report.lag_s, lag)
+                cyc.history += hist
+                # Each new window's state in turn (a catch-up after an outage still sends the
+                # firing and the resolution it passed over), else the refolded newest one.
+                done = row.get("evaluated_through")
+                fresh = [st for st in news if done is None or (st.window_start or 0) > done]
+                text = stored.text if stored else rule.query_id
+                self._notify(cyc, rule, "", row, new_row, fresh, text)
+            self._meta(cyc)
+            gone = self._resolve_deleted(cyc, set(stored_rules))
+            touched = {(h.rule_id, h.instance) for h in cyc.history}
+            due = self.writes.select(cyc.current, cyc.rows, touched, now)
+        with report.timed("history"):
+            self.tables.put_history(cyc.history)
+            self.tables.enqueue(cyc.outbox)
+        with report.timed("state"):
+            self.tables.put_current(due)
+            # Only once their resolutions are in the outbox (a crash before re-sends the ids).
+            for rule_id in sorted(gone):
+                self.tables.delete_current(rule_id)
+                self._rules.pop(rule_id, None)
+                self.writes.drop(rule_id)
+            for sid, items in cyc.suppressed.items():
+                self.tables.set_suppressed(sid, items[-100:])
+        cyc.current.update({(r, i): b for r, i, b in cyc.rows})
+        for key in [k for k in cyc.current if k[0] in gone]:
+            del cyc.current[key]
+        report.history_rows, report.notices = len(cyc.history), len(cyc.outbox)
+        report.state_rows = len(due)
+        return report
+
+    def _plan(
+        self, now: float, report: CycleReport
+    ) -> tuple[Cycle, list[tuple[Rule, dict[str, Any], StoredQuery | None]], set[str], set[Any]]:
+        """The cycle's silences and rows, its threshold rules (server-silent ones are evaluated
+        here, on the servers' last sightings) and the result ranges they read."""
         self.windows.new_cycle()
         silences = self._silences()
         if self._current is None:
             self._current = self.tables.current()
-        cyc = _Cycle(now, report, silences, {s.id: [] for s in silences}, self._current)
+        cyc = Cycle(now, report, silences, {s.id: [] for s in silences}, self._current)
         # One scan of the stored queries, not one read per query.
         queries: dict[str, StoredQuery] = {q.id: q for q in self.results.list_queries()}
         servers: dict[str, float] | None = None
@@ -135,46 +141,15 @@ class Evaluator:
                 plans.append((rule, body, queries.get(rule.query_id)))
         reads = set()
         for rule, body, stored in plans:
-            ws, _, first, upto = self.windows.bounds(
-                stored, cyc.current.get((rule.id, ""), {}), now, body
-            )
+            row = cyc.current.get((rule.id, ""), {})
+            ws, _, first, upto = self.windows.bounds(stored, row, now, body)
             if stored is not None and upto >= first:
                 reads.add((rule.query_id, first, upto, ws))
-        self.windows.prefetch(reads)
-        for rule, body, stored in plans:
-            row = cyc.current.get((rule.id, ""), {})
-            new_row, hist, news, lag = self.windows.refold(rule, stored, row, now, body)
-            report.windows += len(news)
-            report.lag_s = max(report.lag_s, lag)
-            cyc.history += hist
-            # Each new window's state in turn (a catch-up after an outage still sends the
-            # firing and the resolution it passed over), else the refolded newest one.
-            done = row.get("evaluated_through")
-            fresh = [st for st in news if done is None or (st.window_start or 0) > done]
-            text = stored.text if stored else rule.query_id
-            self._notify(cyc, rule, "", row, new_row, fresh, text)
-        self._meta(cyc)
-        gone = self._resolve_deleted(cyc, set(stored_rules))
-        self.tables.put_history(cyc.history)
-        self.tables.enqueue(cyc.outbox)
-        self.tables.put_current(cyc.rows)
-        # Only once their resolutions are in the outbox (a crash before re-sends the same ids).
-        for rule_id in sorted(gone):
-            self.tables.delete_current(rule_id)
-            self._rules.pop(rule_id, None)
-        self._current = {
-            k: v
-            for k, v in {**self._current, **{(r, i): b for r, i, b in cyc.rows}}.items()
-            if k[0] not in gone
-        }
-        for sid, items in cyc.suppressed.items():
-            self.tables.set_suppressed(sid, items[-100:])
-        report.history_rows, report.notices = len(cyc.history), len(cyc.outbox)
-        return report
+        return cyc, plans, set(stored_rules), reads
 
     def _notify(
         self,
-        cyc: _Cycle,
+        cyc: Cycle,
         rule: Rule,
         instance: str,
         row: dict[str, Any],
@@ -216,7 +191,7 @@ class Evaluator:
         cyc.rows.append((rule.id, instance, new_row))
         cyc.report.states[latest.state] = cyc.report.states.get(latest.state, 0) + 1
 
-    def _resolve_deleted(self, cyc: _Cycle, stored: set[str]) -> set[str]:
+    def _resolve_deleted(self, cyc: Cycle, stored: set[str]) -> set[str]:
         """The rules with alert rows but no longer stored (deleted): each notified alert of
         theirs gets its resolution; their rows are dropped after this cycle's writes."""
         gone = {r for r, _ in cyc.current if r not in stored and r != META_RULE_ID}
@@ -229,7 +204,7 @@ class Evaluator:
         return gone
 
     def _presence(
-        self, cyc: _Cycle, rule: Rule, ages: dict[str, float], bound: float, what: str
+        self, cyc: Cycle, rule: Rule, ages: dict[str, float], bound: float, what: str
     ) -> None:
         """One alert per instance (a server, an aggregator) on its age, at this cycle's tick;
         an instance no longer listed resolves."""
@@ -247,7 +222,7 @@ class Evaluator:
                 cyc.history.append(HistoryRow(rule.id, tick, instance, state.state, True, d))
             self._notify(cyc, rule, instance, row, {**row, "latest": asdict(state)}, [], "")
 
-    def _meta(self, cyc: _Cycle) -> None:
+    def _meta(self, cyc: Cycle) -> None:
         bound = self.settings.freshness_bound_s
         try:
             ages = meta_ages(self.results.get_status(), cyc.now)

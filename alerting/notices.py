@@ -83,7 +83,19 @@ def decide(
     if silenced:
         return [], notified  # evaluated and recorded, not sent (listed with the silence)
     labels = labels_of(rule, state, instance)
-    key = _key(labels)
+    # The key is a hash of the labels: the one recorded when they are the same (most cycles).
+    key = notified["key"] if notified and notified.get("labels") == labels else _key(labels)
+    fresh = notified is None or notified["key"] != key or notified["fired_at"] != state.fired_at
+    if fresh:
+        if notified:  # the old identity (another severity) ends
+            out.append(resolution(notified, state.reason, ends))
+        count, suffix = 0, "firing"
+    elif now - float(notified["sent_at"]) >= renotify_s:  # type: ignore[index]
+        count = int(notified["count"]) + 1  # type: ignore[index]
+        suffix = f"renotify:{count}"
+    else:
+        return [], notified
+    # Rendered only for a notice: most cycles of an active alert send none.
     summary = render(
         rule.annotation,
         {
@@ -96,16 +108,6 @@ def decide(
             "server": instance,
         },
     )
-    fresh = notified is None or notified["key"] != key or notified["fired_at"] != state.fired_at
-    if fresh:
-        if notified:  # the old identity (another severity) ends
-            out.append(resolution(notified, state.reason, ends))
-        count, suffix = 0, "firing"
-    elif now - float(notified["sent_at"]) >= renotify_s:  # type: ignore[index]
-        count = int(notified["count"]) + 1  # type: ignore[index]
-        suffix = f"renotify:{count}"
-    else:
-        return [], notified
     annotations = {"summary": summary, "reason": state.reason, "state": state.state}
     out.append(
         Notice(

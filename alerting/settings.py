@@ -30,6 +30,10 @@ class AlertingSettings(BaseSettings):
     # Windows evaluated per rule per cycle when catching up (the rest follow next cycle).
     max_windows_per_cycle: int = Field(default=1000, ge=1, le=100_000)
     renotify_s: float = Field(default=600.0, gt=0)
+    # An alert row unchanged in substance (state, severity, since, fired_at, notified) is
+    # rewritten at least this often; a restart refolds at most this much more (0: every cycle;
+    # alerting/persist.py).
+    state_refresh_s: float = Field(default=60.0, ge=0, le=3600)
     # Receivers: each one set gets every notice.
     alertmanager_url: str = ""
     webhook_url: str = ""

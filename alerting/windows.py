@@ -33,10 +33,12 @@ class Windows:
         self.results, self.settings = results, settings
         self._cache: dict[tuple[str, float, float], dict[float, WindowResult]] = {}
         self._made: dict[tuple[str, str, float, float], list[Observation]] = {}
+        self._encoded: dict[tuple[str, str, float, float], list[Any]] = {}
 
     def new_cycle(self) -> None:
         self._cache.clear()
         self._made.clear()
+        self._encoded.clear()
 
     def observations(
         self, rule: Rule, stored: StoredQuery | None, first: float, last: float, ws: int
@@ -128,7 +130,7 @@ class Windows:
         ws, last, first, upto = self.bounds(stored, row, now, body)
         checkpoint = state_of(row.get("checkpoint"))
         obs = self.observations(rule, stored, first, upto, ws) if upto >= first else []
-        new_values = [_encode(o) for o in obs]
+        new_values = self._values(rule, stored, first, upto, obs)
         old_values: list[Any] = row.get("open", []) if row.get("start") == first else []
         k = len(old_values)
         if new_values[:k] != old_values:  # refined: find the first window that changed
@@ -168,6 +170,18 @@ class Windows:
         }
         lag = max(0.0, last - upto) if upto >= first else 0.0
         return new_row, history, tail, lag
+
+    def _values(
+        self, rule: Rule, stored: StoredQuery | None, first: float, last: float, obs: list
+    ) -> list[Any]:
+        """The windows' inputs as the row stores them; rules on one query and function share
+        one list per cycle (read only: the row keeps a slice)."""
+        if stored is None:
+            return [_encode(o) for o in obs]
+        key = (rule.query_id, rule.function, first, last)
+        if key not in self._encoded:
+            self._encoded[key] = [_encode(o) for o in obs]
+        return self._encoded[key]
 
 
 def _count(first: float, last: float, ws: int) -> range:

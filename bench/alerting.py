@@ -5,14 +5,13 @@ its own (dropped after) and Debian's prometheus-alertmanager on a free port:
    written at its end (what an aggregator with zero freshness delay would do), the evaluator
    (``alerting.service.run``, interval 0.45 s, settle 0) picks it up, the dispatcher posts it;
    the Alertmanager's API is polled every 20 ms;
-2. the cost of one evaluation cycle for 10,000 rules over 1,000 queries (10 s windows, the
-   default 600 s lateness: 60 open windows refolded per rule), in memory (the evaluation
-   alone) and against Cassandra (reads, history, state rows).
+2. the latency of 1. again under the pipeline's load (``--rate``, default 50,000 samples/s;
+   bench/alerting_load.py);
+3. the cost of the evaluation for 10,000 rules over 1,000 queries, per cycle, per rule and per
+   phase, in memory and against Cassandra (bench/alerting_cost.py, its own section;
+   ``--cost-only`` runs only this part).
 
-3. the latency of 1. again under the pipeline's load (``--rate``, default 50,000 samples/s;
-   bench/alerting_load.py).
-
-    .venv/bin/python -m bench.alerting [--rate N]
+    .venv/bin/python -m bench.alerting [--rate N] [--cost-only]
 """
 
 from __future__ import annotations
@@ -32,9 +31,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from alerting.evaluator import Evaluator
 from alerting.settings import AlertingSettings
-from apm.query import StoredQuery, WindowResult, parse
+from apm.query import WindowResult
+from bench import alerting_cost
 from bench.alerting_load import under_load
 from bench.base import percentile, progress, publish
 
@@ -42,103 +41,6 @@ __all__ = ["main"]
 
 COMMAND = "make bench-alerting ALERTING_RATE={rate}"
 TRIALS = 20
-RULES, QUERIES = 10_000, 1_000
-
-
-class _MemResults:
-    def __init__(self, queries: int) -> None:
-        q = parse("FROM * SELECT cpu.util WINDOW 10s COMPUTE avg")
-        self.stored = {f"q{i}": StoredQuery(f"q{i}", q) for i in range(queries)}
-
-    def list_queries(self) -> list[StoredQuery]:
-        return list(self.stored.values())
-
-    def read_results(self, query_id: str, start: float, end: float) -> Any:
-        t = math.ceil(start / 10) * 10
-        while t < end:
-            yield WindowResult(query_id, t, 10, {"avg": 50.0 + (t % 70)}, 10, t + 10)
-            t += 10
-
-    def list_servers(self) -> dict[str, float]:
-        return {}
-
-    def get_status(self) -> dict[str, dict]:
-        return {}
-
-
-class _MemTables:
-    def __init__(self, rules: dict[str, dict[str, Any]]) -> None:
-        self._rules = rules
-        self._current: dict[tuple[str, str], dict[str, Any]] = {}
-
-    def rules(self) -> dict[str, dict[str, Any]]:
-        return self._rules
-
-    def silences(self) -> dict:
-        return {}
-
-    def current(self) -> dict:
-        return dict(self._current)
-
-    def put_current(self, rows: Any) -> None:
-        self._current.update({(r, i): b for r, i, b in rows})
-
-    def delete_current(self, rule_id: str) -> None:
-        self._current = {k: v for k, v in self._current.items() if k[0] != rule_id}
-
-    def put_history(self, rows: Any) -> None:
-        list(rows)
-
-    def enqueue(self, rows: Any) -> None:
-        list(rows)
-
-    def set_suppressed(self, silence_id: str, suppressed: Any) -> None:
-        pass
-
-
-def _rule_bodies(query_ids: list[str], now: float) -> dict[str, dict[str, Any]]:
-    return {
-        f"r{i}": {
-            "name": f"rule {i}",
-            "query_id": query_ids[i % len(query_ids)],
-            "function": "avg",
-            "thresholds": {"warning": 80 + i % 10, "critical": 110},
-            "for_s": 30,
-            "created_at": now - 600,
-        }
-        for i in range(RULES)
-    }
-
-
-def _cycles(ev: Evaluator, now: float) -> tuple[float, float]:
-    began = time.perf_counter()
-    ev.run_once(now)
-    cold = time.perf_counter() - began
-    began = time.perf_counter()
-    ev.run_once(now + 10)  # the next window: one new window, 60 open ones refolded per rule
-    return cold, time.perf_counter() - began
-
-
-def cost_in_memory() -> tuple[float, float]:
-    now = math.floor(time.time() / 10) * 10.0
-    results = _MemResults(QUERIES)
-    tables = _MemTables(_rule_bodies(list(results.stored), now))
-    return _cycles(Evaluator(results, tables, AlertingSettings(settle_s=0)), now)
-
-
-def cost_on_cassandra(repo: Any, tables: Any) -> tuple[float, float]:
-    now = math.floor(time.time() / 10) * 10.0
-    ids = [
-        repo.save_query("FROM * SELECT cpu.util WINDOW 10s COMPUTE avg").id for _ in range(QUERIES)
-    ]
-    repo.upsert_results(
-        WindowResult(q, now - 600 + 10 * k, 10, {"avg": 50.0 + k}, 10, now)
-        for q in ids
-        for k in range(61)
-    )
-    for rule_id, body in _rule_bodies(ids, now).items():
-        tables.put_rule(rule_id, body, now)
-    return _cycles(Evaluator(repo, tables, AlertingSettings(settle_s=0)), now)
 
 
 def latency(repo: Any, tables: Any, keyspace: str) -> list[float]:
@@ -214,6 +116,11 @@ def _active(url: str) -> list[dict[str, Any]]:
 def _args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.alerting", description=__doc__)
     p.add_argument(
+        "--cost-only",
+        action="store_true",
+        help="only the evaluation's cost (bench/alerting_cost.py): no Alertmanager, no load",
+    )
+    p.add_argument(
         "--rate",
         type=int,
         default=50_000,
@@ -224,14 +131,14 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
+    if args.cost_only:
+        return alerting_cost.main(f"{alerting_cost.MODULE_COMMAND} --cost-only")
     quiet_load = os.getloadavg()[0]
     from storage.alerts import AlertStore, migrate_alerts
     from storage.repository import Repository
     from storage.schema import migrate
     from storage.settings import StorageSettings
 
-    progress(f"in memory: {RULES} rules over {QUERIES} queries")
-    mem_cold, mem_steady = cost_in_memory()
     keyspace = f"bench_alerting_{uuid.uuid4().hex[:8]}"
     base = StorageSettings()
     with Repository.connect(base) as admin:
@@ -247,8 +154,6 @@ def main(argv: list[str] | None = None) -> int:
                 with under_load(args.rate, seconds=TRIALS * 4 + 60) as load:
                     progress(f"latency under {args.rate:,} samples/s")
                     loaded = latency(repo, tables, keyspace)
-            progress(f"on Cassandra: {RULES} rules over {QUERIES} queries")
-            cas_cold, cas_steady = cost_on_cassandra(repo, tables)
         finally:
             admin.session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")
     rows: list[list[object]] = [
@@ -258,26 +163,15 @@ def main(argv: list[str] | None = None) -> int:
             f"{statistics.median(lat) * 1000:.0f} ms",
         ],
         [f"same, p99 (max of {TRIALS})", f"{percentile(lat, 99) * 1000:.0f} ms"],
-        [
-            f"one cycle, {RULES} rules / {QUERIES} queries, in memory, steady",
-            f"{mem_steady:.2f} s ({mem_steady / RULES * 1e6:.0f} us/rule)",
-        ],
-        ["same, first cycle (60 backfill windows per rule)", f"{mem_cold:.2f} s"],
-        [
-            f"one cycle, {RULES} rules / {QUERIES} queries, on Cassandra, steady",
-            f"{cas_steady:.2f} s ({cas_steady / RULES * 1e6:.0f} us/rule)",
-        ],
-        ["same, first cycle", f"{cas_cold:.2f} s"],
     ]
     if loaded:
-        rows[3:3] = [
+        rows += [
             [
                 f"same, under the pipeline at {args.rate:,} samples/s, median of {TRIALS}",
                 f"{statistics.median(loaded) * 1000:.0f} ms",
             ],
             [f"same, p99 (max of {TRIALS})", f"{percentile(loaded, 99) * 1000:.0f} ms"],
         ]
-    verdict = "keeps up with" if cas_steady < 10 else "falls behind"
     under = (
         f"Under load: {load.describe()}. The load is loadgen -> ingest -> Kafka -> aggregator "
         "(local Spark) -> Cassandra on the same machine (bench/alerting_load.py); the probe's "
@@ -287,17 +181,15 @@ def main(argv: list[str] | None = None) -> int:
         else "Not measured under load (--rate 0). "
     )
     notes = under + (
-        f"The steady cycle on Cassandra {verdict} 10 s windows ({cas_steady:.1f} s per cycle). "
         "Latency: results written at the window's end, evaluator interval 0.45 s, settle 0, "
-        "so under `make run` add the aggregator's freshness (settle_s). The two first cycles "
-        "differ in work: in memory the values cycle through the thresholds (27 transitions per "
-        "rule over the 60 backfilled windows), on Cassandra they rise once (2 per rule). "
-        "Steady: one new window per rule, 60 open ones compared, one state row written per "
-        f"rule. Load average {quiet_load:.1f} at the start. One process on the shared 2-core "
-        "machine with other work: read the ratios."
+        "so under `make run` add the aggregator's freshness (settle_s). The evaluation's cost "
+        "per rule is the next section (bench/alerting_cost.py, run right after). Load average "
+        f"{quiet_load:.1f} at the start. One process on the shared 2-core machine with other "
+        "work: read the ratios."
     )
     command = COMMAND.format(rate=args.rate)
-    return publish("alerting", "Alerting: latency and cost per rule", command, rows, notes)
+    publish("alerting", "Alerting: latency", command, rows, notes)
+    return alerting_cost.main(command)
 
 
 if __name__ == "__main__":
