@@ -7,21 +7,25 @@ shape of :mod:`apm.errors`; a refused rule is a 422 whose ``at`` names the field
 from __future__ import annotations
 
 import json
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
 from alerting.machine import AlertState, Observation, fold
+from alerting.presence import presence_state, silent_ages
 from alerting.rulebook import Rulebook
-from alerting.rules import RuleError
+from alerting.rules import Rule, RuleError
 from alerting.silences import SilenceError
 from dashboard.alerts_openapi import OPENAPI
 from dashboard.api import StorageUnavailable, error, guarded
 from dashboard.telemetry import DashboardTelemetry
 
-__all__ = ["PREVIEW_SECONDS", "build_alerts_api", "preview", "rulebook_for"]
+__all__ = ["PREVIEW_SECONDS", "build_alerts_api", "preview", "preview_silent", "rulebook_for"]
+
+log = logging.getLogger(__name__)
 
 PREVIEW_SECONDS = 3600
 MAX_BODY = 65_536
@@ -46,10 +50,14 @@ def rulebook_for(repo: object) -> Callable[[], Rulebook]:
 
 def preview(book: Rulebook, raw: Any, now: float) -> dict[str, Any]:
     """The rule's states over the last hour of its query's stored windows, as the evaluator
-    would fold them from a normal start."""
+    would fold them from a normal start; for a server-silent rule, each matching server seen
+    in the last hour with the state it would have now (:func:`preview_silent`)."""
     rule = book.validate(raw)
+    if rule.kind == "server_silent":
+        return preview_silent(rule, book.queries.list_servers(), now)  # type: ignore[attr-defined]
     stored = book.queries.get_query(rule.query_id)
-    assert stored is not None  # validate checked it
+    if stored is None:  # deleted between the check and here
+        raise RuleError("query_id", f"no stored query {rule.query_id!r} (deleted?)")
     ws = stored.query.window_seconds
     rows = {
         r.window_start: r
@@ -71,6 +79,25 @@ def preview(book: Rulebook, raw: Any, now: float) -> dict[str, Any]:
             for o, s in zip(obs, states, strict=True)
         ],
     }
+
+
+def preview_silent(rule: Rule, servers: Mapping[str, float], now: float) -> dict[str, Any]:
+    """The servers a server-silent rule watches now, from the stored last-seen times the
+    evaluator reads: each one matching the glob and seen in the last hour, with its silence and
+    the state the evaluator would give it (``firing`` past ``silent_after_s``)."""
+    out = []
+    for server, age in sorted(silent_ages(rule, servers, now).items()):
+        st = presence_state(AlertState(), now, age, float(rule.silent_after_s), "no sample")
+        out.append(
+            {
+                "server": server,
+                "last_seen": servers[server],
+                "silent_s": age,
+                "state": st.state,
+                "reason": st.reason,
+            }
+        )
+    return {"kind": "server_silent", "silent_after_s": rule.silent_after_s, "servers": out}
 
 
 def build_alerts_api(
@@ -106,6 +133,17 @@ def build_alerts_api(
     def _unavailable(exc: StorageUnavailable) -> tuple[Response, int]:
         return error(503, "storage_unavailable", str(exc))
 
+    @api.errorhandler(Exception)
+    def _bug(exc: Exception) -> tuple[Response, int]:
+        from werkzeug.exceptions import HTTPException
+
+        if isinstance(exc, HTTPException):  # 404, 405, 413: in the one shape too
+            return error(exc.code or 500, "http", exc.description or exc.name)
+        # A bug, never an answer to bad input (those are 4xx above): logged whole, answered
+        # in the one shape rather than as an HTML page.
+        log.exception("alerts API: unexpected failure")
+        return error(500, "internal", "unexpected failure, logged by the dashboard")
+
     @api.get("/openapi.json")
     def openapi() -> Response:
         return jsonify(OPENAPI)
@@ -124,6 +162,14 @@ def build_alerts_api(
     def preview_rule() -> Response:
         raw = body()
         return jsonify(guarded(telemetry, "alert_preview", lambda: preview(book(), raw, clock())))
+
+    @api.put("/rules/<rule_id>")
+    def update(rule_id: str) -> tuple[Response, int]:
+        raw = body()
+        rule = guarded(telemetry, "alert_update", lambda: book().update(rule_id[:64], raw, clock()))
+        if rule is None:
+            return error(404, "not_found", f"no rule {rule_id[:64]!r}", "rule_id")
+        return jsonify(rule.to_dict()), 200
 
     @api.delete("/rules/<rule_id>")
     def delete(rule_id: str) -> tuple[Response, int]:
