@@ -73,13 +73,15 @@ def test_update_of_an_unknown_rule_is_none_and_creates_nothing(setup, make_rule_
     assert book.update("no-such-rule", make_rule_body(qid), BASE) is None
     book.delete(rule_id := book.create(make_rule_body(qid), BASE).id)
     assert book.update(rule_id, make_rule_body(qid), BASE) is None  # deleted: not brought back
+    # The store's own check, for an edit racing a delete (the rulebook read the rule first).
+    assert tables.update_rule(rule_id, make_rule_body(qid), BASE) is False
     assert "no-such-rule" not in tables.rules() and rule_id not in tables.rules()
 
 
 def test_a_pending_alert_keeps_its_breach_under_a_shorter_for(setup, make_rule_body, write_windows):
     """Pending since window 0 under `for` 30 s; the edit to `for` 20 s counts the breach from
-    window 0 (kept), so window 10 fires: 20 s crossed. Reset by the edit, it would still be
-    pending; unedited, too."""
+    window 0 (kept), so window 10 fires: 20 s crossed. Started afresh at the edit (as a new
+    rule), it would still be pending; unedited, too."""
     qid, rule, book, ev = setup(for_s=30)
     write_windows(qid, BASE, [85, 85])
     ev.run_once(BASE + 10)
@@ -93,11 +95,14 @@ def test_a_pending_alert_keeps_its_breach_under_a_shorter_for(setup, make_rule_b
 def test_a_raised_threshold_resolves_a_firing_alert_at_the_next_window(
     setup, make_rule_body, write_windows
 ):
+    """The evaluator after the edit is a new one (as after a restart or a failover): the state
+    it goes on from is the durable row's, what was notified included."""
     qid, rule, book, ev = setup()
     write_windows(qid, BASE, [85, 85, 85])
     ev.run_once(BASE + 20)
     assert changes(ev.tables, rule.id) == [(0, "pending"), (10, "firing")]
     book.update(rule.id, make_rule_body(qid, thresholds={"warning": 90}), BASE + 25)
+    ev = Evaluator(ev.results, ev.tables, ev.settings, ev.receivers)
     ev.run_once(BASE + 30)
     # The windows evaluated before the edit keep their states; the next one is judged by 90.
     assert changes(ev.tables, rule.id) == [(0, "pending"), (10, "firing"), (20, "normal")]
