@@ -1,8 +1,9 @@
 """The dashboard: a Plotly Dash app on a Flask server to define queries, watch their charts
 and the platform's health, with a REST API for automation. ``app.py`` assembles it;
-``pages/`` holds the queries, chart, health and alerts pages (the alerts page's rule builder
-and silence form, the chart's alert events and the health page's receivers card each in a
-module of their own); ``api.py`` the REST API; ``auth.py``
+``pages/`` holds the queries, chart, health and alerts pages (the alerts page's rule builder,
+its Edit and the silence form, the chart's alert events and the health page's receivers card
+each in a module of their own); ``api.py`` the REST API, ``alerts_api.py`` the alerting one
+(``alerts_preview.py`` its rule preview, ``alerts_openapi.py`` its description); ``auth.py``
 login, tokens and CSRF; ``validation.py`` the one path for query text; ``states.py`` why a
 query shows what it shows; ``series.py``, ``downsample.py`` and ``cache.py`` turn stored
 windows into chart series; ``health.py`` and ``sources.py`` read Kafka and the ingest's

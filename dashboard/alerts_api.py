@@ -1,5 +1,6 @@
 """The alerting REST API under ``/api/alerts`` (described by ``/api/alerts/openapi.json``): rules
-with their alert's state, a rule's history, a preview of a rule over the last hour, silences,
+with their alert's state, a rule's history, a preview of a rule (:mod:`dashboard.alerts_preview`),
+silences,
 and a test notification per receiver. It goes through :class:`alerting.rulebook.Rulebook`, as
 ``apm alert`` does, so both refuse the same input with the same message. Errors have the one
 shape of :mod:`apm.errors`; a refused rule is a 422 whose ``at`` names the field."""
@@ -9,25 +10,23 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
-from alerting.machine import AlertState, Observation, fold
-from alerting.presence import presence_state, silent_ages
 from alerting.rulebook import Rulebook
-from alerting.rules import Rule, RuleError
+from alerting.rules import RuleError
 from alerting.silences import SilenceError
 from dashboard.alerts_openapi import OPENAPI
+from dashboard.alerts_preview import preview
 from dashboard.api import StorageUnavailable, error, guarded
 from dashboard.telemetry import DashboardTelemetry
 
-__all__ = ["PREVIEW_SECONDS", "build_alerts_api", "preview", "preview_silent", "rulebook_for"]
+__all__ = ["build_alerts_api", "rulebook_for"]
 
 log = logging.getLogger(__name__)
 
-PREVIEW_SECONDS = 3600
 MAX_BODY = 65_536
 
 
@@ -46,58 +45,6 @@ def rulebook_for(repo: object) -> Callable[[], Rulebook]:
         return made[0]
 
     return book
-
-
-def preview(book: Rulebook, raw: Any, now: float) -> dict[str, Any]:
-    """The rule's states over the last hour of its query's stored windows, as the evaluator
-    would fold them from a normal start; for a server-silent rule, each matching server seen
-    in the last hour with the state it would have now (:func:`preview_silent`)."""
-    rule = book.validate(raw)
-    if rule.kind == "server_silent":
-        return preview_silent(rule, book.queries.list_servers(), now)  # type: ignore[attr-defined]
-    stored = book.queries.get_query(rule.query_id)
-    if stored is None:  # deleted between the check and here
-        raise RuleError("query_id", f"no stored query {rule.query_id!r} (deleted?)")
-    ws = stored.query.window_seconds
-    rows = {
-        r.window_start: r
-        for r in book.queries.read_results(rule.query_id, now - PREVIEW_SECONDS, now)  # type: ignore[attr-defined]
-    }
-    first = (now - PREVIEW_SECONDS) // ws * ws
-    obs = []
-    t = first
-    while t + ws <= now:
-        r = rows.get(t)
-        value = r.values.get(rule.function) if r is not None and r.samples else None
-        obs.append(Observation(t, ws, value))
-        t += ws
-    states = fold(rule, AlertState(), obs)
-    return {
-        "thresholds": rule.to_dict()["thresholds"],
-        "points": [
-            {"window_start": o.window_start, "value": o.value, "state": s.state, "reason": s.reason}
-            for o, s in zip(obs, states, strict=True)
-        ],
-    }
-
-
-def preview_silent(rule: Rule, servers: Mapping[str, float], now: float) -> dict[str, Any]:
-    """The servers a server-silent rule watches now, from the stored last-seen times the
-    evaluator reads: each one matching the glob and seen in the last hour, with its silence and
-    the state the evaluator would give it (``firing`` past ``silent_after_s``)."""
-    out = []
-    for server, age in sorted(silent_ages(rule, servers, now).items()):
-        st = presence_state(AlertState(), now, age, float(rule.silent_after_s), "no sample")
-        out.append(
-            {
-                "server": server,
-                "last_seen": servers[server],
-                "silent_s": age,
-                "state": st.state,
-                "reason": st.reason,
-            }
-        )
-    return {"kind": "server_silent", "silent_after_s": rule.silent_after_s, "servers": out}
 
 
 def build_alerts_api(

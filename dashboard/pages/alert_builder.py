@@ -20,7 +20,7 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from alerting.rulebook import Rulebook
 from alerting.rules import RuleError
-from dashboard.alerts_api import preview
+from dashboard.alerts_preview import preview
 from dashboard.context import AppContext
 from dashboard.pages.alert_builder_fields import (
     FIELDS,
