@@ -1,4 +1,4 @@
-"""``apm alert run|rules|add|delete|history|silence|silences|unsilence|test-notify``.
+"""``apm alert run|rules|add|edit|delete|history|silence|silences|unsilence|test-notify``.
 
 Standard library only at top level: apm.cli imports this module for every command.
 Exit codes: 0 ok, 1 not found or a receiver/Cassandra failed, 2 bad input."""
@@ -28,6 +28,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     add = cmds.add_parser("add", help="add a rule from JSON (see docs/alerting.md)")
     add.add_argument("rule", help="the rule as JSON, or - to read it from stdin")
     add.set_defaults(func=_add)
+    edit = cmds.add_parser(
+        "edit", help="replace a rule by JSON (its kind, query_id and function stay)"
+    )
+    edit.add_argument("rule_id")
+    edit.add_argument("rule", help="the whole rule as JSON, or - to read it from stdin")
+    edit.set_defaults(func=_edit)
     delete = cmds.add_parser("delete", help="delete a rule")
     delete.add_argument("rule_id")
     delete.set_defaults(func=_delete)
@@ -114,6 +120,20 @@ def _add(args: argparse.Namespace) -> int:
         rule = _book().create(_json(args.rule), time.time())
     except (RuleError, json.JSONDecodeError) as exc:
         return _refused(exc)
+    _print(rule.to_dict())
+    return 0
+
+
+def _edit(args: argparse.Namespace) -> int:
+    from alerting.rules import RuleError
+
+    try:
+        rule = _book().update(args.rule_id, _json(args.rule), time.time())
+    except (RuleError, json.JSONDecodeError) as exc:
+        return _refused(exc)
+    if rule is None:
+        print(f"apm alert: no rule {args.rule_id!r}", file=sys.stderr)
+        return EXIT_FAILED
     _print(rule.to_dict())
     return 0
 

@@ -1,5 +1,6 @@
-"""Creating, listing and deleting rules and silences: the one place the API and the CLI go
-through, so both refuse the same input with the same errors and store nothing on a refusal."""
+"""Creating, editing, listing and deleting rules and silences: the one place the API, the CLI
+and the dashboard go through, so all refuse the same input with the same errors and store
+nothing on a refusal."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ from alerting.rules import Rule, RuleError, rule_from_dict
 from alerting.silences import Silence, silence_from_dict
 from apm.query import StoredQuery
 
-__all__ = ["Rulebook"]
+__all__ = ["FIXED", "Rulebook"]
+
+# What a rule watches: its alert's state and windows are of these, so an edit keeps them
+# (docs/alerting.md, "Editing a rule"); to watch something else, delete it and create another.
+FIXED = ("kind", "query_id", "function")
 
 
 class Queries(Protocol):
@@ -20,6 +25,7 @@ class Queries(Protocol):
 
 class Tables(Protocol):
     def put_rule(self, rule_id: str, body: dict[str, Any], now: float) -> None: ...
+    def update_rule(self, rule_id: str, body: dict[str, Any], now: float) -> bool: ...
     def delete_rule(self, rule_id: str) -> None: ...
     def rules(self) -> dict[str, dict[str, Any]]: ...
     def put_silence(self, silence_id: str, body: dict[str, Any], now: float) -> None: ...
@@ -49,6 +55,25 @@ class Rulebook:
         rule = self.validate(raw, rule_id or uuid.uuid4().hex[:16])
         self.tables.put_rule(rule.id, {**rule.to_dict(), "created_at": now}, now)
         return rule
+
+    def update(self, rule_id: str, raw: Any, now: float) -> Rule | None:
+        """Replaces rule ``rule_id`` by ``raw``, validated as :meth:`create` does; None if no
+        such rule. What the rule watches (:data:`FIXED`) cannot change: a RuleError names it.
+        The alert's state is the evaluator's and is kept: it goes on under the new rule."""
+        old = self.tables.rules().get(rule_id)
+        if old is None:
+            return None
+        rule = self.validate(raw, rule_id)
+        new = rule.to_dict()
+        for name in FIXED:
+            if new[name] != old.get(name, "threshold" if name == "kind" else None):
+                raise RuleError(
+                    name,
+                    f"an edit cannot change what a rule watches ({old.get(name)!r} to "
+                    f"{new[name]!r}): delete the rule and create a new one",
+                )
+        body = {**new, "created_at": old.get("created_at", now), "updated_at": now}
+        return rule if self.tables.update_rule(rule_id, body, now) else None
 
     def delete(self, rule_id: str) -> bool:
         if rule_id not in self.tables.rules():

@@ -1,10 +1,14 @@
 """The dashboard: a Plotly Dash app on a Flask server to define queries, watch their charts
 and the platform's health, with a REST API for automation. ``app.py`` assembles it;
-``pages/`` holds the queries, chart, health and alerts pages (the alerts page's rule builder
-and silence form, the chart's alert events and the health page's receivers card each in a
-module of their own); ``api.py`` the REST API; ``auth.py``
-login, tokens and CSRF; ``validation.py`` the one path for query text; ``states.py`` why a
-query shows what it shows; ``series.py``, ``downsample.py`` and ``cache.py`` turn stored
-windows into chart series; ``health.py`` and ``sources.py`` read Kafka and the ingest's
-/metrics; ``ports.py`` and ``context.py`` are what pages share; ``telemetry.py`` its own
-metrics; ``settings.py``, ``serve.py`` and ``cli.py`` (``apm dashboard``) are its edges."""
+``pages/`` holds the queries, chart, health and alerts pages (the alerts page's rule builder,
+its Edit and the silence form, the chart's alert events and the health page's receivers card
+each in a module of their own); ``api.py`` the REST API, ``alerts_api.py`` the alerting one
+(``alerts_preview.py`` its rule preview, ``alerts_openapi.py`` its description); ``promapi/``
+the Prometheus-compatible read API; ``auth.py`` login, tokens and CSRF, with ``sessions.py``
+(signed-cookie sessions), ``throttle.py`` (login throttling) and ``next_url.py`` (where a login
+may redirect); ``validation.py`` the one path for query text; ``states.py`` why a query shows
+what it shows; ``storage_errors.py`` which failures mean "storage unavailable"; ``series.py``,
+``downsample.py`` and ``cache.py`` turn stored windows into chart series; ``health.py``,
+``sources.py`` and ``agents.py`` read Kafka, the ingest's /metrics and the agents' versions;
+``ports.py`` and ``context.py`` are what pages share; ``telemetry.py`` its own metrics;
+``settings.py``, ``serve.py`` and ``cli.py`` (``apm dashboard``) are its edges."""

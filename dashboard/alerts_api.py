@@ -1,5 +1,6 @@
 """The alerting REST API under ``/api/alerts`` (described by ``/api/alerts/openapi.json``): rules
-with their alert's state, a rule's history, a preview of a rule over the last hour, silences,
+with their alert's state, a rule's history, a preview of a rule (:mod:`dashboard.alerts_preview`),
+silences,
 and a test notification per receiver. It goes through :class:`alerting.rulebook.Rulebook`, as
 ``apm alert`` does, so both refuse the same input with the same message. Errors have the one
 shape of :mod:`apm.errors`; a refused rule is a 422 whose ``at`` names the field."""
@@ -7,23 +8,25 @@ shape of :mod:`apm.errors`; a refused rule is a 422 whose ``at`` names the field
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
-from alerting.machine import AlertState, Observation, fold
 from alerting.rulebook import Rulebook
 from alerting.rules import RuleError
 from alerting.silences import SilenceError
 from dashboard.alerts_openapi import OPENAPI
+from dashboard.alerts_preview import preview
 from dashboard.api import StorageUnavailable, error, guarded
 from dashboard.telemetry import DashboardTelemetry
 
-__all__ = ["PREVIEW_SECONDS", "build_alerts_api", "preview", "rulebook_for"]
+__all__ = ["build_alerts_api", "rulebook_for"]
 
-PREVIEW_SECONDS = 3600
+log = logging.getLogger(__name__)
+
 MAX_BODY = 65_536
 
 
@@ -42,35 +45,6 @@ def rulebook_for(repo: object) -> Callable[[], Rulebook]:
         return made[0]
 
     return book
-
-
-def preview(book: Rulebook, raw: Any, now: float) -> dict[str, Any]:
-    """The rule's states over the last hour of its query's stored windows, as the evaluator
-    would fold them from a normal start."""
-    rule = book.validate(raw)
-    stored = book.queries.get_query(rule.query_id)
-    assert stored is not None  # validate checked it
-    ws = stored.query.window_seconds
-    rows = {
-        r.window_start: r
-        for r in book.queries.read_results(rule.query_id, now - PREVIEW_SECONDS, now)  # type: ignore[attr-defined]
-    }
-    first = (now - PREVIEW_SECONDS) // ws * ws
-    obs = []
-    t = first
-    while t + ws <= now:
-        r = rows.get(t)
-        value = r.values.get(rule.function) if r is not None and r.samples else None
-        obs.append(Observation(t, ws, value))
-        t += ws
-    states = fold(rule, AlertState(), obs)
-    return {
-        "thresholds": rule.to_dict()["thresholds"],
-        "points": [
-            {"window_start": o.window_start, "value": o.value, "state": s.state, "reason": s.reason}
-            for o, s in zip(obs, states, strict=True)
-        ],
-    }
 
 
 def build_alerts_api(
@@ -106,6 +80,17 @@ def build_alerts_api(
     def _unavailable(exc: StorageUnavailable) -> tuple[Response, int]:
         return error(503, "storage_unavailable", str(exc))
 
+    @api.errorhandler(Exception)
+    def _bug(exc: Exception) -> tuple[Response, int]:
+        from werkzeug.exceptions import HTTPException
+
+        if isinstance(exc, HTTPException):  # 404, 405, 413: in the one shape too
+            return error(exc.code or 500, "http", exc.description or exc.name)
+        # A bug, never an answer to bad input (those are 4xx above): logged whole, answered
+        # in the one shape rather than as an HTML page.
+        log.exception("alerts API: unexpected failure")
+        return error(500, "internal", "unexpected failure, logged by the dashboard")
+
     @api.get("/openapi.json")
     def openapi() -> Response:
         return jsonify(OPENAPI)
@@ -124,6 +109,14 @@ def build_alerts_api(
     def preview_rule() -> Response:
         raw = body()
         return jsonify(guarded(telemetry, "alert_preview", lambda: preview(book(), raw, clock())))
+
+    @api.put("/rules/<rule_id>")
+    def update(rule_id: str) -> tuple[Response, int]:
+        raw = body()
+        rule = guarded(telemetry, "alert_update", lambda: book().update(rule_id[:64], raw, clock()))
+        if rule is None:
+            return error(404, "not_found", f"no rule {rule_id[:64]!r}", "rule_id")
+        return jsonify(rule.to_dict()), 200
 
     @api.delete("/rules/<rule_id>")
     def delete(rule_id: str) -> tuple[Response, int]:

@@ -40,10 +40,22 @@ OPENAPI: dict[str, Any] = {
             "post": _op("create a rule (docs/alerting.md)", "201", True, errors=("400", "422"))
         },
         "/api/alerts/rules/preview": {
-            "post": _op("the rule's states over the last hour", body=True, errors=("422",))
+            "post": _op(
+                "the rule's states over the last hour (server_silent: its servers now)",
+                body=True,
+                errors=("400", "422"),
+            )
         },
         "/api/alerts/rules/{rule_id}": {
-            "delete": {**_op("delete a rule", errors=("404",)), "parameters": _id("rule_id")}
+            "put": {
+                **_op(
+                    "replace a rule, validated as on create; kind, query_id and function fixed",
+                    body=True,
+                    errors=("400", "404", "422"),
+                ),
+                "parameters": _id("rule_id"),
+            },
+            "delete": {**_op("delete a rule", errors=("404",)), "parameters": _id("rule_id")},
         },
         "/api/alerts/rules/{rule_id}/history": {
             "get": {
@@ -57,7 +69,7 @@ OPENAPI: dict[str, Any] = {
         },
         "/api/alerts/silences": {
             "get": _op("silences and what each suppressed"),
-            "post": _op("add a silence", "201", True, errors=("422",)),
+            "post": _op("add a silence", "201", True, errors=("400", "422")),
         },
         "/api/alerts/silences/{silence_id}": {
             "delete": {**_op("delete a silence", errors=("404",)), "parameters": _id("silence_id")}

@@ -147,6 +147,17 @@ class AlertStore:
     def put_rule(self, rule_id: str, body: dict[str, Any], now: float) -> None:
         self._put_document(self._put_rule, rule_id, body, now)
 
+    def update_rule(self, rule_id: str, body: dict[str, Any], now: float) -> bool:
+        """Replaces the body of a stored rule; False (nothing written) if there is none. A
+        lightweight transaction (IF EXISTS), so an edit of a rule deleted since it was read
+        does not bring it back. Prepared on first use: edits are rare."""
+        stmt = getattr(self, "_update_rule", None)
+        if stmt is None:
+            stmt = self._update_rule = self.session.prepare(
+                f"UPDATE {self.ks}.alert_rules SET body = ?, updated_at = ? WHERE id = ? IF EXISTS"
+            )
+        return bool(self._run(stmt, (json.dumps(body), _ms(now), rule_id)).was_applied)
+
     def delete_rule(self, rule_id: str) -> None:
         # Its alert rows stay until the evaluator has enqueued their resolutions (it then
         # calls delete_current), even if it was down when the rule was deleted.

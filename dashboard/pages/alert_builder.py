@@ -3,7 +3,9 @@ comparison, warning and critical thresholds each with an optional recovery line,
 ``keep firing for``, the no-data policy) or a "server silent" rule, with labels, an annotation
 and receivers (the fields: :mod:`dashboard.pages.alert_builder_fields`). **Preview** draws the
 last hour of the query's windows against the thresholds and recovery lines with the state each
-window would have had, **Create** stores the rule. Both validate through the rulebook, so a
+window would have had (for a server-silent rule, the servers it watches now and which would
+fire), **Create** stores the rule, or saves the rule being edited
+(:mod:`dashboard.pages.alert_edit`). Both validate through the rulebook, so a
 refusal names its field inline, as the API's 422 does; the same check runs on every keystroke
 (``ab-check``), so a NaN threshold, a recovery line on the firing side, a ``for`` of years, a
 missing query or a bad label name is named before any click."""
@@ -18,7 +20,7 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from alerting.rulebook import Rulebook
 from alerting.rules import RuleError
-from dashboard.alerts_api import preview
+from dashboard.alerts_preview import preview
 from dashboard.context import AppContext
 from dashboard.pages.alert_builder_fields import (
     FIELDS,
@@ -29,10 +31,11 @@ from dashboard.pages.alert_builder_fields import (
 )
 from dashboard.pages.common import labelled
 
-__all__ = ["NO_PREVIEW", "PRISTINE", "check", "form", "register", "submit", "typed"]
+__all__ = ["NO_SERVERS", "PRISTINE", "check", "form", "register", "servers_now", "submit", "typed"]
 
 PRISTINE = "pick a query, a function and a threshold: each field is checked as you type"
-NO_PREVIEW = "a server silent rule watches servers, not a query's values: nothing to preview"
+NO_SERVERS = "no server matching {glob!r} sent anything in the last hour"
+MAX_LISTED = 20
 _COLORS = {
     "normal": "#2a9d8f",
     "pending": "#e9c46a",
@@ -51,7 +54,9 @@ def form() -> html.Div:
     return html.Div(
         id="ab-form",
         children=[
-            html.H3("New rule"),
+            html.H3("New rule", id="ab-title"),
+            dcc.Store(id="ab-editing", data=None),  # the id of the rule being edited
+            dcc.Store(id="ab-edit-request", data=None),  # an Edit click (pages/alert_edit.py)
             labelled(
                 "kind",
                 dcc.Dropdown(id="ab-kind", options=_KINDS, value="threshold", clearable=False),
@@ -63,6 +68,7 @@ def form() -> html.Div:
             html.Div(id="ab-check", className="hint", children=PRISTINE),
             html.Button("Preview", id="ab-preview", n_clicks=0),
             html.Button("Create", id="ab-create", n_clicks=0),
+            html.Button("New rule", id="ab-new", n_clicks=0, style={"display": "none"}),
             html.Div(id="ab-message", className="error"),
             dcc.Graph(id="ab-graph", style={"display": "none"}),
         ],
@@ -96,17 +102,33 @@ def check(book: Callable[[], Rulebook], raw: dict[str, Any]) -> tuple[str, str]:
     return "valid: Preview draws it, Create stores it", "ok"
 
 
+def servers_now(result: dict[str, Any], glob: str) -> str:
+    """A server-silent rule's preview as one line: each server it watches with its state."""
+    listed = result["servers"]
+    if not listed:
+        return NO_SERVERS.format(glob=glob)
+    firing = sum(s["state"] == "firing" for s in listed)
+    parts = [f"{s['server']} {s['state']} (silent {s['silent_s']:.0f}s)" for s in listed]
+    more = f", and {len(parts) - MAX_LISTED} more" if len(parts) > MAX_LISTED else ""
+    return f"{firing} of {len(listed)} would fire now: {', '.join(parts[:MAX_LISTED])}{more}"
+
+
 def submit(
-    book: Rulebook, create: bool, raw: dict[str, Any], now: float
+    book: Rulebook, create: bool, raw: dict[str, Any], now: float, editing: str | None = None
 ) -> tuple[str, dict[str, Any] | None]:
-    """Create (the new rule's id) or Preview (the preview endpoint's answer) the rule ``raw``:
-    a refusal is the API's message, with nothing stored."""
+    """Create (the new rule's id), Save the rule being edited (``editing``, its id) or Preview
+    (the preview endpoint's answer) the rule ``raw``: a refusal is the API's message, with
+    nothing stored."""
     try:
+        if create and editing:
+            saved = book.update(editing, raw, now)
+            return (f"saved rule {editing}" if saved else f"no rule {editing} (deleted?)"), None
         if create:
             return f"created rule {book.create(raw, now).id}", None
-        if book.validate(raw).kind == "server_silent":
-            return f"valid; {NO_PREVIEW}. Create stores it", None
-        return "", preview(book, raw, now)
+        result = preview(book, raw, now)
+        if result.get("kind") == "server_silent":
+            return servers_now(result, raw.get("servers", "*")), None
+        return "", result
     except RuleError as exc:
         return _refusal(exc), None
 
@@ -180,10 +202,13 @@ def register(app: Dash, app_ctx: AppContext, book: Callable[[], Rulebook]) -> No
         Output("ab-graph", "style"),
         Input("ab-preview", "n_clicks"),
         Input("ab-create", "n_clicks"),
+        State("ab-editing", "data"),
         *[State(field, "value") for field in FIELDS],
         prevent_initial_call=True,
     )
-    def act(preview_clicks: int, create_clicks: int, *fields: Any) -> tuple[Any, Any, Any]:
+    def act(
+        preview_clicks: int, create_clicks: int, editing: str | None, *fields: Any
+    ) -> tuple[Any, Any, Any]:
         from dash import ctx
 
         hidden = {"display": "none"}
@@ -192,7 +217,7 @@ def register(app: Dash, app_ctx: AppContext, book: Callable[[], Rulebook]) -> No
         except RuleError as exc:
             return _refusal(exc), no_update, hidden
         create = ctx.triggered_id == "ab-create"
-        message, result = submit(book(), create, raw, app_ctx.clock())
+        message, result = submit(book(), create, raw, app_ctx.clock(), editing)
         if result is None:
             return message, no_update, no_update if create else hidden
         return message, _figure(result), {"display": "block"}

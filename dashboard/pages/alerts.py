@@ -1,6 +1,7 @@
 """The alerts page: every rule with its alert's state and why (each state is explained where it
 is shown), the silences and what they suppressed with the silence form
-(pages/alert_silences.py), and the rule builder (pages/alert_builder.py)."""
+(pages/alert_silences.py), and the rule builder (pages/alert_builder.py), into which **Edit**
+loads a rule to save it back (pages/alert_edit.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dash import Dash, Input, Output, dcc, html
 
 from alerting.rulebook import Rulebook
 from dashboard.context import AppContext
-from dashboard.pages import alert_builder, alert_silences
+from dashboard.pages import alert_builder, alert_edit, alert_silences
 from dashboard.pages.common import navbar
 
 __all__ = ["STATE_HELP", "layout", "register"]
@@ -39,7 +40,7 @@ def layout(app_ctx: AppContext) -> html.Div:
 
 
 def _rules_table(rules: list[dict[str, Any]]) -> html.Table:
-    head = html.Tr([html.Th(h) for h in ("rule", "state", "value", "why", "window")])
+    head = html.Tr([html.Th(h) for h in ("rule", "state", "value", "why", "window", "")])
     rows = []
     for r in rules:
         a = r.get("alert") or {"state": "normal", "reason": "not evaluated yet"}
@@ -52,7 +53,9 @@ def _rules_table(rules: list[dict[str, Any]]) -> html.Table:
                     html.Td("" if a.get("value") is None else f"{a['value']:.6g}"),
                     html.Td(a.get("reason", "")),
                     html.Td(str(a.get("window_start") or "")),
-                ]
+                    html.Td(alert_edit.edit_button(r["id"]) if r.get("kind") != "meta" else ""),
+                ],
+                id=f"al-rule-{r['id']}",
             )
         )
     return html.Table([head, *rows], id="al-rules")
@@ -78,6 +81,7 @@ def body(book: Rulebook, now: float) -> html.Div:
 
 def register(app: Dash, app_ctx: AppContext, book: Callable[[], Rulebook]) -> None:
     alert_builder.register(app, app_ctx, book)
+    alert_edit.register(app, book)
     alert_silences.register(app, app_ctx.clock, book)
 
     @app.callback(

@@ -1,8 +1,10 @@
 """``apm alert``: the evaluator and the Alertmanager of ``make run`` start from the process
-table and answer; a refused rule exits 2 with the field named."""
+table and answer; a refused rule exits 2 with the field named; ``apm alert edit`` replaces a
+rule."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -48,6 +50,33 @@ def test_a_refused_rule_exits_2_naming_the_field(alert_keyspace):
     )
     assert done.returncode == 2
     assert "thresholds.warning: must be a finite number" in done.stderr
+
+
+def test_edit_replaces_a_rule_and_exits_1_or_2_when_it_cannot(
+    alert_keyspace, repo, tables, make_rule_body
+):
+    from alerting.rulebook import Rulebook
+
+    qid = repo.save_query("FROM web-* SELECT cpu.util WINDOW 10s COMPUTE avg").id
+    rule_id = Rulebook(repo, tables).create(make_rule_body(qid), 0).id
+
+    def edit(target: str, warning: float) -> subprocess.CompletedProcess[str]:
+        body = json.dumps(make_rule_body(qid, thresholds={"warning": warning}))
+        return subprocess.run(
+            [sys.executable, "-m", "apm.cli", "alert", "edit", target, body],
+            env={**os.environ, "APM_STORAGE_KEYSPACE": alert_keyspace},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    done = edit(rule_id, 95)
+    assert done.returncode == 0, done.stderr
+    assert tables.rules()[rule_id]["thresholds"]["warning"] == 95
+    done = edit(rule_id, float("inf"))
+    assert done.returncode == 2 and "thresholds.warning: must be a finite" in done.stderr
+    assert edit("no-such-rule", 95).returncode == 1
+    assert tables.rules()[rule_id]["thresholds"]["warning"] == 95
 
 
 @pytest.mark.parametrize("command", ["run", "test-notify"])

@@ -12,7 +12,7 @@ import pytest
 from alerting.rulebook import Rulebook
 from alerting.rules import RuleError
 from apm.query import WindowResult
-from dashboard.pages.alert_builder import NO_PREVIEW, PRISTINE, _figure, check, submit, typed
+from dashboard.pages.alert_builder import NO_SERVERS, PRISTINE, _figure, check, submit, typed
 from dashboard.pages.alert_builder_fields import FIELDS, rule_body
 from tests.support.alert_tables import MemoryAlertTables, MemoryQueries
 
@@ -212,7 +212,12 @@ def test_blank_optional_fields_take_the_apis_defaults(book: Rulebook) -> None:
 def test_a_server_silent_rule_is_stored_without_a_query(book: Rulebook) -> None:
     raw = typed_in(**SILENT, servers=" db-* ", silent_after="300", labels="team=db")
     assert check(lambda: book, raw) == ("valid: Preview draws it, Create stores it", "ok")
-    assert submit(book, False, raw, NOW) == (f"valid; {NO_PREVIEW}. Create stores it", None)
+    assert submit(book, False, raw, NOW) == (NO_SERVERS.format(glob="db-*"), None)
+    book.queries.servers = {"db-1": NOW - 400, "db-2": NOW - 10, "web-1": NOW - 400}  # type: ignore[attr-defined]
+    assert submit(book, False, raw, NOW) == (
+        "1 of 2 would fire now: db-1 firing (silent 400s), db-2 normal (silent 10s)",
+        None,
+    )
     assert book.tables.rules() == {}  # a preview stores nothing
     submit(book, True, raw, NOW)
     (stored,) = book.tables.rules().values()

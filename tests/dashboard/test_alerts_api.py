@@ -163,3 +163,119 @@ def test_test_notify_delivers_to_the_webhook_peer(served, monkeypatch):
     status, err = call(served, "POST", "/api/alerts/test-notify?receiver=webhook")
     assert (status, err["error"]) == (503, "misconfigured")
     assert err["detail"].startswith("APM_ALERTING_WEBHOOK_URL: Value error, receiver URL must")
+
+
+def test_preview_of_a_server_silent_rule_lists_its_servers_now(served, repo):
+    """From the stored last-seen times the evaluator reads: a matching server silent past the
+    bound fires, one heard from lately is normal, one gone for over an hour and one that does
+    not match are left out. Was a 500 HTML page (the preview assumed a stored query)."""
+    import time
+    import uuid
+
+    p, now = f"pv{uuid.uuid4().hex[:8]}", time.time()
+    repo.touch_servers(
+        {f"{p}-quiet": now - 300, f"{p}-live": now - 2, f"{p}-gone": now - 7200, "db-1": now}
+    )
+    raw = {"name": "silent", "kind": "server_silent", "servers": f"{p}-*", "silent_after_s": 60}
+    status, answer = call(served, "POST", "/api/alerts/rules/preview", raw)
+    assert status == 200 and answer["kind"] == "server_silent"
+    assert [(s["server"], s["state"]) for s in answer["servers"]] == [
+        (f"{p}-live", "normal"),
+        (f"{p}-quiet", "firing"),
+    ]
+    assert answer["servers"][1]["silent_s"] >= 300
+    status, err = call(served, "POST", "/api/alerts/rules/preview", {**raw, "silent_after_s": 0})
+    assert (status, err["at"]) == (422, "silent_after_s")
+
+
+def test_put_replaces_a_rule_validated_as_create(served, query_id):
+    status, created = call(served, "POST", "/api/alerts/rules", rule(query_id))
+    path = f"/api/alerts/rules/{created['id']}"
+    edited = rule(query_id, thresholds={"warning": 85, "critical": 95})
+    status, answer = call(served, "PUT", path, edited)
+    assert status == 200 and answer["id"] == created["id"]
+    stored = {r["id"]: r for r in call(served, "GET", "/api/alerts")[1]["rules"]}
+    assert stored[created["id"]]["thresholds"]["warning"] == 85
+    for over, at in [
+        ({"thresholds": {"warning": "nan"}}, "thresholds.warning"),
+        ({"for_s": 10 * 365 * 86_400}, "for_s"),
+        ({"function": "max"}, "function"),  # what the rule watches is fixed
+    ]:
+        status, err = call(served, "PUT", path, {**edited, **over})
+        assert (status, err["error"], err["at"]) == (422, "validation", at)
+    assert call(served, "GET", "/api/alerts")[1]["rules"] == list(stored.values())
+    status, err = call(served, "PUT", "/api/alerts/rules/no-such-rule", edited)
+    assert (status, err["at"]) == (404, "rule_id") and set(err) == {"error", "detail", "at"}
+    assert "no-such-rule" not in {r["id"] for r in call(served, "GET", "/api/alerts")[1]["rules"]}
+    call(served, "DELETE", path)
+
+
+def _json_values() -> Any:
+    from hypothesis import strategies as st
+
+    scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20)
+    return st.recursive(
+        scalars,
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
+        max_leaves=12,
+    )
+
+
+def _bodies(query_id: str) -> Any:
+    """Arbitrary JSON, and rule- and silence-shaped objects with any field set to anything (so
+    that the fuzzing reaches past the first check)."""
+    from hypothesis import strategies as st
+
+    names = [
+        *rule(query_id),
+        *("comparison", "kind", "servers", "silent_after_s", "keep_firing_for_s", "labels"),
+        *("nodata_policy", "nodata_windows", "annotation", "receivers", "rule_id", "ends_at"),
+        *("starts_at", "server_glob", "matchers", "weekly", "comment"),
+    ]
+    silent = {"name": "s", "kind": "server_silent", "servers": "*", "silent_after_s": 60}
+    silence = {"starts_at": 0, "ends_at": 3600, "server_glob": "web-*"}
+    shaped = st.builds(
+        lambda base, over: {**base, **over},
+        st.sampled_from([rule(query_id), silent, silence]),
+        st.dictionaries(st.sampled_from(names), _json_values(), max_size=3),
+    )
+    return _json_values() | shaped
+
+
+def test_no_body_answers_a_5xx_and_a_4xx_stores_nothing(served, query_id):
+    """Any JSON to the routes that take a body: 2xx, or a 4xx in the one error shape with
+    nothing stored (rules and silences as before)."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    def stored() -> tuple[set[str], set[str]]:
+        rules = {r["id"] for r in call(served, "GET", "/api/alerts")[1]["rules"]}
+        return rules, {s["id"] for s in call(served, "GET", "/api/alerts/silences")[1]}
+
+    existing = call(served, "POST", "/api/alerts/rules", rule(query_id))[1]["id"]
+    routes = ["/rules", "/rules/preview", "/silences", f"/rules/{existing}"]
+
+    @settings(
+        max_examples=150,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(route=st.sampled_from(routes), raw=_bodies(query_id))
+    def check(route: str, raw: Any) -> None:
+        before = stored()
+        body_before = call(served, "GET", "/api/alerts")[1]["rules"]
+        method = "PUT" if route == routes[-1] else "POST"
+        status, answer = call(served, method, "/api/alerts" + route, raw)
+        assert status < 500, (status, answer)
+        if status >= 400:
+            assert set(answer) == {"error", "detail", "at"}, answer
+            assert stored() == before
+            assert call(served, "GET", "/api/alerts")[1]["rules"] == body_before
+        elif route == "/rules":
+            call(served, "DELETE", f"/api/alerts/rules/{answer['id']}")
+        elif route == "/silences":
+            call(served, "DELETE", f"/api/alerts/silences/{answer['id']}")
+
+    check()
+    call(served, "DELETE", f"/api/alerts/rules/{existing}")

@@ -1,6 +1,6 @@
 """The alerts page in headless Chromium: the rule builder previews a rule against the last hour
 of stored windows, refuses a bad one inline naming the field, and creates a good one, which the
-list then shows with its state."""
+list then shows with its state; Edit loads a stored rule into the builder and saves it back."""
 
 from __future__ import annotations
 
@@ -145,8 +145,10 @@ def test_rule_builder_checks_each_field_while_typing(chrome, login, wait, repo) 
     _retype(chrome, "ab-silent-after", "120")
     _retype(chrome, "ab-servers", f"live{tag}-*")
     says(wait, "valid:")
+    repo.touch_servers({f"live{tag}-1": time.time() - 300})  # silent for 5 min: would fire
     chrome.find_element(By.ID, "ab-preview").click()
-    assert wait(lambda d: d.find_element(By.ID, "ab-message").text).startswith("valid; a server")
+    previewed = wait(lambda d: d.find_element(By.ID, "ab-message").text)
+    assert previewed.startswith(f"1 of 1 would fire now: live{tag}-1 firing (silent 30")
     chrome.find_element(By.ID, "ab-create").click()
     made = wait(
         lambda d: (t := d.find_element(By.ID, "ab-message").text).startswith("created rule ") and t
@@ -158,6 +160,32 @@ def test_rule_builder_checks_each_field_while_typing(chrome, login, wait, repo) 
         120,
     )
     assert stored["labels"] == {"team": "web"}
+
+
+def test_edit_loads_a_rule_into_the_builder_and_saves_it(chrome, login, wait, repo) -> None:
+    tag = uuid.uuid4().hex[:8]
+    query = repo.save_query(f"FROM edit{tag}-* SELECT cpu.util WINDOW 10s COMPUTE avg, max")
+    book = rulebook_for(repo)()
+    raw = {"name": f"edit {tag}", "query_id": query.id, "function": "max"}
+    rule = book.create({**raw, "thresholds": {"warning": 80}, "labels": {"team": "web"}}, 0)
+    login(path="/alerts")
+    # The list is redrawn on every tick: the button is looked up afresh on each try.
+    wait(lambda d: d.find_element(By.CSS_SELECTOR, f"#al-rule-{rule.id} button").click() or True)
+    wait(lambda d: d.find_element(By.ID, "ab-title").text.startswith(f"Edit rule edit {tag}"))
+    assert chrome.find_element(By.ID, "ab-warning").get_attribute("value") == "80"
+    assert chrome.find_element(By.ID, "ab-labels").get_attribute("value") == "team=web"
+    assert chrome.find_element(By.ID, "ab-create").text == "Save"
+    says(wait, "valid:")  # the loaded rule, query and function included, checks as valid
+    _retype(chrome, "ab-warning", "85.5")
+    says(wait, "valid:")
+    chrome.find_element(By.ID, "ab-create").click()
+    assert wait(lambda d: d.find_element(By.ID, "ab-message").text) == f"saved rule {rule.id}"
+    stored = book.tables.rules()
+    assert stored[rule.id]["thresholds"]["warning"] == 85.5  # saved in place
+    assert (stored[rule.id]["function"], stored[rule.id]["labels"]) == ("max", {"team": "web"})
+    assert not [b for i, b in stored.items() if b["name"] == f"edit {tag}" and i != rule.id]
+    chrome.find_element(By.ID, "ab-new").click()  # out of edit mode: Create again
+    wait(lambda d: d.find_element(By.ID, "ab-create").text == "Create")
 
 
 def test_silence_form_creates_lists_and_expires(chrome, login, wait) -> None:

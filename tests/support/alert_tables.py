@@ -25,6 +25,10 @@ class MemoryQueries:
     def get_query(self, query_id: str) -> StoredQuery | None:
         return self.stored.get(query_id)
 
+    def list_servers(self) -> dict[str, float]:
+        """server -> last seen (storage.Repository.list_servers); tests set ``servers``."""
+        return dict(getattr(self, "servers", {}))
+
 
 class MemoryAlertTables:
     def __init__(self) -> None:
@@ -34,6 +38,12 @@ class MemoryAlertTables:
 
     def put_rule(self, rule_id: str, body: dict[str, Any], now: float) -> None:
         self._rules[rule_id] = copy.deepcopy(body)
+
+    def update_rule(self, rule_id: str, body: dict[str, Any], now: float) -> bool:
+        if rule_id not in self._rules:  # as the store's IF EXISTS
+            return False
+        self._rules[rule_id] = copy.deepcopy(body)
+        return True
 
     def delete_rule(self, rule_id: str) -> None:
         self._rules.pop(rule_id, None)
