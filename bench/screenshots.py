@@ -1,8 +1,8 @@
 """Screenshots of a running dashboard, for the README: ``python -m bench.screenshots``.
 
 Points headless Chromium at a live platform (``make run`` by default: the token is read from
-``var/run/dashboard/dashboard.token``) and saves its queries, chart and health pages under
-``docs/screenshots/live-*.png``, so the README shows what the real pipeline produced.
+``var/run/dashboard/dashboard.token``) and saves its queries, chart, health and alerts pages
+under ``docs/screenshots/live-*.png``, so the README shows what the real pipeline produced.
 """
 
 from __future__ import annotations
@@ -62,9 +62,13 @@ def main(argv: list[str] | None = None) -> int:
         wait.until(lambda d: d.find_elements(By.ID, "h-lag"))
         time.sleep(12)  # two scrapes turn the ingest's counters into rates
         driver.save_screenshot(str(SHOTS / "live-health.png"))
+        driver.get(f"{args.url}/alerts")
+        wait.until(lambda d: d.find_elements(By.ID, "al-body"))
+        time.sleep(4)
+        driver.save_screenshot(str(SHOTS / "live-alerts.png"))
     finally:
         driver.quit()
-    print(f"saved {SHOTS}/live-queries.png, live-chart.png, live-health.png")
+    print(f"saved {SHOTS}/live-queries.png, live-chart.png, live-health.png, live-alerts.png")
     return 0
 
 
