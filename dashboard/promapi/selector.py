@@ -40,6 +40,7 @@ __all__ = [
     "Matcher",
     "Selector",
     "SelectorError",
+    "check_length",
     "parse_expr",
     "parse_selector",
 ]
@@ -100,7 +101,7 @@ class Constant:
 
 def parse_expr(text: str) -> Selector | Constant:
     """A query's ``query`` parameter: a selector or constant arithmetic."""
-    _check_length(text)
+    check_length(text)
     # A selector starts with a name or '{'; a constant with a digit, a point or a sign.
     if text.lstrip()[:1] in tuple("0123456789.+-"):
         return Constant(_Arithmetic(Scanner(text)).parse())
@@ -109,7 +110,7 @@ def parse_expr(text: str) -> Selector | Constant:
 
 def parse_selector(text: str) -> Selector:
     """A selector (``match[]`` of the series and label endpoints, or a query)."""
-    _check_length(text)
+    check_length(text)
     s = Scanner(text)
     matchers: list[Matcher] = []
     s.skip_space()
@@ -228,7 +229,7 @@ def _divide(a: float, b: float) -> float:
     return math.copysign(math.inf, a) * math.copysign(1.0, b)
 
 
-def _check_length(text: str) -> None:
+def check_length(text: str) -> None:
     if len(text) > MAX_EXPR_CHARS:
         raise SelectorError(f"a query is at most {MAX_EXPR_CHARS} characters", MAX_EXPR_CHARS)
 
