@@ -109,7 +109,7 @@ def parse_promql(text: str) -> Selector | Constant | Expr:
     except ValueError as exc:
         _regex_error(text)  # RE2's message names the regex's problem better than Rust's
         raise SelectorError(str(exc)[:200], 0) from None
-    if isinstance(tree, pp.VectorSelector | pp.NumberLiteral) or _constant(tree):
+    if isinstance(tree, pp.VectorSelector):  # a bare selector, read as it always was
         return parse_expr(text)
     node = _convert(tree, 0)
     if isinstance(node, Number):
@@ -126,15 +126,6 @@ def _regex_error(text: str) -> None:
     return
 
 
-def _constant(tree: object) -> bool:
-    """Arithmetic on numbers only (``1+1``), which parse_expr has always answered."""
-    while isinstance(tree, pp.ParenExpr | pp.UnaryExpr):
-        tree = tree.expr
-    if isinstance(tree, pp.BinaryExpr):
-        return str(tree.op) in "+-*/" and _constant(tree.lhs) and _constant(tree.rhs)
-    return isinstance(tree, pp.NumberLiteral)
-
-
 def _convert(tree: object, depth: int) -> Node:
     if depth > MAX_DEPTH:
         raise SelectorError(f"expressions nest at most {MAX_DEPTH} deep", 0)
@@ -142,8 +133,11 @@ def _convert(tree: object, depth: int) -> Node:
         return _convert(tree.expr, depth + 1)
     if isinstance(tree, pp.NumberLiteral):
         return Number(float(tree.val))
-    if isinstance(tree, pp.UnaryExpr):
-        return Binary("*", _convert(tree.expr, depth + 1), Number(-1.0))
+    if isinstance(tree, pp.UnaryExpr):  # -x, which drops the metric name as x * -1 does
+        inner = _convert(tree.expr, depth + 1)
+        return (
+            Number(-inner.value) if isinstance(inner, Number) else Binary("*", inner, Number(-1.0))
+        )
     if isinstance(tree, pp.VectorSelector):
         return Vector(_selector(tree))
     if isinstance(tree, pp.Call):
@@ -157,7 +151,7 @@ def _convert(tree: object, depth: int) -> Node:
     if isinstance(tree, pp.SubqueryExpr):
         raise _unsupported("subqueries")
     if isinstance(tree, pp.StringLiteral):
-        raise _unsupported("strings")
+        raise _unsupported("a string")
     raise _unsupported(type(tree).__name__)
 
 
