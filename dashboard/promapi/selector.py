@@ -11,9 +11,9 @@ A selector names the metric ``apm_query`` or ``ALERTS`` (or none, then ``__name_
 matched) and matchers ``label op "value"`` with ``=``, ``!=``, ``=~``, ``!~`` on the labels of
 :data:`LABELS` (``ALERTS``: :data:`ALERT_LABELS` and any rule label); strings are double-,
 single- or back-quoted, with Go's escapes. Like Prometheus, a selector needs at least one
-matcher that does not match the empty string. Anything else (functions, operators on series,
-range selectors, ``offset``, other metric names or labels) is refused with
-:class:`SelectorError` and its position.
+matcher that does not match the empty string. Other metric names or labels are refused with
+:class:`SelectorError` and its position; functions and operators are
+:mod:`dashboard.promapi.promql_parse`'s (this parser refuses them in ``match[]``).
 
 Parsing is one left-to-right scan, linear in the text, which is capped at
 :data:`MAX_EXPR_CHARS` characters and :data:`MAX_MATCHERS` matchers; regular expressions
@@ -236,7 +236,7 @@ def check_length(text: str) -> None:
 
 def _unsupported(at: int, message: str) -> SelectorError:
     return SelectorError(
-        f'{message}; the read API evaluates {METRIC}{{label op "value", ...}} and {ALERTS}{{...}} '
-        "selectors and constants only (docs/interop.md, docs/alerting.md)",
+        f'{message}; the read API\'s selectors are {METRIC}{{label op "value", ...}} and '
+        f"{ALERTS}{{...}} (docs/interop.md, docs/alerting.md)",
         at,
     )
