@@ -10,16 +10,20 @@ selectors, which have no look-back. Values are distinct (no ties for topk/bottom
 
 from __future__ import annotations
 
+import json
 import random
+import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
 
 from apm.query import WindowResult
-from tests.dashboard.conftest import TOKEN
+from tests.dashboard.conftest import PASSWORD, TOKEN, USER
 from tests.support.promql_peer import normalise, openmetrics, reference_prometheus, same
 
 pytestmark = pytest.mark.integration
@@ -125,3 +129,28 @@ def test_answers_equal_prometheus(template: str, both: tuple[Any, str, dict, int
             mine = _ask(ours, "/api/v1/query", {"query": query, "time": at})
             theirs = _ask(prometheus, "/api/v1/query", {"query": query, "time": at})
             assert same(mine, theirs), (query, at - base, mine, theirs)
+
+
+def test_debian_promtool_queries_an_over_time_function(
+    both: tuple[Any, str, dict, int], served: Any
+) -> None:
+    """The issue's example: ``promtool query instant ... 'max_over_time(...[1m])'`` (Basic
+    credentials in the URL, as Go's HTTP client sends them) answers as Prometheus does."""
+    _, url, matchers, base = both
+    promtool = shutil.which("promtool")
+    assert promtool is not None
+    query = _expr("max_over_time(apm_query{A}[1m])", matchers)
+    at = str(base + 600)
+    authed = str(served.url).replace("http://", f"http://{USER}:{quote(PASSWORD, safe='')}@")
+    done = subprocess.run(
+        [promtool, "query", "instant", "-o", "json", "--time", at, authed, query],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    got = {frozenset(r["metric"].items()): float(r["value"][1]) for r in json.loads(done.stdout)}
+    with httpx.Client(base_url=url, timeout=30) as prometheus:
+        theirs = _ask(prometheus, "/api/v1/query", {"query": query, "time": at})
+    assert isinstance(theirs, dict) and len(got) == 3
+    assert got == {labels: points[0][1] for labels, points in theirs.items()}
