@@ -33,7 +33,7 @@ def _by_labels(rows: list[Row]) -> dict[tuple, list[float | None]]:
 
 def test_group_labels() -> None:
     labels = {"__name__": "apm_query", "id": "a", "fn": "max", "window": ""}
-    assert group_labels(_agg("sum", ("fn", "server")), labels) == {"fn": "max"}
+    assert group_labels(_agg("sum", ("fn", "server", "window")), labels) == {"fn": "max"}
     assert group_labels(_agg("sum", ("__name__",)), labels) == {"__name__": "apm_query"}
     assert group_labels(_agg("sum", ("id",), without=True), labels) == {"fn": "max"}
 

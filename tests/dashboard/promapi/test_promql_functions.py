@@ -31,6 +31,7 @@ def test_min_and_max_skip_nan_unless_every_value_is() -> None:
 
 def test_sums_and_means_are_exact_and_keep_infinities() -> None:
     assert over_time("sum", [1e16, 1.0, -1e16]) == 1.0
+    assert over_time("avg", [1e16, 1.0, -1e16]) == 1 / 3
     assert over_time("avg", [0.1] * 10) == pytest.approx(0.1, rel=1e-15)
     assert over_time("avg", [1.0, math.inf]) == math.inf
     assert math.isnan(over_time("avg", [math.inf, -math.inf]))
