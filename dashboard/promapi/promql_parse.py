@@ -109,6 +109,12 @@ def parse_promql(text: str) -> Selector | Constant | Expr:
     except ValueError as exc:
         _regex_error(text)  # RE2's message names the regex's problem better than Rust's
         raise SelectorError(str(exc)[:200], 0) from None
+    except BaseException as exc:  # a Rust panic is pyo3's PanicException, a BaseException
+        if not type(exc).__name__ == "PanicException":
+            raise
+        raise SelectorError(
+            f"the PromQL parser failed on this query: {str(exc)[:120]}", 0
+        ) from None
     if isinstance(tree, pp.VectorSelector):  # a bare selector, read as it always was
         return parse_expr(text)
     node = _convert(tree, 0)

@@ -124,3 +124,15 @@ _PIECES = st.sampled_from(
 def test_any_text_parses_or_is_a_selector_error(text: str) -> None:
     with contextlib.suppress(SelectorError):
         parse_promql(text)
+
+
+def test_a_parser_panic_is_a_selector_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    class PanicException(BaseException):  # pyo3's, raised when the Rust parser panics
+        pass
+
+    def panics(text: str) -> None:
+        raise PanicException("index out of bounds")
+
+    monkeypatch.setattr("dashboard.promapi.promql_parse.pp.parse", panics)
+    with pytest.raises(SelectorError, match="the PromQL parser failed"):
+        parse_promql("sum(x)")
