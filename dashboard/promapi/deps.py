@@ -14,8 +14,9 @@ from flask import current_app, request
 from dashboard.promapi.access import Access
 from dashboard.promapi.evaluate import Deadline
 from dashboard.promapi.params import ParamError, parse_duration, parse_span
+from dashboard.promapi.promql_parse import Expr, parse_promql
 from dashboard.promapi.run import Evaluator
-from dashboard.promapi.selector import Constant, Selector, parse_expr, parse_selector
+from dashboard.promapi.selector import Constant, Selector, parse_selector
 from dashboard.promapi.settings import PromApiSettings
 from dashboard.promapi.telemetry import PromApiTelemetry
 
@@ -64,11 +65,11 @@ def deadline() -> Deadline:
     return Deadline(api.monotonic() + max(0.0, wanted), api.monotonic)
 
 
-def expression() -> Selector | Constant:
+def expression() -> Selector | Constant | Expr:
     raw = request.values.get("query")
     if raw is None or not raw.strip():
         raise ParamError('invalid parameter "query": missing')
-    return parse_expr(raw)
+    return parse_promql(raw)
 
 
 def matches(required: bool, limit: Deadline) -> list[Selector]:

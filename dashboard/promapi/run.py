@@ -34,6 +34,8 @@ from dashboard.promapi.evaluate import (
     select,
     steps,
 )
+from dashboard.promapi.promql_parse import Expr
+from dashboard.promapi.promql_run import PromqlRunner
 from dashboard.promapi.selector import ALERTS, METRIC, Constant, Selector
 from dashboard.promapi.settings import PromApiSettings
 from dashboard.promapi.shape import Point, format_time, format_value, matrix, vector
@@ -99,6 +101,7 @@ class Evaluator:
     ) -> None:
         self._repo, self._limits, self._guard, self._on_points = repo, limits, guard, on_points
         self._alerts, self._history = alerts, history
+        self._promql = PromqlRunner(repo, limits, guard, on_points, self.series)
 
     def series(self, selectors: Sequence[Selector], deadline: Deadline) -> list[Series]:
         if not any(s.may_name(METRIC) for s in selectors):
@@ -140,13 +143,15 @@ class Evaluator:
 
     def range_query(
         self,
-        expr: Selector | Constant,
+        expr: Selector | Constant | Expr,
         start_ms: int,
         end_ms: int,
         step_ms: int,
         deadline: Deadline,
     ) -> dict[str, object]:
         times = steps(start_ms, end_ms, step_ms)
+        if not isinstance(expr, Selector | Constant):
+            return self._promql.range_query(expr, times, deadline)
         if isinstance(expr, Constant):
             self._on_points(len(times))
             return matrix([({}, [(t, expr.value) for t in times])])
@@ -172,8 +177,10 @@ class Evaluator:
         return matrix(rows)
 
     def instant_query(
-        self, expr: Selector | Constant, t_ms: int, deadline: Deadline
+        self, expr: Selector | Constant | Expr, t_ms: int, deadline: Deadline
     ) -> dict[str, object]:
+        if not isinstance(expr, Selector | Constant):
+            return self._promql.instant_query(expr, t_ms, deadline)
         if isinstance(expr, Constant):
             return {"resultType": "scalar", "result": [format_time(t_ms), format_value(expr.value)]}
         found = self.series([expr], deadline)

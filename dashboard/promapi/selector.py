@@ -11,9 +11,9 @@ A selector names the metric ``apm_query`` or ``ALERTS`` (or none, then ``__name_
 matched) and matchers ``label op "value"`` with ``=``, ``!=``, ``=~``, ``!~`` on the labels of
 :data:`LABELS` (``ALERTS``: :data:`ALERT_LABELS` and any rule label); strings are double-,
 single- or back-quoted, with Go's escapes. Like Prometheus, a selector needs at least one
-matcher that does not match the empty string. Anything else (functions, operators on series,
-range selectors, ``offset``, other metric names or labels) is refused with
-:class:`SelectorError` and its position.
+matcher that does not match the empty string. Other metric names or labels are refused with
+:class:`SelectorError` and its position; functions and operators are
+:mod:`dashboard.promapi.promql_parse`'s (this parser refuses them in ``match[]``).
 
 Parsing is one left-to-right scan, linear in the text, which is capped at
 :data:`MAX_EXPR_CHARS` characters and :data:`MAX_MATCHERS` matchers; regular expressions
@@ -40,6 +40,7 @@ __all__ = [
     "Matcher",
     "Selector",
     "SelectorError",
+    "check_length",
     "parse_expr",
     "parse_selector",
 ]
@@ -100,7 +101,7 @@ class Constant:
 
 def parse_expr(text: str) -> Selector | Constant:
     """A query's ``query`` parameter: a selector or constant arithmetic."""
-    _check_length(text)
+    check_length(text)
     # A selector starts with a name or '{'; a constant with a digit, a point or a sign.
     if text.lstrip()[:1] in tuple("0123456789.+-"):
         return Constant(_Arithmetic(Scanner(text)).parse())
@@ -109,7 +110,7 @@ def parse_expr(text: str) -> Selector | Constant:
 
 def parse_selector(text: str) -> Selector:
     """A selector (``match[]`` of the series and label endpoints, or a query)."""
-    _check_length(text)
+    check_length(text)
     s = Scanner(text)
     matchers: list[Matcher] = []
     s.skip_space()
@@ -228,14 +229,14 @@ def _divide(a: float, b: float) -> float:
     return math.copysign(math.inf, a) * math.copysign(1.0, b)
 
 
-def _check_length(text: str) -> None:
+def check_length(text: str) -> None:
     if len(text) > MAX_EXPR_CHARS:
         raise SelectorError(f"a query is at most {MAX_EXPR_CHARS} characters", MAX_EXPR_CHARS)
 
 
 def _unsupported(at: int, message: str) -> SelectorError:
     return SelectorError(
-        f'{message}; the read API evaluates {METRIC}{{label op "value", ...}} and {ALERTS}{{...}} '
-        "selectors and constants only (docs/interop.md, docs/alerting.md)",
+        f'{message}; the read API\'s selectors are {METRIC}{{label op "value", ...}} and '
+        f"{ALERTS}{{...}} (docs/interop.md, docs/alerting.md)",
         at,
     )

@@ -218,7 +218,7 @@ def test_series_labels_and_label_values(api: Any) -> None:
         (
             "/api/v1/query_range",
             {"query": "rate(apm_query[5m])", "start": "0", "end": "1", "step": "1"},
-            "functions",
+            "rate() is not supported",
         ),
         (
             "/api/v1/query_range",

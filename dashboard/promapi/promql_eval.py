@@ -1,0 +1,109 @@
+"""Evaluating a :mod:`.promql_parse` tree at each step of a query, over raw samples.
+
+A series' samples are its stored windows, each at its end (:mod:`.evaluate`). An instant
+selector at step ``t`` takes the newest sample at or before ``t`` while ``t`` is inside the
+next window, the API's look-back (a missing window is a missing point, as a stale series is
+in Prometheus); a range selector ``[r]`` takes every sample in ``[t - r, t]``, both ends
+included, as Prometheus 2.x does. A vector is a list of rows, each a label set and its values
+aligned with the steps (None: no point there); a scalar is one float (no time functions).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from dashboard.promapi.evaluate import Deadline
+from dashboard.promapi.promql_aggregate import Row, aggregate
+from dashboard.promapi.promql_functions import binary, compare, over_time
+from dashboard.promapi.promql_parse import Aggregate, Binary, Node, Number, OverTime, Vector
+from dashboard.promapi.selector import Selector
+
+__all__ = ["Raw", "Row", "Source", "evaluate"]
+
+
+@dataclass(frozen=True)
+class Raw:
+    """One series' samples, oldest first, and its look-back (its window) in ms."""
+
+    labels: dict[str, str]
+    times: list[int]
+    values: list[float]
+    lookback_ms: int
+
+
+# (selector, range in ms or 0 for an instant selector) -> the series' samples the steps need.
+Source = Callable[[Selector, int], list[Raw]]
+_CHECK_EVERY = 512
+
+
+def evaluate(node: Node, times: range, source: Source, deadline: Deadline) -> float | list[Row]:
+    """``node`` at each of ``times`` (unix ms): a scalar, or a vector's rows."""
+    if isinstance(node, Number):
+        return node.value
+    if isinstance(node, Vector):
+        return [_instant(raw, times, deadline) for raw in source(node.selector, 0)]
+    if isinstance(node, OverTime):
+        rows = [_ranged(node, raw, times, deadline) for raw in source(node.selector, node.range_ms)]
+        return [row for row in rows if any(v is not None for v in row[1])]
+    if isinstance(node, Aggregate):
+        inner = evaluate(node.expr, times, source, deadline)
+        assert isinstance(inner, list)  # the parser refuses aggregating a number
+        return aggregate(node, inner, len(times), deadline)
+    assert isinstance(node, Binary)
+    lhs = evaluate(node.lhs, times, source, deadline)
+    rhs = evaluate(node.rhs, times, source, deadline)
+    if isinstance(lhs, list):
+        assert not isinstance(rhs, list)  # the parser refuses two vectors
+        return _with_scalar(node, lhs, rhs, swap=False)
+    assert isinstance(rhs, list)
+    return _with_scalar(node, rhs, lhs, swap=True)
+
+
+def _instant(raw: Raw, times: range, deadline: Deadline) -> Row:
+    out: list[float | None] = []
+    for n, t in enumerate(times):
+        if n % _CHECK_EVERY == 0:
+            deadline.check()
+        i = bisect.bisect_right(raw.times, t) - 1
+        out.append(raw.values[i] if i >= 0 and t - raw.times[i] < raw.lookback_ms else None)
+    return dict(raw.labels), out
+
+
+def _ranged(node: OverTime, raw: Raw, times: range, deadline: Deadline) -> Row:
+    out: list[float | None] = []
+    for n, t in enumerate(times):
+        if n % _CHECK_EVERY == 0:
+            deadline.check()
+        lo = bisect.bisect_left(raw.times, t - node.range_ms)
+        hi = bisect.bisect_right(raw.times, t)
+        out.append(over_time(node.fn, raw.values[lo:hi], node.param) if hi > lo else None)
+    labels = dict(raw.labels)
+    if node.fn != "last":  # last_over_time keeps the metric name, as in Prometheus
+        labels.pop("__name__", None)
+    return labels, out
+
+
+def _with_scalar(node: Binary, rows: Sequence[Row], scalar: float, swap: bool) -> list[Row]:
+    """``vector op scalar`` (or ``scalar op vector`` when ``swap``): arithmetic and ``bool``
+    drop the metric name; a comparison without ``bool`` filters, keeping the vector's value."""
+    arithmetic = node.op in ("+", "-", "*", "/", "%", "^")
+    out: list[Row] = []
+    for labels, values in rows:
+        new: list[float | None] = []
+        for v in values:
+            if v is None:
+                new.append(None)
+                continue
+            a, b = (scalar, v) if swap else (v, scalar)
+            if arithmetic:
+                new.append(binary(node.op, a, b))
+            elif node.bool_:
+                new.append(1.0 if compare(node.op, a, b) else 0.0)
+            else:
+                new.append(v if compare(node.op, a, b) else None)
+        if arithmetic or node.bool_:
+            labels = {k: x for k, x in labels.items() if k != "__name__"}
+        out.append((labels, new))
+    return out

@@ -1,0 +1,237 @@
+"""PromQL beyond a bare selector, parsed by ``promql-parser`` (PyPI; a binding of the Rust
+``promql-parser`` crate, the grammar of Prometheus' own parser) and converted into the small
+tree :mod:`.promql_eval` evaluates:
+
+* ``<fn>_over_time(selector[range])`` for avg, min, max, sum, count, last, and
+  ``quantile_over_time(φ, selector[range])``;
+* ``sum``, ``avg``, ``min``, ``max``, ``count`` with ``by``/``without``, ``topk`` and
+  ``bottomk`` (``k`` a number);
+* ``+ - * / % ^`` and ``== != < > <= >=`` (with or without ``bool``) between a vector and a
+  scalar or two scalars, unary minus, parentheses.
+
+Each selector is checked by :func:`~.selector.parse_selector` (the metric, the labels, RE2
+regular expressions). Anything else (another function or operator, vector-to-vector
+operators, ``offset``, ``@``, subqueries, strings) is refused with :class:`SelectorError`
+naming it, as a 400 ``bad_data``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import promql_parser as pp
+
+from dashboard.promapi.promql_functions import binary, compare
+from dashboard.promapi.selector import (
+    ALERTS,
+    METRIC,
+    Constant,
+    Selector,
+    SelectorError,
+    check_length,
+    parse_expr,
+    parse_selector,
+)
+
+__all__ = [
+    "AGGREGATIONS",
+    "ARITHMETIC",
+    "COMPARISONS",
+    "MAX_DEPTH",
+    "OVER_TIME",
+    "Aggregate",
+    "Binary",
+    "Expr",
+    "Node",
+    "Number",
+    "OverTime",
+    "Vector",
+    "parse_promql",
+]
+
+OVER_TIME = ("avg", "min", "max", "sum", "count", "last", "quantile")
+AGGREGATIONS = ("sum", "avg", "min", "max", "count", "topk", "bottomk")
+ARITHMETIC = ("+", "-", "*", "/", "%", "^")
+COMPARISONS = ("==", "!=", "<", ">", "<=", ">=")
+MAX_DEPTH = 64  # nesting, so that converting and evaluating never recurse deeply
+_OPS = {"MatchOp.Equal": "=", "MatchOp.NotEqual": "!=", "MatchOp.Re": "=~", "MatchOp.NotRe": "!~"}
+
+
+@dataclass(frozen=True)
+class Number:
+    value: float
+
+
+@dataclass(frozen=True)
+class Vector:
+    """An instant selector: each series' point at a step, with the API's look-back."""
+
+    selector: Selector
+
+
+@dataclass(frozen=True)
+class OverTime:
+    fn: str  # one of OVER_TIME
+    selector: Selector
+    range_ms: int
+    param: float | None = None  # quantile_over_time's φ
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    op: str  # one of AGGREGATIONS
+    expr: Node
+    labels: tuple[str, ...] = ()
+    without: bool = False
+    grouped: bool = False  # by/without given (sum() with neither is one group)
+    param: float | None = None  # topk/bottomk's k
+
+
+@dataclass(frozen=True)
+class Binary:
+    op: str  # one of ARITHMETIC or COMPARISONS
+    lhs: Node
+    rhs: Node
+    bool_: bool = False
+
+
+Node = Number | Vector | OverTime | Aggregate | Binary
+Expr = OverTime | Aggregate | Binary | Vector  # what only this module parses
+
+
+def parse_promql(text: str) -> Selector | Constant | Expr:
+    """A query's ``query``: a bare selector or constant as :func:`~.selector.parse_expr` reads
+    it (its answers stay exactly as before), else the tree of a supported expression."""
+    check_length(text)
+    try:
+        tree = pp.parse(text)
+    except ValueError as exc:
+        _regex_error(text)  # RE2's message names the regex's problem better than Rust's
+        raise SelectorError(str(exc)[:200], 0) from None
+    except BaseException as exc:  # a Rust panic is pyo3's PanicException, a BaseException
+        if not type(exc).__name__ == "PanicException":
+            raise
+        raise SelectorError(
+            f"the PromQL parser failed on this query: {str(exc)[:120]}", 0
+        ) from None
+    if isinstance(tree, pp.VectorSelector):  # a bare selector, read as it always was
+        return parse_expr(text)
+    node = _convert(tree, 0)
+    if isinstance(node, Number):
+        return Constant(node.value)
+    return node
+
+
+def _regex_error(text: str) -> None:
+    try:
+        parse_expr(text)
+    except SelectorError as exc:
+        if "regular expression" in exc.detail:
+            raise
+    return
+
+
+def _convert(tree: object, depth: int) -> Node:
+    if depth > MAX_DEPTH:
+        raise SelectorError(f"expressions nest at most {MAX_DEPTH} deep", 0)
+    if isinstance(tree, pp.ParenExpr):
+        return _convert(tree.expr, depth + 1)
+    if isinstance(tree, pp.NumberLiteral):
+        return Number(float(tree.val))
+    if isinstance(tree, pp.UnaryExpr):  # -x, which drops the metric name as x * -1 does
+        inner = _convert(tree.expr, depth + 1)
+        return (
+            Number(-inner.value) if isinstance(inner, Number) else Binary("*", inner, Number(-1.0))
+        )
+    if isinstance(tree, pp.VectorSelector):
+        return Vector(_selector(tree))
+    if isinstance(tree, pp.Call):
+        return _call(tree, depth)
+    if isinstance(tree, pp.AggregateExpr):
+        return _aggregate(tree, depth)
+    if isinstance(tree, pp.BinaryExpr):
+        return _binary(tree, depth)
+    if isinstance(tree, pp.MatrixSelector):
+        raise _unsupported("a range selector outside *_over_time()")
+    if isinstance(tree, pp.SubqueryExpr):
+        raise _unsupported("subqueries")
+    if isinstance(tree, pp.StringLiteral):
+        raise _unsupported("a string")
+    raise _unsupported(type(tree).__name__)
+
+
+def _selector(vs: pp.VectorSelector) -> Selector:
+    if vs.offset is not None:
+        raise _unsupported("offset")
+    if vs.at is not None:
+        raise _unsupported("the @ modifier")
+    if vs.matchers.or_matchers:
+        raise _unsupported("'or' inside a selector")
+    parts = [f"{m.name}{_OPS[str(m.op)]}{json.dumps(m.value)}" for m in vs.matchers.matchers]
+    selector = parse_selector(f"{vs.name or ''}{{{', '.join(parts)}}}")
+    if not selector.may_name(METRIC):
+        raise _unsupported(f"{ALERTS} inside functions and operators ({ALERTS} is a bare selector)")
+    return selector
+
+
+def _call(call: pp.Call, depth: int) -> Node:
+    name = call.func.name
+    fn = name.removesuffix("_over_time")
+    if fn == name or fn not in OVER_TIME:
+        raise _unsupported(f"the function {name}()")
+    *params, arg = call.args
+    if not isinstance(arg, pp.MatrixSelector):
+        raise _unsupported(f"{name}() of anything but a range selector such as {METRIC}{{...}}[5m]")
+    if arg.vector_selector.offset is not None or arg.vector_selector.at is not None:
+        raise _unsupported("offset and @")
+    range_ms = round(arg.range.total_seconds() * 1000)
+    param = _number(params[0], name, depth) if params else None
+    return OverTime(fn, _selector(arg.vector_selector), range_ms, param)
+
+
+def _aggregate(agg: pp.AggregateExpr, depth: int) -> Node:
+    op = str(agg.op)
+    if op not in AGGREGATIONS:
+        raise _unsupported(f"the aggregation {op}")
+    mod = agg.modifier
+    labels = tuple(mod.labels) if mod is not None else ()
+    without = mod is not None and mod.type == pp.AggModifierType.Without
+    param = _number(agg.param, op, depth) if agg.param is not None else None
+    expr = _convert(agg.expr, depth + 1)
+    if isinstance(expr, Number):
+        raise _unsupported(f"{op}() of a scalar")
+    return Aggregate(op, expr, labels, without, mod is not None, param)
+
+
+def _binary(b: pp.BinaryExpr, depth: int) -> Node:
+    op = str(b.op)
+    if op not in ARITHMETIC + COMPARISONS:
+        raise _unsupported(f"the operator {op}")
+    mod = b.modifier
+    if mod is not None and (mod.matching is not None or mod.group_labels):
+        raise _unsupported("on(), ignoring(), group_left() and group_right()")
+    lhs, rhs = _convert(b.lhs, depth + 1), _convert(b.rhs, depth + 1)
+    if not isinstance(lhs, Number) and not isinstance(rhs, Number):
+        raise _unsupported(f"{op} between two vectors (one side must be a number)")
+    bool_ = bool(mod is not None and mod.return_bool)
+    if isinstance(lhs, Number) and isinstance(rhs, Number):  # the parser needs bool here
+        if op in ARITHMETIC:
+            return Number(binary(op, lhs.value, rhs.value))
+        return Number(float(compare(op, lhs.value, rhs.value)))
+    return Binary(op, lhs, rhs, bool_)
+
+
+def _number(tree: object, name: str, depth: int) -> float:
+    node = _convert(tree, depth + 1)
+    if not isinstance(node, Number):
+        raise _unsupported(f"{name}() with a parameter that is not a number")
+    return node.value
+
+
+def _unsupported(what: str) -> SelectorError:
+    return SelectorError(
+        f"{what} is not supported; the read API evaluates selectors, *_over_time(), sum, avg, "
+        "min, max, count, topk, bottomk and operators with a number (docs/interop.md)",
+        0,
+    )

@@ -1,0 +1,93 @@
+"""Evaluating a parsed expression at each step over raw samples (a fake source) against
+hand-computed values: the instant selector's one-window look-back (a gap is no point), the
+range selector's [t - r, t] with both ends, operators with a number (which drop the metric
+name; a comparison filters and keeps the vector's value, ``bool`` gives 0/1)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from dashboard.promapi.evaluate import Deadline, TimedOut
+from dashboard.promapi.promql_eval import Raw, evaluate
+from dashboard.promapi.promql_parse import parse_promql
+from dashboard.promapi.selector import Constant, Selector
+
+pytestmark = pytest.mark.unit
+
+FOREVER = Deadline(math.inf, lambda: 0.0)
+LABELS = {"__name__": "apm_query", "id": "q", "fn": "max"}
+# 10 s windows ending at 10, 20, 30, 50, 60 s (the one ending at 40 s is missing)
+RAW = Raw(LABELS, [10_000, 20_000, 30_000, 50_000, 60_000], [1.0, 2.0, 3.0, 5.0, 6.0], 10_000)
+
+
+def _run(text: str, times: range) -> Any:
+    expr = parse_promql(text)
+    assert not isinstance(expr, Selector | Constant)
+    asked: list[int] = []
+
+    def source(selector: Selector, range_ms: int) -> list[Raw]:
+        asked.append(range_ms)
+        return [RAW] if selector.matches(LABELS) else []
+
+    return evaluate(expr, times, source, FOREVER)
+
+
+STEPS = range(10_000, 70_001, 5_000)  # 10, 15, ... 70 s
+
+
+def test_instant_selector_look_back_is_one_window() -> None:
+    [(labels, values)] = _run('apm_query{id="q"} * 1', STEPS)
+    assert labels == {"id": "q", "fn": "max"}  # arithmetic drops the metric name
+    assert values == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0, None, None, 5.0, 5.0, 6.0, 6.0, None]
+
+
+def test_range_includes_both_ends() -> None:
+    [(labels, values)] = _run('count_over_time(apm_query{id="q"}[20s])', STEPS)
+    assert labels == {"id": "q", "fn": "max"}
+    # at 30 s: samples at 10, 20, 30; at 60 s: 50, 60 (40 is missing)
+    assert values == [1.0, 1.0, 2.0, 2.0, 3.0, 2.0, 2.0, 1.0, 2.0, 1.0, 2.0, 2.0, 2.0]
+
+
+def test_over_time_values_and_last_keeps_the_name() -> None:
+    [(_, maxes)] = _run('max_over_time(apm_query{id="q"}[25s])', range(30_000, 60_001, 30_000))
+    assert maxes == [3.0, 6.0]
+    [(labels, last)] = _run('last_over_time(apm_query{id="q"}[15s])', range(45_000, 45_001))
+    assert labels == LABELS and last == [3.0]
+    [(_, q)] = _run('quantile_over_time(0.5, apm_query{id="q"}[1m])', range(60_000, 60_001))
+    assert q == [3.0]  # 1, 2, 3, 5, 6
+
+
+def test_a_range_with_no_sample_is_no_series() -> None:
+    assert _run('sum_over_time(apm_query{id="q"}[5s])', range(42_000, 48_001, 1_000)) == []
+
+
+def test_comparisons_filter_or_give_bool() -> None:
+    [(labels, kept)] = _run('apm_query{id="q"} > 2', range(10_000, 60_001, 10_000))
+    assert labels == LABELS and kept == [None, None, 3.0, None, 5.0, 6.0]
+    [(_, flipped)] = _run('2 < apm_query{id="q"}', range(10_000, 60_001, 10_000))
+    assert flipped == kept  # the vector's value, not the number's
+    [(labels, flags)] = _run('apm_query{id="q"} > bool 2', range(10_000, 60_001, 10_000))
+    assert "__name__" not in labels and flags == [0.0, 0.0, 1.0, None, 1.0, 1.0]
+
+
+def test_number_on_the_left_keeps_its_place() -> None:
+    [(_, values)] = _run('10 - apm_query{id="q"} ^ 2', range(20_000, 30_001, 10_000))
+    assert values == [6.0, 1.0]
+
+
+def test_aggregating_over_time() -> None:
+    [(labels, values)] = _run(
+        'sum by (fn) (avg_over_time(apm_query{id="q"}[10s]))', range(20_000, 60_001, 40_000)
+    )
+    assert labels == {"fn": "max"} and values == [1.5, 5.5]
+
+
+def test_the_deadline_is_checked_while_evaluating() -> None:
+    expr = parse_promql('max_over_time(apm_query{id="q"}[1m])')
+    assert not isinstance(expr, Selector | Constant)
+    past = Deadline(0.0, lambda: 1.0)
+    with pytest.raises(TimedOut):
+        evaluate(expr, STEPS, lambda s, r: [RAW], past)

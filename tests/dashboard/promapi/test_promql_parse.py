@@ -1,0 +1,138 @@
+"""The PromQL the read API evaluates, parsed with promql-parser into its small tree: what each
+supported form becomes, that a bare selector or constant reads as it always did, and that
+everything else is a SelectorError naming what is refused (any text: never another error)."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dashboard.promapi.promql_parse import (
+    MAX_DEPTH,
+    Aggregate,
+    Binary,
+    Number,
+    OverTime,
+    Vector,
+    parse_promql,
+)
+from dashboard.promapi.selector import Constant, Selector, SelectorError
+
+pytestmark = pytest.mark.unit
+
+SEL = 'apm_query{id="q1"}'
+
+
+def test_bare_selectors_and_constants_read_as_before() -> None:
+    assert isinstance(parse_promql(SEL), Selector)
+    assert parse_promql("1+1") == Constant(2.0)
+    assert parse_promql("-(2) * 3") == Constant(-6.0)
+    assert parse_promql("2 ^ 10 % 1000") == Constant(24.0)
+    assert parse_promql("1 > bool 2") == Constant(0.0)
+    assert parse_promql("((7))") == Constant(7.0)
+
+
+@pytest.mark.parametrize("fn", ["avg", "min", "max", "sum", "count", "last"])
+def test_over_time_functions(fn: str) -> None:
+    node = parse_promql(f"{fn}_over_time({SEL}[90s])")
+    assert isinstance(node, OverTime)
+    assert (node.fn, node.range_ms, node.param) == (fn, 90_000, None)
+    assert node.selector.matches({"__name__": "apm_query", "id": "q1"})
+    assert not node.selector.matches({"__name__": "apm_query", "id": "q2"})
+
+
+def test_quantile_over_time_takes_its_parameter() -> None:
+    node = parse_promql(f"quantile_over_time(0.95, {SEL}[1m])")
+    assert isinstance(node, OverTime) and (node.fn, node.param) == ("quantile", 0.95)
+
+
+def test_aggregations_with_by_and_without() -> None:
+    plain = parse_promql(f"sum({SEL})")
+    assert isinstance(plain, Aggregate) and not plain.grouped and isinstance(plain.expr, Vector)
+    by = parse_promql(f"max by (fn, metric) ({SEL})")
+    assert isinstance(by, Aggregate)
+    assert (by.op, by.labels, by.without, by.grouped) == ("max", ("fn", "metric"), False, True)
+    without = parse_promql(f"count({SEL}) without (id)")
+    assert isinstance(without, Aggregate)
+    assert (without.labels, without.without, without.grouped) == (("id",), True, True)
+    top = parse_promql(f"topk by (fn) (3, max_over_time({SEL}[5m]))")
+    assert isinstance(top, Aggregate) and (top.op, top.param) == ("topk", 3.0)
+    assert isinstance(top.expr, OverTime)
+
+
+def test_operators_with_a_number_on_either_side() -> None:
+    node = parse_promql(f"100 - {SEL} * 2")
+    assert isinstance(node, Binary) and node.op == "-" and node.lhs == Number(100.0)
+    assert isinstance(node.rhs, Binary) and node.rhs.rhs == Number(2.0)
+    cmp = parse_promql(f"{SEL} >= bool 3")
+    assert isinstance(cmp, Binary) and (cmp.op, cmp.bool_) == (">=", True)
+    neg = parse_promql(f"-{SEL}")
+    assert isinstance(neg, Binary) and (neg.op, neg.rhs) == ("*", Number(-1.0))
+
+
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        (f"rate({SEL}[5m])", "the function rate()"),
+        (f"stddev_over_time({SEL}[5m])", "the function stddev_over_time()"),
+        (f"stddev({SEL})", "the aggregation stddev"),
+        (f"quantile(0.9, {SEL})", "the aggregation quantile"),
+        (f'count_values("v", {SEL})', "the aggregation count_values"),
+        (f"{SEL} + {SEL}", "between two vectors"),
+        (f"{SEL} and {SEL}", "the operator and"),
+        (f"{SEL} + on(id) {SEL}", "on(), ignoring()"),
+        (f"{SEL} > on(id) 1", "vector matching only allowed between vectors"),
+        (f"max_over_time({SEL}[5m] offset 1m)", "offset"),
+        (f"sum({SEL} offset 1m)", "offset"),
+        (f"sum({SEL} @ 100)", "the @ modifier"),
+        (f"max_over_time({SEL}[10m:1m])", "range selector such as"),
+        (f"{SEL}[5m]", "a range selector outside"),
+        (f"sum({SEL}[5m])", "expected type vector in aggregation expression, got matrix"),
+        (f"max_over_time({SEL})", "expected type matrix"),
+        ('"text"', "a string is not supported"),
+        (f"topk({SEL}, {SEL})", "expected type scalar"),
+        (f"topk(scalar({SEL}), {SEL})", "the function scalar()"),
+        ("sum(ALERTS)", "ALERTS inside functions"),
+        ("sum(up)", "unknown metric 'up'"),
+        ('sum(apm_query{server="a"})', "unknown label 'server'"),
+        ('sum(apm_query{id=~"a(?=b)"})', "illegal regex"),
+        ('apm_query{id=~"a(?=b)"}', "invalid perl operator"),
+        (f"sum({SEL}", "unclosed left parenthesis"),
+        ("sum(" * (MAX_DEPTH + 1) + SEL + ")" * (MAX_DEPTH + 1), f"at most {MAX_DEPTH} deep"),
+        ("-" * 5000 + SEL, f"at most {MAX_DEPTH} deep"),
+        ("x" * 20_000, "at most 16384 characters"),
+    ],
+)
+def test_refusals_name_what_is_refused(query: str, words: str) -> None:
+    with pytest.raises(SelectorError) as exc:
+        parse_promql(query)
+    assert words in str(exc.value)
+
+
+_PIECES = st.sampled_from(
+    [SEL, "sum", "avg", "topk", "by", "without", "(", ")", "[5m]", "[", "]", "{", "}", ",",
+     "1", "0.5", "-", "+", "*", "/", "%", "^", ">", "==", "bool", "max_over_time", "offset",
+     "5m", '"', "fn", "=~", '"p9.*"', "@", ":", " ", "apm_query", "ALERTS", "rate"]
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_PIECES, max_size=24).map("".join) | st.text(max_size=80))
+def test_any_text_parses_or_is_a_selector_error(text: str) -> None:
+    with contextlib.suppress(SelectorError):
+        parse_promql(text)
+
+
+def test_a_parser_panic_is_a_selector_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    class PanicException(BaseException):  # pyo3's, raised when the Rust parser panics
+        pass
+
+    def panics(text: str) -> None:
+        raise PanicException("index out of bounds")
+
+    monkeypatch.setattr("dashboard.promapi.promql_parse.pp.parse", panics)
+    with pytest.raises(SelectorError, match="the PromQL parser failed"):
+        parse_promql("sum(x)")

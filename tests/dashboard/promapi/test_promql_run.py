@@ -1,0 +1,106 @@
+"""PromQL expressions through the whole app over the in-memory repository of test_routes:
+hand-computed answers, and the API's limits (series, series x steps, windows read) as 422
+``execution`` before any read, the deadline as 503 ``timeout``, storage down as 503
+``unavailable``, a refused expression as 400 ``bad_data``: never a 500."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dashboard.app import create_app
+from dashboard.context import AppContext
+from dashboard.settings import DashboardSettings
+from tests.dashboard.promapi.test_routes import (
+    T0,
+    TOKEN,
+    ResultRepo,
+    _err,
+    _ok,
+    _ticking_client,
+)
+from tests.dashboard.test_api_errors import _Scraper, _Topics
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture
+def repo() -> ResultRepo:
+    from tests.dashboard.promapi.test_routes import repo as routes_repo
+
+    return routes_repo.__wrapped__()  # type: ignore[attr-defined]
+
+
+def _client(repo: ResultRepo) -> Any:
+    app = create_app(AppContext(DashboardSettings(token=TOKEN), repo, _Topics(), _Scraper()))
+    client = app.server.test_client()
+    client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {TOKEN}"
+    return client
+
+
+def test_over_time_and_aggregation_answers(repo: ResultRepo) -> None:
+    # qa: 10 s windows i = 0..9 but 4, min = i, p99 = i + 0.5, each at its end T0 + 10 (i + 1)
+    api = _client(repo)
+    params = {"query": 'max_over_time(apm_query{id="qa"}[20s])', "time": T0 + 60}
+    data = _ok(api.get("/api/v1/query", query_string=params))
+    got = {r["metric"]["fn"]: r["value"] for r in data["result"]}
+    assert got == {"min": [T0 + 60, "5"], "p99": [T0 + 60, "5.5"]}  # ends 40 (i=3), 60 (i=5)
+    assert all("__name__" not in r["metric"] for r in data["result"])
+    ranged = {
+        "query": 'sum without (fn) (apm_query{id="qa"}) * 2',
+        "start": T0 + 40,
+        "end": T0 + 60,
+        "step": 10,
+    }
+    data = _ok(api.get("/api/v1/query_range", query_string=ranged))
+    assert data == {
+        "resultType": "matrix",
+        "result": [
+            {
+                "metric": {"id": "qa", "metric": "cpu", "window": "10s"},
+                "values": [[T0 + 40, "13"], [T0 + 60, "21"]],  # no window ends at T0 + 50
+            }
+        ],
+    }
+    scalar = _ok(api.get("/api/v1/query", query_string={"query": "2 ^ 3", "time": T0}))
+    assert scalar == {"resultType": "scalar", "result": [T0, "8"]}
+
+
+def test_limits_are_422_before_any_read(repo: ResultRepo, monkeypatch: Any) -> None:
+    monkeypatch.setenv("APM_DASHBOARD_PROM_MAX_SERIES", "2")
+    monkeypatch.setenv("APM_DASHBOARD_PROM_MAX_POINTS", "100")
+    api = _client(repo)
+    many = {"query": "sum(apm_query)", "time": T0}
+    assert "more than 2 series" in _err(
+        api.get("/api/v1/query", query_string=many), 422, "execution"
+    )
+    steps = {"query": 'sum(apm_query{id="qa"})', "start": T0, "end": T0 + 1000, "step": 10}
+    assert "2 series x 101 steps" in _err(
+        api.get("/api/v1/query_range", query_string=steps), 422, "execution"
+    )
+    wide = {"query": 'max_over_time(apm_query{id="qa"}[1h])', "time": T0 + 60}
+    assert "reading about" in _err(api.get("/api/v1/query", query_string=wide), 422, "execution")
+    assert repo.reads == []
+    fits = {"query": 'max_over_time(apm_query{id="qa"}[5m])', "time": T0 + 60}
+    _ok(api.get("/api/v1/query", query_string=fits))
+
+
+def test_deadline_storage_and_refusals_are_prometheus_errors(repo: ResultRepo) -> None:
+    params = {"query": "sum(apm_query)", "start": T0, "end": T0 + 60, "step": "10"}
+    ticking = _ticking_client(repo)
+    assert "timed out" in _err(
+        ticking.get("/api/v1/query_range", query_string=params), 503, "timeout"
+    )
+    api = _client(repo)
+    for query in (
+        "stddev(apm_query)",
+        "apm_query + apm_query",
+        "holt_winters(apm_query[1m], 0.5, 0.5)",
+    ):
+        message = _err(api.get("/api/v1/query", query_string={"query": query}), 400, "bad_data")
+        assert "not supported" in message or "unknown" in message, message
+    repo.down = True
+    assert "storage unavailable" in _err(
+        api.get("/api/v1/query_range", query_string=params), 503, "unavailable"
+    )

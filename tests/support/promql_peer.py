@@ -1,0 +1,96 @@
+"""Debian's Prometheus as a PromQL reference: series written to an OpenMetrics file, imported
+with ``promtool tsdb create-blocks-from openmetrics``, then ``prometheus`` started on that
+data directory on a free loopback port (no scrape targets), and query answers normalised so
+two servers' can be compared."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+__all__ = ["MISSING", "Answer", "normalise", "openmetrics", "reference_prometheus", "same"]
+
+MISSING = "prometheus/promtool not installed (make debs)"
+# frozenset of labels -> [(t, value)]; an instant vector is one point per series.
+Answer = dict[frozenset, list[tuple[float, float]]]
+
+
+def openmetrics(series: Sequence[tuple[Mapping[str, str], Sequence[tuple[int, float]]]]) -> str:
+    """One gauge family per metric name, each series' samples (unix ms, value) in order."""
+    by_name: dict[str, list[str]] = {}
+    for labels, samples in series:
+        name = labels["__name__"]
+        rest = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()) if k != "__name__")
+        lines = by_name.setdefault(name, [])
+        lines += [f"{name}{{{rest}}} {v!r} {t / 1000:.3f}" for t, v in samples]
+    out = []
+    for name, lines in by_name.items():
+        out += [f"# TYPE {name} gauge", *lines]
+    return "\n".join([*out, "# EOF", ""])
+
+
+@contextmanager
+def reference_prometheus(home: Path, text: str, port: int) -> Iterator[str]:
+    """A Prometheus serving exactly ``text`` (OpenMetrics) on 127.0.0.1:``port``; its URL."""
+    from launch import prometheus
+
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        raise FileNotFoundError(MISSING)
+    home.mkdir(parents=True, exist_ok=True)
+    source = home / "series.om"
+    source.write_text(text)
+    subprocess.run(
+        [promtool, "tsdb", "create-blocks-from", "openmetrics", str(source), str(home / "data")],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    config = prometheus.write_config(home, prometheus.config([]))
+    server = prometheus.Prometheus(port, config, retention="10y")
+    proc = server.start(home, wait_s=60)
+    try:
+        yield server.url
+    finally:
+        proc.stop(server.stop_timeout_s)
+
+
+def normalise(data: Mapping[str, Any]) -> Answer | float:
+    """A query's ``data``: a scalar's value, or each series' points by its label set."""
+    kind, result = data["resultType"], data["result"]
+    if kind == "scalar":
+        return float(result[1])
+    if kind == "vector":
+        return {frozenset(r["metric"].items()): [_point(r["value"])] for r in result}
+    return {frozenset(r["metric"].items()): [_point(p) for p in r["values"]] for r in result}
+
+
+def _point(p: Sequence[Any]) -> tuple[float, float]:
+    return float(p[0]), float(p[1])
+
+
+def same(a: Answer | float, b: Answer | float, rel: float = 1e-9) -> bool:
+    """Equal label sets, timestamps and values to ``rel`` (NaN equals NaN)."""
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, float) and isinstance(b, float) and _close(a, b, rel)
+    if a.keys() != b.keys():
+        return False
+    for key, points in a.items():
+        other = b[key]
+        if len(points) != len(other):
+            return False
+        for (t1, v1), (t2, v2) in zip(points, other, strict=True):
+            if t1 != t2 or not _close(v1, v2, rel):
+                return False
+    return True
+
+
+def _close(x: float, y: float, rel: float) -> bool:
+    if math.isnan(x) or math.isnan(y):
+        return math.isnan(x) and math.isnan(y)
+    return x == y or math.isclose(x, y, rel_tol=rel, abs_tol=1e-12)
