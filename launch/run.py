@@ -105,6 +105,14 @@ def _say(message: str) -> None:
     print(f"run: {message}", file=sys.stderr, flush=True)
 
 
+def _alertmanager_line() -> str:
+    from launch.alertmanager import BINARY
+
+    if BINARY:
+        return f"notifications to Alertmanager http://127.0.0.1:{ALERTMANAGER_PORT}"
+    return "no Alertmanager (install Debian's prometheus-alertmanager: make debs)"
+
+
 def _home(root: Path) -> Path:
     return root / "run"
 
@@ -254,8 +262,9 @@ The platform is up.
   dashboard   http://127.0.0.1:{DASHBOARD_PORT}   sign in as any user with the token in
               {home / "dashboard" / "dashboard.token"}{f" ({token})" if token else ""}
   ingest      http://127.0.0.1:{INGEST_PORT}/v1/metrics   key in {home / "ingest.key"}
+  alerts      rules on the dashboard's Alerts page; {_alertmanager_line()}
   metrics     ingest :{INGEST_PORT}/metrics, aggregator :{AGGREGATOR_METRICS_PORT}/metrics,
-              dashboard :{DASHBOARD_PORT}/metrics
+              dashboard :{DASHBOARD_PORT}/metrics, alert evaluator :{ALERTING_METRICS_PORT}/metrics
   logs        {home}/*/*.log, {settings.var}/kafka, {settings.var}/cassandra
 Stop with Ctrl-C{"" if not args.detach else " (not attached: use make down)"} or `make down`.
 """,

@@ -5,6 +5,7 @@ loads a rule to save it back (pages/alert_edit.py)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -39,11 +40,40 @@ def layout(app_ctx: AppContext) -> html.Div:
     )
 
 
+# Which of a rule's instances (per server, per aggregator) the row shows: the most urgent.
+_URGENCY = ("firing", "recovering", "error", "nodata", "pending", "normal")
+_NOT_YET = {"state": "normal", "reason": "not evaluated yet"}
+
+
+def _shown(r: dict[str, Any]) -> dict[str, Any]:
+    """The alert a rule's row shows: its own, else its most urgent instance (a server-silent
+    rule's servers, the freshness meta-alert's aggregators), named in the reason."""
+    if r.get("alert"):
+        return dict(r["alert"])
+    instances = {k: v for k, v in (r.get("instances") or {}).items() if v}
+    if not instances:
+        return dict(_NOT_YET)
+    rank = {s: i for i, s in enumerate(_URGENCY)}
+    name, worst = min(instances.items(), key=lambda kv: rank.get(kv[1].get("state"), 99))
+    more = f" (1 of {len(instances)}: {name})" if len(instances) > 1 else f" ({name})"
+    return {**worst, "reason": f"{worst.get('reason', '')}{more}"}
+
+
+def _window(a: dict[str, Any]) -> str:
+    """The window that decided the state, as UTC times (the alert rows hold epoch seconds)."""
+    start, end = a.get("window_start"), a.get("window_end")
+    if start is None:
+        return ""
+    first = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(float(start)))
+    last = time.strftime("%H:%M:%S", time.gmtime(float(end))) if end is not None else "?"
+    return f"{first}-{last} UTC"
+
+
 def _rules_table(rules: list[dict[str, Any]]) -> html.Table:
     head = html.Tr([html.Th(h) for h in ("rule", "state", "value", "why", "window", "")])
     rows = []
     for r in rules:
-        a = r.get("alert") or {"state": "normal", "reason": "not evaluated yet"}
+        a = _shown(r)
         state = a.get("state", "normal")
         rows.append(
             html.Tr(
@@ -52,7 +82,7 @@ def _rules_table(rules: list[dict[str, Any]]) -> html.Table:
                     html.Td(state, title=STATE_HELP.get(state, ""), className=f"state-{state}"),
                     html.Td("" if a.get("value") is None else f"{a['value']:.6g}"),
                     html.Td(a.get("reason", "")),
-                    html.Td(str(a.get("window_start") or "")),
+                    html.Td(_window(a)),
                     html.Td(alert_edit.edit_button(r["id"]) if r.get("kind") != "meta" else ""),
                 ],
                 id=f"al-rule-{r['id']}",
