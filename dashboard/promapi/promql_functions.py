@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+from dashboard.promapi.selector import divide
+
 __all__ = ["OVER_TIME_FUNCTIONS", "binary", "compare", "over_time", "quantile"]
 
 
@@ -89,19 +91,11 @@ def _pow(a: float, b: float) -> float:
         return math.inf if a == 0 else math.nan
 
 
-def _divide(a: float, b: float) -> float:
-    if b != 0:
-        return a / b
-    if a == 0 or math.isnan(a):
-        return math.nan
-    return math.copysign(math.inf, a) * math.copysign(1.0, b)
-
-
 _ARITHMETIC: dict[str, Callable[[float, float], float]] = {
     "+": lambda a, b: a + b,
     "-": lambda a, b: a - b,
     "*": lambda a, b: a * b,
-    "/": _divide,
+    "/": divide,
     "%": _mod,
     "^": _pow,
 }

@@ -41,6 +41,7 @@ __all__ = [
     "Selector",
     "SelectorError",
     "check_length",
+    "divide",
     "parse_expr",
     "parse_selector",
 ]
@@ -211,7 +212,7 @@ class _Arithmetic:
         value = self.unary()
         while (op := self.s.op("*/")) is not None:
             right = self.unary()
-            value = value * right if op == "*" else _divide(value, right)
+            value = value * right if op == "*" else divide(value, right)
         return value
 
     def unary(self) -> float:
@@ -221,7 +222,8 @@ class _Arithmetic:
         return sign * self.s.number()
 
 
-def _divide(a: float, b: float) -> float:
+def divide(a: float, b: float) -> float:
+    """a / b as Go (and so Prometheus) divides floats: x/0 is +-Inf, 0/0 and NaN/0 are NaN."""
     if b != 0:
         return a / b
     if a == 0 or math.isnan(a):
