@@ -150,6 +150,7 @@ class Aggregator:
             self._phase,
             self._overflowed,
             self._seen if self.settings.track_servers else None,
+            self.progress.add_late,
         )
 
     def settle(self) -> None:

@@ -25,6 +25,10 @@ __all__ = ["DEDUP_BLOCK_SECONDS", "DEDUP_BUCKETS", "PARTIAL_COLUMNS", "window_pa
 DEDUP_BUCKETS = 32
 DEDUP_BLOCK_SECONDS = 8
 
+# Spark's last timestamp, 9999-12-31 23:59:59.999999 UTC: the operator input's event-time mark
+# sits on it, so Spark's late-row filter never drops a pack (window_partials says why).
+_LAST_MICROS = 253_402_300_799_999_999
+
 # What the JVM operator returns per (key, query, window) besides the window's identity.
 PARTIAL_COLUMNS = ("n", "fixed_sum", "n_fixed", "float_sum", "min", "max", "sketch")
 
@@ -52,43 +56,41 @@ def _selections(spark: SparkSession, queries: DataFrame) -> object:
     return out
 
 
-def window_partials(timed: DataFrame, queries: DataFrame) -> DataFrame:
+def window_partials(timed: DataFrame, queries: DataFrame, late: object | None = None) -> DataFrame:
     """Dedup and the map side of the window summaries in one pass, by the project's JVM
     operator ``io.apm.aggregator.Dedup`` (aggregator/jvm, a ``flatMapGroupsWithState``).
 
-    Its key is (metric, xxhash64(server) mod ``DEDUP_BUCKETS``, block of
-    ``DEDUP_BLOCK_SECONDS`` of event time); its state, per key, every (server, microsecond)
-    seen there, read and written once per key and micro-batch, not once per sample. Of each
-    batch it keeps the samples not seen before, hands each to the active queries whose
-    selection takes its server, and returns one partial summary per (key, query, window)
-    touched (``Partials`` in Java: n, fixed-point and float sums, min, max, KLL sketch), so
-    neither the fan-out to queries nor the per-sample aggregation input is ever materialised
-    as rows. Exact: servers compare as strings, times at microseconds, the key Spark's
-    ``dropDuplicates`` used before. A key is dropped once the watermark passes its block's
-    end; later copies are late and dropped (and counted) by the operator like any late
-    sample."""
+    ``timed``: ``records.packs`` with a watermark on ``event_time``. The operator's key is the
+    packs' (metric, xxhash64(server) mod ``DEDUP_BUCKETS``, block of ``DEDUP_BLOCK_SECONDS``
+    of event time); its state, per key, every (server, microsecond) seen there, read and
+    written once per key and micro-batch, not once per sample. Of each batch it keeps the
+    samples not seen before, hands each to the active queries whose selection takes its
+    server, and returns one partial summary per (key, query, window) touched (``Partials`` in
+    Java: n, fixed-point and float sums, min, max, KLL sketch), so neither the fan-out to
+    queries nor the per-sample aggregation input is ever materialised as rows. Exact: servers
+    compare as strings, times at microseconds, the key Spark's ``dropDuplicates`` used before.
+
+    Late samples: a pack holds many samples, so Spark's late filter, which drops whole input
+    rows, must not see it. The operator's input carries the event-time mark (Spark requires
+    one for event-time timeouts) on a column that is never late, and the operator drops each
+    sample at or before the batch's watermark itself and tells ``late`` (a registered
+    ``org.apache.spark.util.LongAccumulator``; None: not counted). A key is dropped once the
+    watermark passes its block's end."""
     from pyspark.sql import DataFrame as Frame
     from pyspark.sql import functions as F
 
-    block_us = DEDUP_BLOCK_SECONDS * 1_000_000
-    keyed = timed.withColumn(
-        "dedup_key",
-        F.concat_ws(
-            "|",
-            "metric",
-            F.pmod(F.xxhash64("server"), F.lit(DEDUP_BUCKETS)).cast("string"),
-            F.floor(F.unix_micros("event_time") / F.lit(block_us)).cast("string"),
-        ),
-    )
+    mark = timed.schema["event_time"].metadata
+    never_late = F.expr(f"timestamp_micros({_LAST_MICROS})").alias("event_time", metadata=mark)
     spark = timed.sparkSession
     jvm = spark._jvm
     if jvm is None:
         raise RuntimeError("the aggregator's operator needs a classic (JVM) SparkSession")
     selections = _selections(spark, queries)
     jdf = jvm.io.apm.aggregator.Dedup.windowPartials(
-        keyed.select("dedup_key", "server", "event_time", "ts", "value")._jdf,
-        block_us,
+        timed.select("dedup_key", "pack", never_late)._jdf,
+        DEDUP_BLOCK_SECONDS * 1_000_000,
         KLL_K,
         selections,
+        late,
     )
     return Frame(jdf, spark)

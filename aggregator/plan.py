@@ -38,7 +38,8 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from aggregator.quantiles import KLL_K
-from aggregator.records import decode
+from aggregator.records import decode, packs
+from aggregator.skew import on_time
 from apm.functions import SUMMARY_FIELDS, needs
 from apm.model import metric_sql, topic_for
 from apm.query import Query, StoredQuery
@@ -175,10 +176,19 @@ def admit(raw: DataFrame, queries: DataFrame) -> DataFrame:
 
 
 def window_summaries(
-    samples: DataFrame, queries: DataFrame, delay_seconds: int, dedup: bool = True
+    records: DataFrame,
+    queries: DataFrame,
+    delay_seconds: int,
+    dedup: bool = True,
+    *,
+    tolerance_s: int | None = None,
+    seen: object | None = None,
+    late: object | None = None,
 ) -> DataFrame:
     """Per (query_id, window_seconds, window_end): n, the sums, min, max and a KLL sketch of
-    the distinct samples seen so far.
+    the distinct samples seen so far in ``records`` (Kafka rows: topic, value, timestamp;
+    ``admit(raw, queries)``, so that records no active query reads never cost dedup state or
+    move the watermark).
 
     A (server, ts) pair of a metric counts once, so an agent's retry changes no result; the
     first copy processed wins if two disagree on the value. A replayed micro-batch after a
@@ -186,28 +196,35 @@ def window_summaries(
 
     ``delay_seconds`` is the watermark delay on event time: the allowed lateness plus the
     longest active window, so that every window that ended less than the allowed lateness
-    ago still accepts samples. Samples older than the watermark are dropped by the dedup
-    operator and reported in its ``numRowsDroppedByWatermark``.
-
-    ``samples`` are decoded from admitted records (``decode(admit(raw, queries))``): records
-    no active query reads are dropped before they cost dedup state or move the watermark.
+    ago still accepts samples. Samples at or before the batch's watermark are dropped by the
+    dedup operator and counted in ``late`` (a registered ``LongAccumulator``, None: not
+    counted). Samples ahead of their arrival by more than ``tolerance_s`` (None: no limit)
+    are set aside before the watermark (skew.py); every parsed sample is told to ``seen``
+    (aggregator/seen.py) when given.
 
     ``dedup=False`` leaves the dedup operator out (``APM_AGGREGATOR_DEDUP``), for sources that
     never resend; it was most of the batch time at 100k samples/s (docs/aggregator.md). Late
-    samples are then dropped, and counted, by the aggregation."""
+    samples are then dropped, and counted in Spark's ``numRowsDroppedByWatermark``, by the
+    aggregation."""
     from pyspark.sql import functions as F
 
     delay = f"{int(delay_seconds)} seconds"
-    timed = samples.withColumn("event_time", F.timestamp_seconds("ts")).withWatermark(
-        "event_time", delay
-    )
     # window_end carries the event-time mark: that is what lets the aggregation evict the
     # windows the watermark has passed.
     mark = {_EVENT_TIME_KEY: int(delay_seconds) * 1000}
     if dedup:
-        from aggregator.partials import PARTIAL_COLUMNS, window_partials
+        from aggregator.partials import (
+            DEDUP_BLOCK_SECONDS,
+            DEDUP_BUCKETS,
+            PARTIAL_COLUMNS,
+            window_partials,
+        )
 
-        partials = window_partials(timed, queries)
+        block_us = DEDUP_BLOCK_SECONDS * 1_000_000
+        timed = packs(records, DEDUP_BUCKETS, block_us, tolerance_s, seen).withWatermark(
+            "event_time", delay
+        )
+        partials = window_partials(timed, queries, late)
         end = F.timestamp_seconds("window_end_s").alias("window_end", metadata=mark)
         # kll_merge_agg_double keeps k: exact while a window holds at most KLL_K values.
         merged = {
@@ -224,6 +241,12 @@ def window_summaries(
         keyed = partials.select("query_id", "window_seconds", end, *PARTIAL_COLUMNS)
         return _per_window(keyed.withWatermark("window_end", delay), merged)
 
+    samples = decode(records, seen)
+    if tolerance_s is not None:
+        samples = on_time(samples, tolerance_s)
+    timed = samples.withColumn("event_time", F.timestamp_seconds("ts")).withWatermark(
+        "event_time", delay
+    )
     wanted = F.broadcast(queries.select(*_JOIN_COLUMNS))
     # Or short-circuits left to right: the cheap tests first, the regex only for odd globs.
     server = F.col("server")

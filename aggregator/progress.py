@@ -49,6 +49,13 @@ class ProgressCounter:
         self._counted &= seen
         return newest
 
+    def add_late(self, samples: int) -> None:
+        """Samples the dedup operator dropped as later than the watermark: it drops them one
+        by one inside packs (partials.window_partials), so Spark's numRowsDroppedByWatermark
+        does not see them."""
+        self.late_rows_total += samples
+        self.telemetry.late_rows.inc(samples)
+
 
 def state_figures(report: dict[str, Any]) -> tuple[int, int, int]:
     """(open windows, dedup state rows, state memory bytes) of one progress report. A dedup

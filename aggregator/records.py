@@ -2,11 +2,15 @@
 (``apm.wire``'s ``tsv1`` lines), by the project's JVM code (``io.apm.aggregator.Decode``,
 aggregator/jvm), which reads each value's bytes once and parses each number once.
 
+``packs`` is the dedup plan's decode (v4's step b): one row per (record, dedup key) holding
+that record's samples under the key as one binary pack (``io.apm.aggregator.Packs``), so that
+the shuffle into the operator moves packs, not samples.
+
 ``decode_sql`` is v3's decode with built-in SQL functions (split, explode, two casts per
 line), kept as the reference the JVM decode is tested against row for row
-(tests/aggregator/test_records.py) and as the "before" of the ``-sql`` probes of
-``python -m bench.aggregator_profile`` and of ``python -m bench.aggregator --sql-decode``
-(docs/aggregator.md, "v4, step by step": step a).
+(tests/aggregator/test_records.py), and the JVM packs against it too, and as the "before"
+of the ``decode-batch-sql`` probe of ``python -m bench.aggregator_profile`` (docs/aggregator.md,
+"v4, step by step": step a).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from apm.model import metric_sql
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["decode", "decode_sql"]
+__all__ = ["decode", "decode_sql", "packs"]
 
 
 def _arrival(raw: DataFrame) -> Column:
@@ -69,3 +73,32 @@ def decode_sql(raw: DataFrame) -> DataFrame:
     )
     finite = F.abs(F.col("value")) < F.lit(float("inf"))
     return out.where((F.col("n_fields") == 3) & F.col("ts").isNotNull() & finite).drop("n_fields")
+
+
+def packs(
+    raw: DataFrame,
+    buckets: int,
+    block_us: int,
+    tolerance_s: float | None = None,
+    seen: object | None = None,
+) -> DataFrame:
+    """Kafka rows (topic, value[, timestamp]) -> (dedup_key, event_time, pack): per record, one
+    row per (server bucket of ``buckets``, block of ``block_us`` of event time) holding the
+    record's samples there (``io.apm.aggregator.Pack``), ``event_time`` being its newest
+    sample's. The samples are ``decode``'s, less those ahead of their arrival by more than
+    ``tolerance_s`` (``skew.on_time``; None: no limit) and those whose ``ts`` is NaN (no event
+    time, no key); each parsed sample is told to ``seen`` when given. ``dedup_key`` is
+    ``metric|pmod(xxhash64(server), buckets)|floor(unix_micros(event_time) / block_us)``
+    exactly as the plan's SQL built it up to v4's step e: it is the operator's state key."""
+    from pyspark.sql import DataFrame as Frame
+    from pyspark.sql import functions as F
+
+    spark = raw.sparkSession
+    jvm = spark._jvm
+    if jvm is None:
+        raise RuntimeError("the aggregator's decode needs a classic (JVM) SparkSession")
+    records = raw.select(F.expr(metric_sql("topic")).alias("metric"), "value", _arrival(raw))
+    tolerance = float("nan") if tolerance_s is None else float(tolerance_s)
+    jdf = jvm.io.apm.aggregator.Packs.packs(records._jdf, seen, tolerance, buckets, block_us)
+    out = Frame(jdf, spark)
+    return out.select("dedup_key", F.timestamp_micros("event_us").alias("event_time"), "pack")

@@ -1,9 +1,10 @@
 """The job's Spark stream, built from the settings, the metrics it reads, the static query
-table and a cap on records per micro-batch: plan.window_summaries of
-``decode(admit(raw, table))`` of exactly the given metrics' topics (plan.py), evaluated and
-upserted by ``write`` each batch. The same decode tells each sample to a ``SeenAccumulator``
-(aggregator/seen.py): each server's and metric's newest sample and the skew counts come out of
-this one pass (until v3 a second "servers" stream read every record again for them).
+table and a cap on records per micro-batch: plan.window_summaries of ``admit(raw, table)`` of
+exactly the given metrics' topics (plan.py), evaluated and upserted by ``write`` each batch.
+The decode tells each sample to a ``SeenAccumulator`` (aggregator/seen.py): each server's and
+metric's newest sample and the skew counts come out of this one pass (until v3 a second
+"servers" stream read every record again for them); the dedup operator tells a
+``LongAccumulator`` each sample it drops as late. Both are drained after each batch's action.
 """
 
 from __future__ import annotations
@@ -13,29 +14,23 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from aggregator.evaluate import evaluate, to_results
-from aggregator.plan import admit, decode, topic_regex, window_summaries
+from aggregator.plan import admit, topic_regex, window_summaries
 from aggregator.seen import Batch, SeenAccumulator
 from aggregator.settings import AggregatorSettings
-from aggregator.skew import on_time
 from apm.query import Query, WindowResult
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
-__all__ = ["kafka_samples", "start_windows"]
+__all__ = ["kafka_records", "start_windows"]
 
 
-def kafka_samples(
-    spark: SparkSession,
-    s: AggregatorSettings,
-    metrics: list[str],
-    table: DataFrame,
-    cap: int,
-    seen: SeenAccumulator | None = None,
+def kafka_records(
+    spark: SparkSession, s: AggregatorSettings, metrics: list[str], table: DataFrame, cap: int
 ) -> DataFrame:
-    """The decoded samples of ``metrics``' topics that the queries in ``table`` admit, each
-    told to ``seen`` if given."""
+    """The Kafka records (topic, value, timestamp) of ``metrics``' topics that the queries in
+    ``table`` admit."""
     reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", s.kafka_bootstrap)
@@ -61,7 +56,7 @@ def kafka_samples(
         # One Kafka task per topic-partition with new data: with one topic per metric that is
         # hundreds of tiny tasks a batch. Coalescing keeps the reads, in fewer tasks.
         raw = raw.coalesce(s.source_tasks)
-    return decode(admit(raw, table), seen.jvm if seen is not None else None)
+    return admit(raw, table)
 
 
 def start_windows(
@@ -76,23 +71,29 @@ def start_windows(
     phase: Callable[[str, float], None] = lambda name, seconds: None,
     overflowed: Callable[[str], None] = lambda key: None,
     seen: Callable[[Batch], None] | None = None,
+    late: Callable[[int], None] = lambda n: None,
 ) -> StreamingQuery:
     """The windows stream; ``write`` gets each batch's results (none for an empty batch),
     ``phase`` the seconds each batch spent in Spark, in evaluation and in the upsert,
     ``overflowed`` the key of each function value left out as overflowed (evaluate.py),
     ``seen`` (None: not gathered) each batch's newest times and skew counts, the skew's delay
-    being the watermark's (aggregator/skew.py)."""
+    being the watermark's (aggregator/skew.py), ``late`` the number of samples each batch
+    dropped as later than the watermark."""
     longest = max(q.window_seconds for q in queries.values())
     delay = s.allowed_lateness_seconds + longest
     gathered = (
         SeenAccumulator(spark, s.future_tolerance_seconds, delay) if seen is not None else None
     )
+    dropped = spark.sparkContext._jsc.sc().longAccumulator(f"{s.identity}-late-samples")
     # Samples ahead of their arrival past the tolerance never reach the watermark (skew.py).
     sets = window_summaries(
-        on_time(kafka_samples(spark, s, metrics, table, cap, gathered), s.future_tolerance_seconds),
+        kafka_records(spark, s, metrics, table, cap),
         table,
         delay,
         dedup=s.dedup,
+        tolerance_s=s.future_tolerance_seconds,
+        seen=gathered.jvm if gathered is not None else None,
+        late=dropped,
     )
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
@@ -106,9 +107,12 @@ def start_windows(
         phase("spark", collected - began)
         phase("evaluate", evaluated - collected)
         phase("upsert", time.monotonic() - evaluated)
+        # The batch's tasks have ended (collect returned): their copies are merged.
         if gathered is not None and seen is not None:
-            # The batch's tasks have ended (collect returned): their copies are merged.
             seen(gathered.drain())
+        if count := dropped.value():
+            dropped.reset()
+            late(count)
 
     return (
         sets.writeStream.queryName(f"{s.identity}-windows")

@@ -46,7 +46,7 @@ class AggregatorTelemetry(Telemetry):
         )
         self.late_rows = Counter(
             "apm_aggregator_late_rows_dropped",
-            "rows Spark dropped as later than the watermark (numRowsDroppedByWatermark)",
+            "samples dropped as later than the watermark (partials.window_partials)",
             registry=r,
         )
         self.overflowed = Counter(

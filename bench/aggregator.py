@@ -9,7 +9,6 @@ row being readable in Cassandra. Figures go to docs/BENCHMARKS.md (bench.base).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import multiprocessing as mp
 import statistics
 import sys
@@ -19,7 +18,6 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 from aggregator.progress import DEDUP_OPERATOR
 from apm.kafka import TopicSpec, delete_topics, ensure_topics
@@ -310,15 +308,8 @@ def main(argv: list[str] | None = None) -> int:
         default=30,
         help="per rate of Spark's own floor for the same shape (bench/floor.py); 0 skips it",
     )
-    parser.add_argument(
-        "--sql-decode",
-        action="store_true",
-        help="decode with v3's SQL (aggregator.records.decode_sql): the before of v4's step a; "
-        "print only",
-    )
     parser.add_argument("--no-doc", action="store_true", help="print only")
     args = parser.parse_args(argv)
-    args.no_doc = args.no_doc or args.sql_decode
     rates = [int(r) for r in args.rates.split(",")]
     configs = [c.strip() for c in args.configs.split(",") if c.strip()]
     if unknown := set(configs) - set(CONFIGS):
@@ -343,20 +334,11 @@ def main(argv: list[str] | None = None) -> int:
         ]
     ]
     summary = []
-    decoder = contextlib.ExitStack()
-    if args.sql_decode:
-        from aggregator import streams
-        from aggregator.records import decode_sql
-
-        # streams.kafka_samples imports decode by name: both streams then decode in SQL.
-        decoder.enter_context(mock.patch.object(streams, "decode", decode_sql))
     try:
         for config in configs:
             rows, best, phases = _run_config(config, rates, args, spark, args.warmup_seconds)
             if args.no_dedup:
                 rows = [[f"{row[0]} (no dedup)", *row[1:]] for row in rows]
-            if args.sql_decode:
-                rows = [[f"{row[0]} (SQL decode)", *row[1:]] for row in rows]
             table.extend(rows)
             shown = ", ".join(
                 f"{k} {v:.2f} s"
@@ -374,7 +356,6 @@ def main(argv: list[str] | None = None) -> int:
                 f"{phases.get('dedup numRowsTotal', float('nan')):.0f}."
             )
     finally:
-        decoder.close()
         spark.stop()
     best_rate = max(
         (int(row[2].replace(",", "")) for row in table[1:] if row[4] == "yes"), default=0

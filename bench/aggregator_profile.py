@@ -4,16 +4,16 @@ Each probe runs a part of the job's plan, in this process's Spark session, and p
 median batch (or best-of-three batch-mode) time. Not part of ``make bench``; docs/aggregator.md
 ("Cost and limits") quotes its figures with this command.
 
-- ``decode`` (streaming): the job's Kafka source and ``plan.decode`` into a noop sink, while
-  the benchmark's feeder produces ``--rate`` samples/s into 10 topics.
-- ``full`` (streaming): the same source through ``plan.window_summaries`` with the issue's
+- ``decode`` (streaming): the job's Kafka records (``streams.kafka_records``) through
+  ``records.decode`` (one row per sample) into a noop sink, while the benchmark's feeder
+  produces ``--rate`` samples/s into 10 topics.
+- ``packs`` (streaming): the same records through ``records.packs`` (one row per record and
+  dedup key), what the job's dedup plan shuffles since v4's step b.
+- ``full`` (streaming): the same records through ``plan.window_summaries`` with the issue's
   100 queries into a noop sink: everything but evaluation and storage.
-- ``rate`` (streaming): ``plan.window_summaries`` fed by Spark's rate source instead of Kafka.
-- ``decode-batch`` (batch mode): ``plan.decode`` alone over 400,000 samples in memory.
-
-Each probe with ``-sql`` after its name (``decode-sql``, ``full-sql``, ``decode-batch-sql``)
-runs the same with v3's SQL decode (``aggregator.records.decode_sql``) in place of the JVM
-decode: the before/after of v4's step a in one run (docs/aggregator.md, "v4, step by step").
+- ``decode-batch`` (batch mode): ``records.decode`` alone over 400,000 samples in memory;
+  ``decode-batch-sql`` the same with v3's SQL decode (``records.decode_sql``): the
+  before/after of v4's step a in one run (docs/aggregator.md, "v4, step by step").
 
 ``--stacks N`` samples the Spark executor threads' stacks N times (``jstack``, every 0.4 s,
 from 25 s into each streaming probe) and prints what the busy samples were doing: a poor
@@ -34,14 +34,12 @@ import threading
 import time
 import uuid
 from typing import Any
-from unittest import mock
 
 from bench.base import progress
 
 __all__ = ["main"]
 
-_BASE = ("decode", "full", "rate", "decode-batch")
-PROBES = (*_BASE, *(f"{p}-sql" for p in _BASE if p != "rate"))
+PROBES = ("decode", "packs", "full", "decode-batch", "decode-batch-sql")
 
 
 # What a busy executor thread is doing, by the first of these found in its stack.
@@ -123,28 +121,21 @@ def _queries(spark: Any, metrics: list[str]) -> Any:
     return queries_frame(spark, stored)
 
 
-def _probe(
-    spark: Any, name: str, rate: int, seconds: int, stacks: int = 0, decoder: Any = None
-) -> float:
-    from pyspark.sql import functions as F
-
+def _probe(spark: Any, name: str, rate: int, seconds: int, stacks: int = 0) -> float:
     from aggregator import streams
+    from aggregator.partials import DEDUP_BLOCK_SECONDS, DEDUP_BUCKETS
     from aggregator.plan import window_summaries
-    from aggregator.records import decode, decode_sql
+    from aggregator.records import decode, decode_sql, packs
     from aggregator.settings import AggregatorSettings
     from apm.kafka import TopicSpec, delete_topics, ensure_topics
     from apm.model import topic_for
     from bench.feed import METRICS, produce, templates
 
-    if name.endswith("-sql"):
-        # v3's decode wherever the job decodes (streams.kafka_samples imports it by name).
-        with mock.patch.object(streams, "decode", decode_sql):
-            return _probe(spark, name.removesuffix("-sql"), rate, seconds, stacks, decode_sql)
-    decoder = decoder or decode
     metrics = [f"prof{uuid.uuid4().hex[:6]}m{i}" for i in range(METRICS)]
     table = _queries(spark, metrics)
     delay = 660
-    if name == "decode-batch":
+    if name.startswith("decode-batch"):
+        decoder = decode_sql if name.endswith("-sql") else decode
         stamp = b"1700000000"
         records = [
             (topic_for(m), bytearray(t.replace(b"@@@@@@@@@@", stamp)))
@@ -160,30 +151,17 @@ def _probe(
             best = min(best, time.monotonic() - began)
         raw.unpersist()
         return best
-    if name == "rate":
-        source = (
-            spark.readStream.format("rate")
-            .option("rowsPerSecond", rate)
-            .option("numPartitions", 2)
-            .load()
-        )
-        samples = source.select(
-            F.element_at(
-                F.array(*[F.lit(m) for m in metrics]), (F.col("value") % 10 + 1).cast("int")
-            ).alias("metric"),
-            F.concat(F.lit("srv-"), (F.floor(F.col("value") / 10) % 10_000).cast("string")).alias(
-                "server"
-            ),
-            (F.unix_micros("timestamp") / 1e6).alias("ts"),
-            (F.col("value") % 1000 / 7.0).alias("value"),
-        )
-        return _streaming(window_summaries(samples, table, delay), seconds, stacks=stacks)
     settings = AggregatorSettings(metrics=",".join(metrics), metrics_port=0)
     topics = [topic_for(m) for m in metrics]
     ensure_topics(settings.kafka_bootstrap, topics, TopicSpec(partitions=1), wait_ms=60_000)
     try:
-        samples = streams.kafka_samples(spark, settings, metrics, table, 0)
-        out = samples if name == "decode" else window_summaries(samples, table, delay)
+        source = streams.kafka_records(spark, settings, metrics, table, 0)
+        if name == "decode":
+            out = decode(source)
+        elif name == "packs":
+            out = packs(source, DEDUP_BUCKETS, DEDUP_BLOCK_SECONDS * 1_000_000)
+        else:
+            out = window_summaries(source, table, delay)
         feeder = mp.get_context("spawn").Process(
             target=produce, args=(settings.kafka_bootstrap, metrics, rate, seconds)
         )

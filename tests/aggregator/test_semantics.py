@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from aggregator.evaluate import evaluate, to_results
-from aggregator.plan import admit, decode, queries_frame, topic_regex, window_summaries
+from aggregator.plan import admit, queries_frame, topic_regex, window_summaries
 from apm.model import topic_for
 from apm.wire import encode_chunks
 from tests.aggregator.conftest import BASE, FakeStore, assert_matches, expected
@@ -34,7 +34,7 @@ def _raw(spark, records, arrived: float = BASE):
 def _run(spark, records, queries):
     raw = _raw(spark, records)
     table = queries_frame(spark, queries)
-    rows = evaluate(window_summaries(decode(admit(raw, table)), table, 600), table).collect()
+    rows = evaluate(window_summaries(admit(raw, table), table, 600), table).collect()
     results = to_results(rows, {q.id: q.query for q in queries})
     return {(r.query_id, r.window_start): r for r in results}
 
@@ -149,7 +149,7 @@ def test_values_with_more_than_eighteen_decimals_take_the_float_sum(spark):
     q = FakeStore().add("FROM * SELECT tiny WINDOW 10s COMPUTE sum, count")
     rows = [("a", BASE + 1.0, 1.2345678901234567e-5), ("b", BASE + 2.0, 0.25)]
     raw = _raw(spark, _records("tiny", rows))
-    [summary] = window_summaries(decode(raw), queries_frame(spark, [q]), 600).collect()
+    [summary] = window_summaries(raw, queries_frame(spark, [q]), 600).collect()
     assert (summary["n"], summary["n_fixed"]) == (2, 1)  # 0.25 is exact, the other is not
     got = _of(_run(spark, _records("tiny", rows), [q]), q.id)
     assert got[BASE].values["sum"] == 1.2345678901234567e-5 + 0.25
@@ -161,7 +161,7 @@ def test_without_the_dedup_stage_a_resent_sample_counts_twice(spark, fleet_rows)
     raw = _raw(spark, _records("cpu", rows + rows[:3]))
     table = queries_frame(spark, [q])
     counts = {
-        dedup: sum(r["n"] for r in window_summaries(decode(raw), table, 600, dedup=dedup).collect())
+        dedup: sum(r["n"] for r in window_summaries(raw, table, 600, dedup=dedup).collect())
         for dedup in (True, False)
     }
     assert counts == {True: len(rows), False: len(rows) + 3}
@@ -197,7 +197,7 @@ def test_a_query_counts_only_records_that_arrived_once_it_was_active(spark, flee
         ("cpu", v, BASE + 100.0) for _, v in _records("cpu", after)
     ]
     table = queries_frame(spark, [q])
-    summaries = window_summaries(decode(admit(_raw(spark, records), table)), table, 600)
+    summaries = window_summaries(admit(_raw(spark, records), table), table, 600)
     rows = evaluate(summaries, table).collect()
     got = {r.window_start: r for r in to_results(rows, {q.id: q.query})}
     assert_matches(got, expected(after, q.query))

@@ -8,15 +8,18 @@ import org.apache.spark.sql.streaming.GroupStateTimeout;
 import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.util.LongAccumulator;
 
 /**
  * The entry point the PySpark plan calls (aggregator/plan.py, {@code window_partials}).
  *
- * <p>{@code samples} must have a watermark on {@code event_time} and the columns {@code
- * dedup_key} (string: "metric|server bucket|block"), {@code server}, {@code event_time}, {@code
- * ts} (seconds, a double) and {@code value}. The fewer columns, the cheaper: Spark turns every
- * input row into a Java object for the operator. The result has one row per (dedup key, query, window) that
- * a micro-batch's new samples touched: the partial summaries of {@link Partials#rows()}.
+ * <p>{@code packs} must have the columns {@code dedup_key} (string: "metric|server bucket|block")
+ * and {@code pack} (a {@link Pack}), and a column carrying the event-time watermark's mark that
+ * Spark requires for event-time timeouts (plan.py says why it never holds a late time). The
+ * fewer columns, the cheaper: Spark turns every input row into a Java object for the operator.
+ * The result has one row per (dedup key, query, window) that a micro-batch's new samples
+ * touched: the partial summaries of {@link Partials#rows()}. {@code late} (null: none) counts
+ * the samples dropped as late.
  */
 public final class Dedup {
   private Dedup() {}
@@ -35,17 +38,16 @@ public final class Dedup {
           .add("sketch", DataTypes.BinaryType, true);
 
   public static Dataset<Row> windowPartials(
-      Dataset<Row> samples, long blockMicros, int sketchK, List<Selection> queries) {
-    StructType schema = samples.schema();
-    int[] fields = {
-      schema.fieldIndex("server"),
-      schema.fieldIndex("event_time"),
-      schema.fieldIndex("ts"),
-      schema.fieldIndex("value"),
-    };
+      Dataset<Row> packs,
+      long blockMicros,
+      int sketchK,
+      List<Selection> queries,
+      LongAccumulator late) {
+    StructType schema = packs.schema();
     Summaries function =
-        new Summaries(blockMicros, sketchK, queries, fields, samples.isStreaming());
-    return samples
+        new Summaries(
+            blockMicros, sketchK, queries, schema.fieldIndex("pack"), packs.isStreaming(), late);
+    return packs
         .groupBy("dedup_key")
         .as(Encoders.STRING(), Encoders.row(schema))
         .flatMapGroupsWithState(

@@ -9,6 +9,7 @@ import java.util.List;
 import org.apache.spark.api.java.function.FlatMapGroupsWithStateFunction;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.streaming.GroupState;
+import org.apache.spark.util.LongAccumulator;
 
 /**
  * The state function of the aggregator's one JVM operator. Per key (metric, server bucket,
@@ -23,8 +24,10 @@ import org.apache.spark.sql.streaming.GroupState;
  *       not one row per sample and query.
  * </ol>
  *
- * The key times out when the event-time watermark passes the block's end; from then on every
- * sample of the block is late, and Spark drops (and counts) it before it gets here.
+ * Its input is {@link Pack}s, many samples a row (v4's step b). It drops and counts the samples
+ * at or before the batch's watermark itself (Spark would drop or keep a pack whole). The key
+ * times out when the watermark passes the block's end; from then on every sample of the block
+ * is late.
  */
 public final class Summaries implements FlatMapGroupsWithStateFunction<String, Row, byte[], Row> {
   private static final long serialVersionUID = 1L;
@@ -34,19 +37,22 @@ public final class Summaries implements FlatMapGroupsWithStateFunction<String, R
   private final int sketchK;
   private final Selection[] queries;
   private final HashMap<String, int[]> byMetric;
-  private final int serverField;
-  private final int eventTimeField;
-  private final int tsField;
-  private final int valueField;
+  private final int packField;
   private final boolean streaming;
+  private final LongAccumulator late;
 
   /**
-   * {@code fields}: the input's server, event_time, ts and value column indexes; the metric is
-   * the key's first part. {@code
-   * streaming} false: a batch query, which has no watermark and so no timeouts.
+   * {@code packField}: the input's {@link Pack} column; the metric is the key's first part.
+   * {@code streaming} false: a batch query, which has no watermark and so no timeouts and no late
+   * samples. {@code late} (null: none) is told how many samples were dropped as late.
    */
   public Summaries(
-      long blockMicros, int sketchK, List<Selection> queries, int[] fields, boolean streaming) {
+      long blockMicros,
+      int sketchK,
+      List<Selection> queries,
+      int packField,
+      boolean streaming,
+      LongAccumulator late) {
     if (blockMicros <= 0 || blockMicros > Integer.MAX_VALUE) {
       throw new IllegalArgumentException("block must be 1 us to 2147 s, not " + blockMicros + " us");
     }
@@ -59,11 +65,9 @@ public final class Summaries implements FlatMapGroupsWithStateFunction<String, R
     }
     this.byMetric = new HashMap<>();
     grouped.forEach((m, ix) -> byMetric.put(m, ix.stream().mapToInt(Integer::intValue).toArray()));
-    this.serverField = fields[0];
-    this.eventTimeField = fields[1];
-    this.tsField = fields[2];
-    this.valueField = fields[3];
+    this.packField = packField;
     this.streaming = streaming;
+    this.late = late;
   }
 
   /** The start (us) of the block holding {@code micros}. */
@@ -77,58 +81,73 @@ public final class Summaries implements FlatMapGroupsWithStateFunction<String, R
       state.remove();
       return Collections.emptyIterator();
     }
-    SeenSamples seen = state.exists() ? SeenSamples.decode(state.get()) : new SeenSamples();
-    Partials partials = new Partials(sketchK);
-    HashMap<String, int[]> matched = new HashMap<>();
-    String metric = key.substring(0, Math.max(0, key.indexOf('|')));
-    long start = Long.MIN_VALUE;
-    boolean added = false;
+    // Late: at or before the batch's watermark in microseconds (Spark's own test for late rows,
+    // eventTime <= watermark). The samples cross the shuffle in packs, and Spark would drop or
+    // keep a pack whole, so the operator's input carries no event time Spark could test and
+    // the operator drops the late samples one by one (docs/aggregator.md, "Lateness").
+    long lateUpTo = streaming ? Math.multiplyExact(state.getCurrentWatermarkMs(), 1000L) : Long.MIN_VALUE;
+    Batch batch = new Batch(key, state.exists() ? SeenSamples.decode(state.get()) : null, lateUpTo);
     while (rows.hasNext()) {
-      Row row = rows.next();
-      long micros = micros(row.get(eventTimeField));
+      Pack.read(rows.next().getAs(packField), batch);
+    }
+    if (late != null && batch.late > 0) {
+      late.add(batch.late);
+    }
+    if (batch.added) {
+      state.update(batch.seen.encode());
+    }
+    if (streaming && batch.start != Long.MIN_VALUE) {
+      // A sample got past the late test, so the block's end is after the watermark.
+      // The max() covers the block ending at the watermark plus a microsecond.
+      long endMs = Math.floorDiv(batch.start + blockMicros, 1000L);
+      state.setTimeoutTimestamp(Math.max(endMs, state.getCurrentWatermarkMs() + 1));
+    }
+    return batch.partials.rows().iterator();
+  }
+
+  /** One key's work in one micro-batch: every sample of its packs, in order. */
+  private final class Batch implements Pack.Sink {
+    final String key;
+    final String metric;
+    final long lateUpTo;
+    final Partials partials = new Partials(sketchK);
+    final HashMap<String, int[]> matched = new HashMap<>();
+    SeenSamples seen;
+    long start = Long.MIN_VALUE;
+    boolean added;
+    long late;
+
+    Batch(String key, SeenSamples seen, long lateUpTo) {
+      this.key = key;
+      this.metric = key.substring(0, Math.max(0, key.indexOf('|')));
+      this.seen = seen == null ? new SeenSamples() : seen;
+      this.lateUpTo = lateUpTo;
+    }
+
+    @Override
+    public void sample(String server, long micros, double ts, double value) {
+      if (micros <= lateUpTo) {
+        late++;
+        return;
+      }
       if (start == Long.MIN_VALUE) {
         start = blockStart(micros);
       } else if (blockStart(micros) != start) {
         throw new IllegalStateException("key " + key + " holds samples of two blocks");
       }
-      String server = row.getString(serverField);
       if (!seen.add(server, (int) (micros - start))) {
-        continue;
+        return;
       }
       added = true;
       int[] wanted = matched.computeIfAbsent(server, s -> match(metric, s));
       if (wanted.length == 0) {
-        continue;
+        return;
       }
-      double ts = row.getDouble(tsField);
-      double value = row.getDouble(valueField);
       BigDecimal exact = Partials.fixed(value);
       for (int q : wanted) {
         partials.add(q, queries[q], ts, value, exact);
       }
     }
-    if (added) {
-      state.update(seen.encode());
-    }
-    if (streaming && start != Long.MIN_VALUE) {
-      // The rows got here, so they are not late: the block's end is at or after the watermark.
-      // The max() covers the eviction watermark running ahead of the one for late rows.
-      long endMs = Math.floorDiv(start + blockMicros, 1000L);
-      state.setTimeoutTimestamp(Math.max(endMs, state.getCurrentWatermarkMs() + 1));
-    }
-    return partials.rows().iterator();
-  }
-
-  /**
-   * Spark's timestamp as microseconds: an Instant with spark.sql.datetime.java8API.enabled (the
-   * aggregator's session, a cheap conversion), else a java.sql.Timestamp.
-   */
-  static long micros(Object time) {
-    if (time instanceof java.time.Instant instant) {
-      return Math.addExact(Math.multiplyExact(instant.getEpochSecond(), 1_000_000L), instant.getNano() / 1000);
-    }
-    java.sql.Timestamp stamp = (java.sql.Timestamp) time;
-    return Math.floorDiv(stamp.getTime(), 1000L) * 1_000_000L + stamp.getNanos() / 1000;
   }
 
   private int[] match(String metric, String server) {

@@ -8,9 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.math.BigDecimal;
-import java.sql.Timestamp;
+import java.nio.charset.StandardCharsets;
 import java.time.Instant;
-import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -23,14 +22,15 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.streaming.GroupStateTimeout;
 import org.apache.spark.sql.streaming.TestGroupState;
+import org.apache.spark.util.LongAccumulator;
 import org.junit.jupiter.api.Test;
 
 class SummariesTest {
   private static final long BLOCK_US = 8_000_000L;
   private static final long T0 = 1_700_000_000_000_000L; // a block boundary (a multiple of 8 s)
   private static final String KEY = "cpu|1|212500000";
-  // Input columns as the plan hands them over: dedup_key, metric (unused), server, event_time, ts, value.
-  private static final int[] FIELDS = {2, 3, 4, 5};
+  // Input columns as the plan hands them over: dedup_key, pack, the never-late event-time mark.
+  private static final int PACK = 1;
 
   private static Selection query(String id, int window, boolean sketch, List<String> names,
       List<String> prefixes, String regex, boolean all) {
@@ -45,11 +45,21 @@ class SummariesTest {
           query("odd", 10, false, List.of(), List.of(), "^(?:db-[13])$", false),
           new Selection("mem", "mem", 10, false, true, List.of(), List.of(), null));
 
-  private final Summaries function = new Summaries(BLOCK_US, 200, QUERIES, FIELDS, true);
+  private final LongAccumulator late = new LongAccumulator();
+  private final Summaries function = new Summaries(BLOCK_US, 200, QUERIES, PACK, true, late);
 
+  private static Row pack(Object[]... samples) {
+    Pack.Builder pack = new Pack.Builder();
+    for (Object[] s : samples) {
+      long micros = (Long) s[1];
+      pack.add(((String) s[0]).getBytes(StandardCharsets.UTF_8), micros, micros / 1e6, (Double) s[2]);
+    }
+    return RowFactory.create(KEY, pack.bytes(), Instant.MAX);
+  }
+
+  /** A pack of one sample: the operator sees no difference between one pack of n and n packs. */
   private static Row sample(String server, long micros, double value) {
-    Instant time = Instant.EPOCH.plus(micros, ChronoUnit.MICROS);
-    return RowFactory.create(KEY, "cpu", server, time, micros / 1e6, value);
+    return pack(new Object[] {server, micros, value});
   }
 
   private static TestGroupState<byte[]> state(Optional<byte[]> value, long watermarkMs, boolean timedOut) {
@@ -171,17 +181,58 @@ class SummariesTest {
 
     long watermarkMs = (T0 + BLOCK_US) / 1000 + 5;
     TestGroupState<byte[]> behind = state(Optional.empty(), watermarkMs, false);
-    function.call(KEY, List.of(sample("a", T0, 1)).iterator(), behind);
-    assertEquals(watermarkMs + 1, behind.getTimeoutTimestampMs().get(), "never behind the watermark");
+    long before = late.value();
+    assertFalse(function.call(KEY, List.of(sample("a", T0, 1)).iterator(), behind).hasNext());
+    assertFalse(behind.exists(), "a block the watermark passed gets no state");
+    assertEquals(before + 1, late.value());
 
     TestGroupState<byte[]> fresh = state(Optional.empty(), 0L, false);
     assertThrows(
         IllegalStateException.class,
         () -> function.call(KEY, List.of(sample("a", T0, 1), sample("a", T0 + BLOCK_US, 1)).iterator(), fresh));
     assertEquals(-BLOCK_US, function.blockStart(-1));
-    Timestamp stamp = Timestamp.from(Instant.EPOCH.plus(T0 + 7, ChronoUnit.MICROS));
-    assertEquals(T0 + 7, Summaries.micros(stamp), "a java.sql.Timestamp, without java8API");
-    assertEquals(-1L, Summaries.micros(Instant.EPOCH.minus(1, ChronoUnit.MICROS)));
-    assertThrows(IllegalArgumentException.class, () -> new Summaries(0, 200, QUERIES, FIELDS, true));
+    assertThrows(IllegalArgumentException.class, () -> new Summaries(0, 200, QUERIES, PACK, true, null));
+  }
+
+  @Test
+  void samplesAtOrBeforeTheWatermarkAreDroppedOneByOneAndCounted() throws Exception {
+    // One pack across the watermark: Spark would have kept or dropped it whole.
+    long watermarkMs = T0 / 1000 + 3_000; // 3 s into the block
+    long w = watermarkMs * 1000;
+    TestGroupState<byte[]> st = state(Optional.empty(), watermarkMs, false);
+    long before = late.value();
+    Row row =
+        pack(
+            new Object[] {"web-1", w - 1, 1.0},
+            new Object[] {"web-1", w, 2.0}, // at the watermark: late, as Spark's eventTime <= watermark
+            new Object[] {"web-1", w + 1, 4.0},
+            new Object[] {"web-2", T0 + 7_000_000L, 8.0});
+    Map<String, Map<Long, Row>> got = byQuery(function.call(KEY, List.of(row).iterator(), st));
+    long end = (T0 / 1_000_000L) / 10 * 10 + 10;
+    assertEquals(2L, got.get("all").get(end).getLong(3));
+    assertEquals(12.0, got.get("all").get(end).getDouble(6));
+    assertEquals(before + 2, late.value());
+    assertEquals((T0 + BLOCK_US) / 1000, st.getTimeoutTimestampMs().get());
+    // The late ones left no trace in the dedup state: later copies are late again, not duplicates.
+    TestGroupState<byte[]> next = state(Optional.of(st.get()), watermarkMs, false);
+    function.call(KEY, List.of(sample("web-1", w - 1, 1.0)).iterator(), next);
+    assertEquals(before + 3, late.value());
+  }
+
+  @Test
+  void aPackReadsBackEverySampleInOrder() {
+    Pack.Builder b = new Pack.Builder();
+    b.add("é-1".getBytes(StandardCharsets.UTF_8), -5L, -5e-6, -0.0);
+    b.add("é-1".getBytes(StandardCharsets.UTF_8), Long.MAX_VALUE, 1e300, Double.MIN_VALUE);
+    b.add(new byte[0], 7L, 7e-6, Double.NaN);
+    assertEquals(3, b.count());
+    assertEquals(Long.MAX_VALUE, b.newest());
+    List<Object[]> out = new ArrayList<>();
+    Pack.read(b.bytes(), (server, micros, ts, value) -> out.add(new Object[] {server, micros, ts, value}));
+    assertEquals(3, out.size());
+    assertArrayEquals(new Object[] {"é-1", -5L, -5e-6, -0.0}, out.get(0));
+    assertArrayEquals(new Object[] {"é-1", Long.MAX_VALUE, 1e300, Double.MIN_VALUE}, out.get(1));
+    assertEquals("", out.get(2)[0]);
+    assertTrue(Double.isNaN((Double) out.get(2)[3]));
   }
 }
