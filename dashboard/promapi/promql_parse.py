@@ -18,6 +18,7 @@ naming it, as a 400 ``bad_data``.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 import promql_parser as pp
@@ -50,11 +51,15 @@ __all__ = [
     "parse_promql",
 ]
 
-OVER_TIME = ("avg", "min", "max", "sum", "count", "last", "quantile")
-AGGREGATIONS = ("sum", "avg", "min", "max", "count", "topk", "bottomk")
+OVER_TIME = ("avg", "min", "max", "sum", "count", "last", "quantile", "stddev", "stdvar")
+AGGREGATIONS = (
+    *("sum", "avg", "min", "max", "count", "stddev", "stdvar"),
+    *("quantile", "topk", "bottomk", "count_values"),
+)
 ARITHMETIC = ("+", "-", "*", "/", "%", "^")
 COMPARISONS = ("==", "!=", "<", ">", "<=", ">=")
 MAX_DEPTH = 64  # nesting, so that converting and evaluating never recurse deeply
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 _OPS = {"MatchOp.Equal": "=", "MatchOp.NotEqual": "!=", "MatchOp.Re": "=~", "MatchOp.NotRe": "!~"}
 
 
@@ -85,7 +90,8 @@ class Aggregate:
     labels: tuple[str, ...] = ()
     without: bool = False
     grouped: bool = False  # by/without given (sum() with neither is one group)
-    param: float | None = None  # topk/bottomk's k
+    param: float | None = None  # topk/bottomk's k, quantile's φ
+    value_label: str = ""  # count_values' label
 
 
 @dataclass(frozen=True)
@@ -197,11 +203,18 @@ def _aggregate(agg: pp.AggregateExpr, depth: int) -> Node:
     mod = agg.modifier
     labels = tuple(mod.labels) if mod is not None else ()
     without = mod is not None and mod.type == pp.AggModifierType.Without
-    param = _number(agg.param, op, depth) if agg.param is not None else None
+    value_label = ""
+    if op == "count_values":  # the parser has checked that its parameter is a string
+        value_label = str(agg.param.val) if isinstance(agg.param, pp.StringLiteral) else ""
+        if not _LABEL_NAME.fullmatch(value_label):
+            raise SelectorError(f"invalid label name {json.dumps(value_label)}", 0)
+        param = None
+    else:
+        param = _number(agg.param, op, depth) if agg.param is not None else None
     expr = _convert(agg.expr, depth + 1)
     if isinstance(expr, Number):
         raise _unsupported(f"{op}() of a scalar")
-    return Aggregate(op, expr, labels, without, mod is not None, param)
+    return Aggregate(op, expr, labels, without, mod is not None, param, value_label)
 
 
 def _binary(b: pp.BinaryExpr, depth: int) -> Node:
@@ -231,7 +244,7 @@ def _number(tree: object, name: str, depth: int) -> float:
 
 def _unsupported(what: str) -> SelectorError:
     return SelectorError(
-        f"{what} is not supported; the read API evaluates selectors, *_over_time(), sum, avg, "
-        "min, max, count, topk, bottomk and operators with a number (docs/interop.md)",
+        f"{what} is not supported; the read API evaluates selectors, *_over_time(), the "
+        "aggregations but group/limitk, and operators (docs/interop.md)",
         0,
     )

@@ -35,7 +35,7 @@ def test_bare_selectors_and_constants_read_as_before() -> None:
     assert parse_promql("((7))") == Constant(7.0)
 
 
-@pytest.mark.parametrize("fn", ["avg", "min", "max", "sum", "count", "last"])
+@pytest.mark.parametrize("fn", ["avg", "min", "max", "sum", "count", "last", "stddev", "stdvar"])
 def test_over_time_functions(fn: str) -> None:
     node = parse_promql(f"{fn}_over_time({SEL}[90s])")
     assert isinstance(node, OverTime)
@@ -61,6 +61,10 @@ def test_aggregations_with_by_and_without() -> None:
     top = parse_promql(f"topk by (fn) (3, max_over_time({SEL}[5m]))")
     assert isinstance(top, Aggregate) and (top.op, top.param) == ("topk", 3.0)
     assert isinstance(top.expr, OverTime)
+    q = parse_promql(f"quantile without (id) (0.9, {SEL})")
+    assert isinstance(q, Aggregate) and (q.op, q.param, q.without) == ("quantile", 0.9, True)
+    counted = parse_promql(f'count_values("value", {SEL})')
+    assert isinstance(counted, Aggregate) and counted.value_label == "value"
 
 
 def test_operators_with_a_number_on_either_side() -> None:
@@ -77,10 +81,9 @@ def test_operators_with_a_number_on_either_side() -> None:
     ("query", "words"),
     [
         (f"rate({SEL}[5m])", "the function rate()"),
-        (f"stddev_over_time({SEL}[5m])", "the function stddev_over_time()"),
-        (f"stddev({SEL})", "the aggregation stddev"),
-        (f"quantile(0.9, {SEL})", "the aggregation quantile"),
-        (f'count_values("v", {SEL})', "the aggregation count_values"),
+        (f"present_over_time({SEL}[5m])", "the function present_over_time()"),
+        (f"group({SEL})", "the aggregation group"),
+        (f"quantile(scalar({SEL}), {SEL})", "the function scalar()"),
         (f"{SEL} + {SEL}", "between two vectors"),
         (f"{SEL} and {SEL}", "the operator and"),
         (f"{SEL} + on(id) {SEL}", "on(), ignoring()"),
@@ -93,6 +96,7 @@ def test_operators_with_a_number_on_either_side() -> None:
         (f"sum({SEL}[5m])", "expected type vector in aggregation expression, got matrix"),
         (f"max_over_time({SEL})", "expected type matrix"),
         ('"text"', "a string is not supported"),
+        (f'count_values("a-b", {SEL})', 'invalid label name "a-b"'),
         (f"topk({SEL}, {SEL})", "expected type scalar"),
         (f"topk(scalar({SEL}), {SEL})", "the function scalar()"),
         ("sum(ALERTS)", "ALERTS inside functions"),

@@ -94,7 +94,7 @@ def test_deadline_storage_and_refusals_are_prometheus_errors(repo: ResultRepo) -
     )
     api = _client(repo)
     for query in (
-        "stddev(apm_query)",
+        "group(apm_query)",
         "apm_query + apm_query",
         "holt_winters(apm_query[1m], 0.5, 0.5)",
     ):
