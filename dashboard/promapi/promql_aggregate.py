@@ -14,10 +14,10 @@ from decimal import Decimal
 from dashboard.promapi.evaluate import Deadline
 from dashboard.promapi.promql_functions import over_time, quantile, stdvar
 from dashboard.promapi.promql_parse import Aggregate
+from dashboard.promapi.promql_rows import Row, Sparse, dense
 
 __all__ = ["Row", "aggregate", "format_label_value", "group_labels"]
 
-Row = tuple[dict[str, str], list[float | None]]  # labels, a value (or None) at each step
 _SIMPLE = {"sum": "sum", "avg": "avg", "min": "min", "max": "max", "count": "count"}
 
 
@@ -49,9 +49,11 @@ def _reduce(node: Aggregate, here: list[float]) -> float:
     return math.sqrt(variance) if node.op == "stddev" else variance
 
 
-def aggregate(node: Aggregate, rows: Sequence[Row], steps: int, deadline: Deadline) -> list[Row]:
-    if node.op == "count_values":
-        return _count_values(node, rows, steps, deadline)
+def aggregate(
+    node: Aggregate, rows: Sequence[Row], steps: int, deadline: Deadline, max_points: int
+) -> list[Row]:
+    if node.op == "count_values":  # a series per distinct value: refused past max_points
+        return dense(_count_values(node, rows, steps, deadline), steps, max_points)
     groups: dict[tuple, list[int]] = {}
     keys: dict[tuple, dict[str, str]] = {}
     for i, (labels, _) in enumerate(rows):
@@ -72,14 +74,12 @@ def aggregate(node: Aggregate, rows: Sequence[Row], steps: int, deadline: Deadli
     return out
 
 
-def _count_values(
-    node: Aggregate, rows: Sequence[Row], steps: int, deadline: Deadline
-) -> list[Row]:
+def _count_values(node: Aggregate, rows: Sequence[Row], steps: int, deadline: Deadline) -> Sparse:
     """Each step's values counted per group, the group's labels plus ``label=<value>``
     (``by`` keeps that label whatever it names, as Prometheus adds it to the grouping)."""
     label = node.value_label
     by = node if node.without else Aggregate(node.op, node.expr, (*node.labels, label), False, True)
-    found: dict[tuple, tuple[dict[str, str], dict[int, float]]] = {}
+    found: Sparse = {}
     for labels, values in rows:
         deadline.check()
         for step, v in enumerate(values):
@@ -89,7 +89,7 @@ def _count_values(
             key = tuple(sorted(group.items()))
             counts = found.setdefault(key, (group, {}))[1]
             counts[step] = counts.get(step, 0.0) + 1.0
-    return [(group, [counts.get(s) for s in range(steps)]) for group, counts in found.values()]
+    return found
 
 
 def _top(

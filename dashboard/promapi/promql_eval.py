@@ -15,9 +15,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dashboard.promapi.evaluate import Deadline
-from dashboard.promapi.promql_aggregate import Row, aggregate
+from dashboard.promapi.promql_aggregate import aggregate
 from dashboard.promapi.promql_functions import binary, compare, over_time
+from dashboard.promapi.promql_match import vector_binop
 from dashboard.promapi.promql_parse import Aggregate, Binary, Node, Number, OverTime, Vector
+from dashboard.promapi.promql_rows import Row, dense
 from dashboard.promapi.selector import Selector
 
 __all__ = ["Raw", "Row", "Source", "evaluate"]
@@ -36,10 +38,14 @@ class Raw:
 # (selector, range in ms or 0 for an instant selector) -> the series' samples the steps need.
 Source = Callable[[Selector, int], list[Raw]]
 _CHECK_EVERY = 512
+MAX_POINTS = 500_000  # the API's default APM_DASHBOARD_PROM_MAX_POINTS
 
 
-def evaluate(node: Node, times: range, source: Source, deadline: Deadline) -> float | list[Row]:
-    """``node`` at each of ``times`` (unix ms): a scalar, or a vector's rows."""
+def evaluate(
+    node: Node, times: range, source: Source, deadline: Deadline, max_points: int = MAX_POINTS
+) -> float | list[Row]:
+    """``node`` at each of ``times`` (unix ms): a scalar, or a vector's rows (an operator
+    between vectors or ``count_values`` makes at most ``max_points`` cells)."""
     if isinstance(node, Number):
         return node.value
     if isinstance(node, Vector):
@@ -48,14 +54,16 @@ def evaluate(node: Node, times: range, source: Source, deadline: Deadline) -> fl
         rows = [_ranged(node, raw, times, deadline) for raw in source(node.selector, node.range_ms)]
         return [row for row in rows if any(v is not None for v in row[1])]
     if isinstance(node, Aggregate):
-        inner = evaluate(node.expr, times, source, deadline)
+        inner = evaluate(node.expr, times, source, deadline, max_points)
         assert isinstance(inner, list)  # the parser refuses aggregating a number
-        return aggregate(node, inner, len(times), deadline)
+        return aggregate(node, inner, len(times), deadline, max_points)
     assert isinstance(node, Binary)
-    lhs = evaluate(node.lhs, times, source, deadline)
-    rhs = evaluate(node.rhs, times, source, deadline)
+    lhs = evaluate(node.lhs, times, source, deadline, max_points)
+    rhs = evaluate(node.rhs, times, source, deadline, max_points)
+    if isinstance(lhs, list) and isinstance(rhs, list):
+        return dense(vector_binop(node, lhs, rhs, len(times), deadline), len(times), max_points)
     if isinstance(lhs, list):
-        assert not isinstance(rhs, list)  # the parser refuses two vectors
+        assert not isinstance(rhs, list)
         return _with_scalar(node, lhs, rhs, swap=False)
     assert isinstance(rhs, list)
     return _with_scalar(node, rhs, lhs, swap=True)

@@ -6,12 +6,13 @@ tree :mod:`.promql_eval` evaluates:
   ``quantile_over_time(φ, selector[range])``;
 * ``sum``, ``avg``, ``min``, ``max``, ``count`` with ``by``/``without``, ``topk`` and
   ``bottomk`` (``k`` a number);
-* ``+ - * / % ^`` and ``== != < > <= >=`` (with or without ``bool``) between a vector and a
-  scalar or two scalars, unary minus, parentheses.
+* ``+ - * / % ^`` and ``== != < > <= >=`` (with or without ``bool``) between any two of a
+  vector and a scalar, ``and``/``or``/``unless`` between vectors, with ``on``/``ignoring``
+  and ``group_left``/``group_right`` (:class:`Matching`), unary minus, parentheses.
 
 Each selector is checked by :func:`~.selector.parse_selector` (the metric, the labels, RE2
-regular expressions). Anything else (another function or operator, vector-to-vector
-operators, ``offset``, ``@``, subqueries, strings) is refused with :class:`SelectorError`
+regular expressions). Anything else (another function or operator, ``offset``, ``@``,
+subqueries, strings) is refused with :class:`SelectorError`
 naming it, as a 400 ``bad_data``.
 """
 
@@ -41,9 +42,11 @@ __all__ = [
     "COMPARISONS",
     "MAX_DEPTH",
     "OVER_TIME",
+    "SET_OPERATORS",
     "Aggregate",
     "Binary",
     "Expr",
+    "Matching",
     "Node",
     "Number",
     "OverTime",
@@ -58,6 +61,13 @@ AGGREGATIONS = (
 )
 ARITHMETIC = ("+", "-", "*", "/", "%", "^")
 COMPARISONS = ("==", "!=", "<", ">", "<=", ">=")
+SET_OPERATORS = ("and", "or", "unless")
+_CARDS = {
+    "VectorMatchCardinality.OneToOne": "one-to-one",
+    "VectorMatchCardinality.ManyToOne": "many-to-one",
+    "VectorMatchCardinality.OneToMany": "one-to-many",
+    "VectorMatchCardinality.ManyToMany": "many-to-many",
+}
 MAX_DEPTH = 64  # nesting, so that converting and evaluating never recurse deeply
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 _OPS = {"MatchOp.Equal": "=", "MatchOp.NotEqual": "!=", "MatchOp.Re": "=~", "MatchOp.NotRe": "!~"}
@@ -95,11 +105,24 @@ class Aggregate:
 
 
 @dataclass(frozen=True)
+class Matching:
+    """How two vectors' series match: ``on(labels)`` or ``ignoring(labels)``, the
+    cardinality (``group_left``: many-to-one, ``group_right``: one-to-many, set operators:
+    many-to-many) and the labels ``group_x(...)`` copies from the "one" side."""
+
+    on: bool = False
+    labels: tuple[str, ...] = ()
+    card: str = "one-to-one"
+    include: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Binary:
-    op: str  # one of ARITHMETIC or COMPARISONS
+    op: str  # one of ARITHMETIC, COMPARISONS or SET_OPERATORS
     lhs: Node
     rhs: Node
     bool_: bool = False
+    matching: Matching | None = None  # between two vectors only
 
 
 Node = Number | Vector | OverTime | Aggregate | Binary
@@ -219,20 +242,29 @@ def _aggregate(agg: pp.AggregateExpr, depth: int) -> Node:
 
 def _binary(b: pp.BinaryExpr, depth: int) -> Node:
     op = str(b.op)
-    if op not in ARITHMETIC + COMPARISONS:
+    if op not in ARITHMETIC + COMPARISONS + SET_OPERATORS:
         raise _unsupported(f"the operator {op}")
     mod = b.modifier
-    if mod is not None and (mod.matching is not None or mod.group_labels):
-        raise _unsupported("on(), ignoring(), group_left() and group_right()")
     lhs, rhs = _convert(b.lhs, depth + 1), _convert(b.rhs, depth + 1)
-    if not isinstance(lhs, Number) and not isinstance(rhs, Number):
-        raise _unsupported(f"{op} between two vectors (one side must be a number)")
     bool_ = bool(mod is not None and mod.return_bool)
+    if not isinstance(lhs, Number) and not isinstance(rhs, Number):  # the parser checked
+        return Binary(op, lhs, rhs, bool_, _matching(op, mod))  # on() etc. need two vectors
     if isinstance(lhs, Number) and isinstance(rhs, Number):  # the parser needs bool here
         if op in ARITHMETIC:
             return Number(binary(op, lhs.value, rhs.value))
         return Number(float(compare(op, lhs.value, rhs.value)))
     return Binary(op, lhs, rhs, bool_)
+
+
+def _matching(op: str, mod: pp.BinModifier | None) -> Matching:
+    if mod is None:
+        return Matching(card="many-to-many" if op in SET_OPERATORS else "one-to-one")
+    on = mod.matching is not None and mod.matching.type == pp.LabelModifierType.Include
+    labels = tuple(mod.matching.labels) if mod.matching is not None else ()
+    card = _CARDS[str(mod.card)]
+    if op in SET_OPERATORS:
+        card = "many-to-many"
+    return Matching(on, labels, card, tuple(mod.group_labels or ()))
 
 
 def _number(tree: object, name: str, depth: int) -> float:

@@ -80,7 +80,7 @@ class PromqlRunner:
                 self._raw(s, span, budget, deadline) for s, span in zip(found, spans, strict=True)
             ]
 
-        return evaluate(expr, times, source, deadline)
+        return evaluate(expr, times, source, deadline, self._limits.max_points)
 
     def _raw(
         self, series: Series, span: tuple[int, int], budget: list[int], deadline: Deadline

@@ -49,40 +49,40 @@ def test_group_labels() -> None:
     ],
 )
 def test_one_group(op: str, expected: list[float]) -> None:
-    [(labels, values)] = aggregate(_agg(op), ROWS, 3, FOREVER)
+    [(labels, values)] = aggregate(_agg(op), ROWS, 3, FOREVER, 10_000)
     assert labels == {} and values == pytest.approx(expected)
 
 
 def test_by_and_without() -> None:
-    by_fn = _by_labels(aggregate(_agg("sum", ("fn",)), ROWS, 3, FOREVER))
+    by_fn = _by_labels(aggregate(_agg("sum", ("fn",)), ROWS, 3, FOREVER, 10_000))
     assert by_fn == {(("fn", "max"),): [5.0, 8.0, 6.0], (("fn", "min"),): [2.0, None, None]}
-    without_fn = _by_labels(aggregate(_agg("max", ("fn",), without=True), ROWS, 3, FOREVER))
+    without_fn = _by_labels(aggregate(_agg("max", ("fn",), without=True), ROWS, 3, FOREVER, 10_000))
     assert without_fn == {(("id", "a"),): [2.0, 5.0, None], (("id", "b"),): [4.0, 3.0, 6.0]}
 
 
 def test_topk_and_bottomk_keep_the_series_labels() -> None:
-    top = _by_labels(aggregate(_agg("topk", k=1), ROWS, 3, FOREVER))
+    top = _by_labels(aggregate(_agg("topk", k=1), ROWS, 3, FOREVER, 10_000))
     assert top == {
         tuple(sorted(ROWS[0][0].items())): [None, 5.0, None],
         tuple(sorted(ROWS[2][0].items())): [4.0, None, 6.0],
     }
-    bottom = _by_labels(aggregate(_agg("bottomk", k=2), ROWS, 3, FOREVER))
+    bottom = _by_labels(aggregate(_agg("bottomk", k=2), ROWS, 3, FOREVER, 10_000))
     assert bottom == {
         tuple(sorted(ROWS[0][0].items())): [1.0, 5.0, None],
         tuple(sorted(ROWS[1][0].items())): [2.0, None, None],
         tuple(sorted(ROWS[2][0].items())): [None, 3.0, 6.0],
     }
-    by_id = _by_labels(aggregate(_agg("topk", ("id",), k=1), ROWS, 3, FOREVER))
+    by_id = _by_labels(aggregate(_agg("topk", ("id",), k=1), ROWS, 3, FOREVER, 10_000))
     assert by_id[tuple(sorted(ROWS[1][0].items()))] == [2.0, None, None]  # a's first step
 
 
 def test_topk_ranks_nan_lowest_and_bounds_k() -> None:
     rows: list[Row] = [({"id": "a"}, [math.nan]), ({"id": "b"}, [-1.0])]
-    assert aggregate(_agg("topk", k=1), rows, 1, FOREVER) == [({"id": "b"}, [-1.0])]
-    assert aggregate(_agg("bottomk", k=1), rows, 1, FOREVER) == [({"id": "b"}, [-1.0])]
-    assert len(aggregate(_agg("topk", k=1e9), rows, 1, FOREVER)) == 2
-    assert aggregate(_agg("topk", k=0.5), rows, 1, FOREVER) == []
-    assert aggregate(_agg("topk", k=math.nan), rows, 1, FOREVER) == []
+    assert aggregate(_agg("topk", k=1), rows, 1, FOREVER, 10_000) == [({"id": "b"}, [-1.0])]
+    assert aggregate(_agg("bottomk", k=1), rows, 1, FOREVER, 10_000) == [({"id": "b"}, [-1.0])]
+    assert len(aggregate(_agg("topk", k=1e9), rows, 1, FOREVER, 10_000)) == 2
+    assert aggregate(_agg("topk", k=0.5), rows, 1, FOREVER, 10_000) == []
+    assert aggregate(_agg("topk", k=math.nan), rows, 1, FOREVER, 10_000) == []
 
 
 @pytest.mark.parametrize(
@@ -98,13 +98,13 @@ def test_topk_ranks_nan_lowest_and_bounds_k() -> None:
 )
 def test_quantile_stddev_stdvar(op: str, phi: float | None, expected: list[float]) -> None:
     node = Aggregate(op, Number(0), (), False, False, phi)
-    [(labels, values)] = aggregate(node, ROWS, 3, FOREVER)
+    [(labels, values)] = aggregate(node, ROWS, 3, FOREVER, 10_000)
     assert labels == {} and values == pytest.approx(expected)
 
 
 def test_quantile_by_group() -> None:
     node = Aggregate("quantile", Number(0), ("fn",), False, True, 0.5)
-    got = _by_labels(aggregate(node, ROWS, 3, FOREVER))
+    got = _by_labels(aggregate(node, ROWS, 3, FOREVER, 10_000))
     assert got == {(("fn", "max"),): [2.5, 4.0, 6.0], (("fn", "min"),): [2.0, None, None]}
 
 
@@ -115,17 +115,17 @@ def test_count_values_counts_each_value_per_group() -> None:
         ({"__name__": "m", "id": "b", "fn": "min"}, [0.5, 1e21]),
     ]
     plain = Aggregate("count_values", Number(0), (), False, False, None, "v")
-    assert _by_labels(aggregate(plain, rows, 2, FOREVER)) == {
+    assert _by_labels(aggregate(plain, rows, 2, FOREVER, 10_000)) == {
         (("v", "1"),): [2.0, None],
         (("v", "2"),): [None, 1.0],
         (("v", "0.5"),): [1.0, None],
         (("v", "1000000000000000000000"),): [None, 1.0],
     }
     without = Aggregate("count_values", Number(0), ("id",), True, True, None, "v")
-    got = _by_labels(aggregate(without, rows, 2, FOREVER))
+    got = _by_labels(aggregate(without, rows, 2, FOREVER, 10_000))
     assert got[(("fn", "max"), ("v", "1"))] == [2.0, None]
     by_fn = Aggregate("count_values", Number(0), ("fn",), False, True, None, "fn")
-    got = _by_labels(aggregate(by_fn, rows, 2, FOREVER))  # the value replaces fn, as in Go
+    got = _by_labels(aggregate(by_fn, rows, 2, FOREVER, 10_000))  # the value replaces fn, as in Go
     assert got[(("fn", "1"),)] == [2.0, None]
 
 

@@ -75,8 +75,33 @@ EXPRESSIONS = [
     "max_over_time(apm_query{AB}[1m]) != 3",
     "sum by (fn) (apm_query{A}) <= 100",
     "-sum(apm_query{A}) / 3",
+    "apm_query{A} + apm_query{A}",
+    "apm_query{A} - on(id) group_left max by (id) (apm_query{A})",
+    "max by (id) (apm_query{A}) - on(id) group_right apm_query{A}",
+    "apm_query{A} / on(id, fn) max_over_time(apm_query{AB}[1m])",
+    "apm_query{A} % on(id) group_left(window) max by (id, window) (apm_query{A})",
+    "max by (fn) (apm_query{A}) ^ on(fn) avg by (fn) (max_over_time(apm_query{AB}[1m]))",
+    "apm_query{A} > on(fn) min by (fn) (avg_over_time(apm_query{AB}[1m]))",
+    "apm_query{A} <= bool ignoring(id, metric) last_over_time(apm_query{B}[30s])",
+    "sum by (fn) (apm_query{A}) == bool on(fn) group_right max_over_time(apm_query{AB}[1m])",
+    "min_over_time(apm_query{AB}[1m]) < on(id) group_left max by (id) (apm_query{A})",
+    "apm_query{A} * on(fn) group_left(id) count_over_time(apm_query{B}[1m])",
+    "apm_query{A} and apm_query{A} > 50",
+    "apm_query{A} and on(fn) max_over_time(apm_query{B}[30s])",
+    "last_over_time(apm_query{AB}[30s]) unless on(fn) apm_query{A} > 70",
+    "apm_query{A} > 60 or apm_query{A} < 30",
+    "apm_query{A} > 60 or on(fn) max_over_time(apm_query{B}[1m])",
+    "max_over_time(apm_query{B}[15s]) or ignoring(id, metric) apm_query{A}",
     "2 ^ 3",
     "1 > bool 2",
+]
+
+# Expressions Prometheus refuses while evaluating: the same status, type and reason.
+REFUSED = [
+    ("apm_query{A} + on(metric) apm_query{A}", "many-to-many matching not allowed"),
+    ("apm_query{AB} - ignoring(fn) group_left apm_query{A}", "many-to-many matching not allowed"),
+    ("apm_query{A} / on(id) group_right max by (id) (apm_query{A})", "on the left hand-side"),
+    ("apm_query{A} + on(id) max by (id) (apm_query{A})", "many-to-one matching must be explicit"),
 ]
 
 
@@ -142,6 +167,21 @@ def test_answers_equal_prometheus(template: str, both: tuple[Any, str, dict, int
             mine = _ask(ours, "/api/v1/query", {"query": query, "time": at})
             theirs = _ask(prometheus, "/api/v1/query", {"query": query, "time": at})
             assert same(mine, theirs), (query, at - base, mine, theirs)
+
+
+@pytest.mark.parametrize(("template", "reason"), REFUSED)
+def test_refusals_equal_prometheus(
+    template: str, reason: str, both: tuple[Any, str, dict, int]
+) -> None:
+    ours, url, matchers, base = both
+    params = {"query": _expr(template, matchers), "time": base + 600}
+    mine = ours.get("/api/v1/query", params=params)
+    with httpx.Client(base_url=url, timeout=30) as prometheus:
+        theirs = prometheus.get("/api/v1/query", params=params)
+    assert (mine.status_code, theirs.status_code) == (422, 422), (mine.text, theirs.text)
+    assert mine.json()["errorType"] == theirs.json()["errorType"] == "execution"
+    assert reason in mine.json()["error"] and reason in theirs.json()["error"], theirs.text
+    assert mine.json()["error"].split(":")[0] == theirs.json()["error"].split(":")[0]
 
 
 def test_debian_promtool_queries_an_over_time_function(

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from dashboard.promapi.evaluate import Deadline, TimedOut
+from dashboard.promapi.evaluate import Deadline, LimitError, TimedOut
 from dashboard.promapi.promql_eval import Raw, evaluate
 from dashboard.promapi.promql_parse import parse_promql
 from dashboard.promapi.selector import Constant, Selector
@@ -91,3 +91,19 @@ def test_the_deadline_is_checked_while_evaluating() -> None:
     past = Deadline(0.0, lambda: 1.0)
     with pytest.raises(TimedOut):
         evaluate(expr, STEPS, lambda s, r: [RAW], past)
+
+
+def test_operators_between_vectors_match_and_are_bounded() -> None:
+    [(labels, values)] = _run(
+        'apm_query{id="q"} - apm_query{id="q"}', range(10_000, 40_001, 10_000)
+    )
+    assert labels == {"id": "q", "fn": "max"} and values == [0.0, 0.0, 0.0, None]
+    [(labels, values)] = _run(
+        'apm_query{id="q"} and on(fn) max_over_time(apm_query{id="q"}[5s])',
+        range(10_000, 40_001, 10_000),
+    )
+    assert labels == LABELS and values == [1.0, 2.0, 3.0, None]
+    expr = parse_promql('apm_query{id="q"} or apm_query{id="q"}')
+    assert not isinstance(expr, Selector | Constant)
+    with pytest.raises(LimitError, match="1 series x 13 steps"):
+        evaluate(expr, STEPS, lambda s, r: [RAW], FOREVER, max_points=12)

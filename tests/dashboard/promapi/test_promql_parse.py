@@ -14,6 +14,7 @@ from dashboard.promapi.promql_parse import (
     MAX_DEPTH,
     Aggregate,
     Binary,
+    Matching,
     Number,
     OverTime,
     Vector,
@@ -67,6 +68,25 @@ def test_aggregations_with_by_and_without() -> None:
     assert isinstance(counted, Aggregate) and counted.value_label == "value"
 
 
+def test_operators_between_vectors_carry_their_matching() -> None:
+    plain = parse_promql(f"{SEL} + {SEL}")
+    assert isinstance(plain, Binary) and plain.matching == Matching()
+    on = parse_promql(f"{SEL} > bool on(id, fn) {SEL}")
+    assert isinstance(on, Binary) and on.bool_
+    assert on.matching == Matching(True, ("id", "fn"))
+    left = parse_promql(f"{SEL} / ignoring(fn) group_left(window) {SEL}")
+    assert isinstance(left, Binary)
+    assert left.matching == Matching(False, ("fn",), "many-to-one", ("window",))
+    right = parse_promql(f"{SEL} - on() group_right {SEL}")
+    assert isinstance(right, Binary) and right.matching == Matching(True, (), "one-to-many")
+    for op in ("and", "or", "unless"):
+        got = parse_promql(f"{SEL} {op} on(fn) {SEL}")
+        assert isinstance(got, Binary) and got.op == op
+        assert got.matching == Matching(True, ("fn",), "many-to-many")
+    scalar = parse_promql(f"{SEL} + 1")
+    assert isinstance(scalar, Binary) and scalar.matching is None
+
+
 def test_operators_with_a_number_on_either_side() -> None:
     node = parse_promql(f"100 - {SEL} * 2")
     assert isinstance(node, Binary) and node.op == "-" and node.lhs == Number(100.0)
@@ -84,9 +104,10 @@ def test_operators_with_a_number_on_either_side() -> None:
         (f"present_over_time({SEL}[5m])", "the function present_over_time()"),
         (f"group({SEL})", "the aggregation group"),
         (f"quantile(scalar({SEL}), {SEL})", "the function scalar()"),
-        (f"{SEL} + {SEL}", "between two vectors"),
-        (f"{SEL} and {SEL}", "the operator and"),
-        (f"{SEL} + on(id) {SEL}", "on(), ignoring()"),
+        (f"{SEL} atan2 {SEL}", "the operator atan2"),
+        (f"{SEL} and on(id) group_left {SEL}", "no grouping allowed for 'and' operation"),
+        (f"{SEL} + on(id) group_left(id) {SEL}", "must not occur in ON and GROUP clause"),
+        (f"1 and {SEL}", "set operator 'and' not allowed in binary scalar expression"),
         (f"{SEL} > on(id) 1", "vector matching only allowed between vectors"),
         (f"max_over_time({SEL}[5m] offset 1m)", "offset"),
         (f"sum({SEL} offset 1m)", "offset"),

@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dashboard.app import create_app
 from dashboard.context import AppContext
@@ -95,7 +97,7 @@ def test_deadline_storage_and_refusals_are_prometheus_errors(repo: ResultRepo) -
     api = _client(repo)
     for query in (
         "group(apm_query)",
-        "apm_query + apm_query",
+        "apm_query atan2 apm_query",
         "holt_winters(apm_query[1m], 0.5, 0.5)",
     ):
         message = _err(api.get("/api/v1/query", query_string={"query": query}), 400, "bad_data")
@@ -104,3 +106,25 @@ def test_deadline_storage_and_refusals_are_prometheus_errors(repo: ResultRepo) -
     assert "storage unavailable" in _err(
         api.get("/api/v1/query_range", query_string=params), 503, "unavailable"
     )
+
+
+_PIECES = st.sampled_from(
+    ['apm_query{id="qa"}', "apm_query", "sum", "quantile", "count_values", "topk", "by",
+     "without", "on", "ignoring", "group_left", "group_right", "(", ")", "(fn)", "(id)", "[30s]",
+     "1", "0.5", '"v"', ",", "-", "+", "*", "/", "%", "^", ">", "==", "bool", "and", "or",
+     "unless", "max_over_time", "stddev", " "]
+)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.lists(_PIECES, max_size=16).map("".join) | st.text(max_size=60))
+def test_any_query_text_answers_below_500(text: str) -> None:
+    """Whatever the text, the whole app answers 200, 400, 422 or 503 (never a 500), each
+    answer within the API's limits and deadline."""
+    from tests.dashboard.promapi.test_routes import repo as routes_repo
+
+    api = _client(routes_repo.__wrapped__())  # type: ignore[attr-defined]
+    params = {"query": text, "start": T0, "end": T0 + 100, "step": 5}
+    for path, query in (("/api/v1/query_range", params), ("/api/v1/query", {"query": text})):
+        answer = api.get(path, query_string=query)
+        assert answer.status_code in (200, 400, 422, 503), (text, answer.get_data(as_text=True))
