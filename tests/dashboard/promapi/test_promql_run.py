@@ -61,12 +61,33 @@ def test_over_time_and_aggregation_answers(repo: ResultRepo) -> None:
         "result": [
             {
                 "metric": {"id": "qa", "metric": "cpu", "window": "10s"},
-                "values": [[T0 + 40, "13"], [T0 + 60, "21"]],  # no window ends at T0 + 50
+                # no window ends at T0 + 50: the one ending at T0 + 40, within 5 minutes
+                "values": [[T0 + 40, "13"], [T0 + 50, "13"], [T0 + 60, "21"]],
             }
         ],
     }
     scalar = _ok(api.get("/api/v1/query", query_string={"query": "2 ^ 3", "time": T0}))
     assert scalar == {"resultType": "scalar", "result": [T0, "8"]}
+
+
+def test_lookback_delta_applies_to_expressions_only(repo: ResultRepo) -> None:
+    api = _client(repo)
+    expr = {"query": 'sum without (fn) (apm_query{id="qa"})', "time": T0 + 50}
+    assert _ok(api.get("/api/v1/query", query_string=expr))["result"][0]["value"][1] == "6.5"
+    for short in ("9s", "9.999", "9999ms"):  # the window ending at T0 + 40 is 10 s old
+        params = {**expr, "lookback_delta": short}
+        assert _ok(api.get("/api/v1/query", query_string=params))["result"] == []
+    ranged = {**expr, "start": T0 + 40, "end": T0 + 60, "step": 10, "lookback_delta": "10s"}
+    [row] = _ok(api.get("/api/v1/query_range", query_string=ranged))["result"]
+    assert [t for t, _ in row["values"]] == [T0 + 40, T0 + 50, T0 + 60]  # 10 s: both ends
+    for default in ("0", "-1", ""):
+        params = {**expr, "lookback_delta": default}
+        assert len(_ok(api.get("/api/v1/query", query_string=params))["result"]) == 1
+    bare = {"query": 'apm_query{id="qa"}', "time": T0 + 50, "lookback_delta": "1h"}
+    assert _ok(api.get("/api/v1/query", query_string=bare))["result"] == []  # one window
+    wrong = {**expr, "lookback_delta": "soon"}
+    message = _err(api.get("/api/v1/query", query_string=wrong), 400, "bad_data")
+    assert 'invalid parameter "lookback_delta"' in message
 
 
 def test_limits_are_422_before_any_read(repo: ResultRepo, monkeypatch: Any) -> None:
