@@ -24,7 +24,15 @@ from collections.abc import Mapping, Sequence
 from dashboard.promapi.evaluate import Deadline
 from dashboard.promapi.promql_functions import binary, compare
 from dashboard.promapi.promql_parse import ARITHMETIC, Binary, Matching
-from dashboard.promapi.promql_rows import ExecutionError, Row, Sig, Sparse, key, put
+from dashboard.promapi.promql_rows import (
+    SAME_LABELSET,
+    ExecutionError,
+    Row,
+    Sig,
+    Sparse,
+    key,
+    put,
+)
 
 __all__ = ["signature", "vector_binop"]
 
@@ -113,7 +121,8 @@ def _arith(
     swap = m.card == "one-to-many"  # the right is the "many" side: evaluate it as the left
     many, one, msig, osig = (rhs, lhs, rsig, lsig) if swap else (lhs, rhs, lsig, rsig)
     found: Sparse = {}
-    labels_of: dict[tuple[int, int], dict[str, str]] = {}
+    # (many, one) -> the result's key and points, made once per pair and not per step
+    target: dict[tuple[int, int], tuple[Sig, dict[int, float]]] = {}
     for step in range(steps):
         if step % 64 == 0:
             deadline.check()
@@ -147,19 +156,23 @@ def _arith(
                 value = a if compare(node.op, a, b) else None
             if value is None:
                 continue
-            out = labels_of.get((i, j))
-            if out is None:
-                out = labels_of[i, j] = _result_labels(node, labels, one[j][0])
+            pair = target.get((i, j))
+            if pair is None:
+                out = _result_labels(node, labels, one[j][0])
+                pair = target[i, j] = (key(out), found.setdefault(key(out), (out, {}))[1])
+            out_key, points = pair
             seen = matched.setdefault(msig[i], set())
             if m.card == "one-to-one" and seen:
                 raise ExecutionError(
                     "multiple matches for labels: many-to-one matching must be explicit "
                     "(group_left/group_right)"
                 )
-            if key(out) in seen:
+            if out_key in seen:
                 raise ExecutionError(
                     "multiple matches for labels: grouping labels must ensure unique matches"
                 )
-            seen.add(key(out))
-            put(found, out, step, value)
+            seen.add(out_key)
+            if step in points:
+                raise ExecutionError(SAME_LABELSET)
+            points[step] = value
     return found

@@ -9,11 +9,14 @@ from collections.abc import Mapping
 
 from dashboard.promapi.evaluate import LimitError
 
-__all__ = ["ExecutionError", "Row", "Sig", "Sparse", "dense", "key", "put"]
+__all__ = ["SAME_LABELSET", "ExecutionError", "Row", "Sig", "Sparse", "dense", "key", "put"]
 
 Row = tuple[dict[str, str], list[float | None]]  # labels, a value (or None) at each step
 Sig = tuple[tuple[str, str], ...]  # labels (or some of them) as a sorted tuple
 Sparse = dict[Sig, tuple[dict[str, str], dict[int, float]]]  # key -> (labels, step -> value)
+
+
+SAME_LABELSET = "vector cannot contain metrics with the same labelset"
 
 
 class ExecutionError(LimitError):
@@ -27,7 +30,7 @@ def key(labels: Mapping[str, str]) -> Sig:
 def put(found: Sparse, labels: dict[str, str], step: int, value: float) -> None:
     points = found.setdefault(key(labels), (labels, {}))[1]
     if step in points:
-        raise ExecutionError("vector cannot contain metrics with the same labelset")
+        raise ExecutionError(SAME_LABELSET)
     points[step] = value
 
 

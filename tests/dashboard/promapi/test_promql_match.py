@@ -1,7 +1,7 @@
 """Operators between two vectors at each step against hand-computed answers: signatures
 with on/ignoring, one-to-one and group_left/group_right (labels copied from the "one" side,
 the metric name dropped by arithmetic and bool), and/or/unless per step, and Prometheus'
-refusals (many-to-many, implicit many-to-one, non-unique grouping, duplicate label sets)."""
+refusals (many-to-many, implicit many-to-one, non-unique grouping)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from dashboard.promapi.evaluate import Deadline, LimitError
+from dashboard.promapi.evaluate import Deadline
 from dashboard.promapi.promql_match import signature, vector_binop
 from dashboard.promapi.promql_parse import Binary, Matching, Number
 from dashboard.promapi.promql_rows import ExecutionError, Row, Sparse, dense
@@ -108,16 +108,3 @@ def test_set_operators_per_step() -> None:
 def test_refusals_as_prometheus(m: Matching, lhs: list[Row], rhs: list[Row], words: str) -> None:
     with pytest.raises(ExecutionError, match=words):
         vector_binop(_op("+", m), lhs, rhs, 1, FOREVER)
-
-
-def test_two_points_of_one_label_set_at_a_step_are_refused() -> None:
-    same: list[Row] = [({"a": "1"}, [1.0]), ({"a": "1"}, [2.0])]  # as Prometheus' rangeEval
-    with pytest.raises(ExecutionError, match="same labelset"):
-        vector_binop(_op("unless", Matching(True, ("b",), "many-to-many")), same, [], 1, FOREVER)
-
-
-def test_dense_refuses_past_max_points() -> None:
-    found: Sparse = {(("i", str(i)),): ({"i": str(i)}, {0: 1.0}) for i in range(11)}
-    assert len(dense(found, 10, 110)) == 11
-    with pytest.raises(LimitError, match="11 series x 10 steps"):
-        dense(found, 10, 109)

@@ -85,6 +85,8 @@ def test_lookback_delta_applies_to_expressions_only(repo: ResultRepo) -> None:
         assert len(_ok(api.get("/api/v1/query", query_string=params))["result"]) == 1
     bare = {"query": 'apm_query{id="qa"}', "time": T0 + 50, "lookback_delta": "1h"}
     assert _ok(api.get("/api/v1/query", query_string=bare))["result"] == []  # one window
+    huge = {**expr, "lookback_delta": "10000d"}  # the windows it would read: refused first
+    assert "lookback_delta" in _err(api.get("/api/v1/query", query_string=huge), 422, "execution")
     wrong = {**expr, "lookback_delta": "soon"}
     message = _err(api.get("/api/v1/query", query_string=wrong), 400, "bad_data")
     assert 'invalid parameter "lookback_delta"' in message
