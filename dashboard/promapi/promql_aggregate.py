@@ -13,8 +13,8 @@ from decimal import Decimal
 
 from dashboard.promapi.evaluate import Deadline
 from dashboard.promapi.promql_functions import over_time, quantile, stdvar
-from dashboard.promapi.promql_parse import Aggregate
 from dashboard.promapi.promql_rows import Row, Sparse, dense
+from dashboard.promapi.promql_tree import Aggregate
 
 __all__ = ["Row", "aggregate", "format_label_value", "group_labels"]
 
@@ -53,7 +53,7 @@ def aggregate(
     node: Aggregate, rows: Sequence[Row], steps: int, deadline: Deadline, max_points: int
 ) -> list[Row]:
     if node.op == "count_values":  # a series per distinct value: refused past max_points
-        return dense(_count_values(node, rows, steps, deadline), steps, max_points)
+        return dense(_count_values(node, rows, deadline), steps, max_points)
     groups: dict[tuple, list[int]] = {}
     keys: dict[tuple, dict[str, str]] = {}
     for i, (labels, _) in enumerate(rows):
@@ -74,7 +74,7 @@ def aggregate(
     return out
 
 
-def _count_values(node: Aggregate, rows: Sequence[Row], steps: int, deadline: Deadline) -> Sparse:
+def _count_values(node: Aggregate, rows: Sequence[Row], deadline: Deadline) -> Sparse:
     """Each step's values counted per group, the group's labels plus ``label=<value>``
     (``by`` keeps that label whatever it names, as Prometheus adds it to the grouping)."""
     label = node.value_label

@@ -20,8 +20,8 @@ from dashboard.promapi.evaluate import Deadline
 from dashboard.promapi.promql_aggregate import aggregate
 from dashboard.promapi.promql_functions import binary, compare, over_time
 from dashboard.promapi.promql_match import vector_binop
-from dashboard.promapi.promql_parse import Aggregate, Binary, Node, Number, OverTime, Vector
 from dashboard.promapi.promql_rows import Row, dense
+from dashboard.promapi.promql_tree import Aggregate, Binary, Node, Number, OverTime, Vector
 from dashboard.promapi.selector import Selector
 
 __all__ = ["LOOKBACK_MS", "MAX_POINTS", "Raw", "Row", "Source", "Steps", "evaluate"]

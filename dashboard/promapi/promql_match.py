@@ -23,7 +23,6 @@ from collections.abc import Mapping, Sequence
 
 from dashboard.promapi.evaluate import Deadline
 from dashboard.promapi.promql_functions import binary, compare
-from dashboard.promapi.promql_parse import ARITHMETIC, Binary, Matching
 from dashboard.promapi.promql_rows import (
     SAME_LABELSET,
     ExecutionError,
@@ -33,6 +32,7 @@ from dashboard.promapi.promql_rows import (
     key,
     put,
 )
+from dashboard.promapi.promql_tree import ARITHMETIC, Binary, Matching
 
 __all__ = ["signature", "vector_binop"]
 

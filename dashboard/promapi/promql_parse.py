@@ -1,30 +1,45 @@
 """PromQL beyond a bare selector, parsed by ``promql-parser`` (PyPI; a binding of the Rust
 ``promql-parser`` crate, the grammar of Prometheus' own parser) and converted into the small
-tree :mod:`.promql_eval` evaluates:
+tree (:mod:`.promql_tree`) :mod:`.promql_eval` evaluates:
 
-* ``<fn>_over_time(selector[range])`` for avg, min, max, sum, count, last, and
-  ``quantile_over_time(φ, selector[range])``;
-* ``sum``, ``avg``, ``min``, ``max``, ``count`` with ``by``/``without``, ``topk`` and
-  ``bottomk`` (``k`` a number);
+* ``<fn>_over_time(selector[range])`` for avg, min, max, sum, count, last, stddev, stdvar,
+  and ``quantile_over_time(φ, selector[range])``;
+* ``sum``, ``avg``, ``min``, ``max``, ``count``, ``stddev``, ``stdvar``, ``quantile`` (φ a
+  number) and ``count_values`` with ``by``/``without``, ``topk`` and ``bottomk`` (``k`` a
+  number);
 * ``+ - * / % ^`` and ``== != < > <= >=`` (with or without ``bool``) between any two of a
   vector and a scalar, ``and``/``or``/``unless`` between vectors, with ``on``/``ignoring``
   and ``group_left``/``group_right`` (:class:`Matching`), unary minus, parentheses.
 
 Each selector is checked by :func:`~.selector.parse_selector` (the metric, the labels, RE2
 regular expressions). Anything else (another function or operator, ``offset``, ``@``,
-subqueries, strings) is refused with :class:`SelectorError`
-naming it, as a 400 ``bad_data``.
+subqueries, strings) is refused with :class:`SelectorError` naming it, as a 400
+``bad_data``. The tree's classes are re-exported here.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 
 import promql_parser as pp
 
 from dashboard.promapi.promql_functions import binary, compare
+from dashboard.promapi.promql_tree import (
+    AGGREGATIONS,
+    ARITHMETIC,
+    COMPARISONS,
+    OVER_TIME,
+    SET_OPERATORS,
+    Aggregate,
+    Binary,
+    Expr,
+    Matching,
+    Node,
+    Number,
+    OverTime,
+    Vector,
+)
 from dashboard.promapi.selector import (
     ALERTS,
     METRIC,
@@ -54,14 +69,6 @@ __all__ = [
     "parse_promql",
 ]
 
-OVER_TIME = ("avg", "min", "max", "sum", "count", "last", "quantile", "stddev", "stdvar")
-AGGREGATIONS = (
-    *("sum", "avg", "min", "max", "count", "stddev", "stdvar"),
-    *("quantile", "topk", "bottomk", "count_values"),
-)
-ARITHMETIC = ("+", "-", "*", "/", "%", "^")
-COMPARISONS = ("==", "!=", "<", ">", "<=", ">=")
-SET_OPERATORS = ("and", "or", "unless")
 _CARDS = {
     "VectorMatchCardinality.OneToOne": "one-to-one",
     "VectorMatchCardinality.ManyToOne": "many-to-one",
@@ -71,62 +78,6 @@ _CARDS = {
 MAX_DEPTH = 64  # nesting, so that converting and evaluating never recurse deeply
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 _OPS = {"MatchOp.Equal": "=", "MatchOp.NotEqual": "!=", "MatchOp.Re": "=~", "MatchOp.NotRe": "!~"}
-
-
-@dataclass(frozen=True)
-class Number:
-    value: float
-
-
-@dataclass(frozen=True)
-class Vector:
-    """An instant selector: each series' point at a step, with the API's look-back."""
-
-    selector: Selector
-
-
-@dataclass(frozen=True)
-class OverTime:
-    fn: str  # one of OVER_TIME
-    selector: Selector
-    range_ms: int
-    param: float | None = None  # quantile_over_time's φ
-
-
-@dataclass(frozen=True)
-class Aggregate:
-    op: str  # one of AGGREGATIONS
-    expr: Node
-    labels: tuple[str, ...] = ()
-    without: bool = False
-    grouped: bool = False  # by/without given (sum() with neither is one group)
-    param: float | None = None  # topk/bottomk's k, quantile's φ
-    value_label: str = ""  # count_values' label
-
-
-@dataclass(frozen=True)
-class Matching:
-    """How two vectors' series match: ``on(labels)`` or ``ignoring(labels)``, the
-    cardinality (``group_left``: many-to-one, ``group_right``: one-to-many, set operators:
-    many-to-many) and the labels ``group_x(...)`` copies from the "one" side."""
-
-    on: bool = False
-    labels: tuple[str, ...] = ()
-    card: str = "one-to-one"
-    include: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Binary:
-    op: str  # one of ARITHMETIC, COMPARISONS or SET_OPERATORS
-    lhs: Node
-    rhs: Node
-    bool_: bool = False
-    matching: Matching | None = None  # between two vectors only
-
-
-Node = Number | Vector | OverTime | Aggregate | Binary
-Expr = OverTime | Aggregate | Binary | Vector  # what only this module parses
 
 
 def parse_promql(text: str) -> Selector | Constant | Expr:
@@ -276,7 +227,7 @@ def _number(tree: object, name: str, depth: int) -> float:
 
 def _unsupported(what: str) -> SelectorError:
     return SelectorError(
-        f"{what} is not supported; the read API evaluates selectors, *_over_time(), the "
-        "aggregations but group/limitk, and operators (docs/interop.md)",
+        f"{what} is not supported; the read API evaluates selectors, *_over_time(), "
+        "aggregations (not group) and operators but atan2 (docs/interop.md)",
         0,
     )
