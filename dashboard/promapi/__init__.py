@@ -9,9 +9,10 @@ docs/interop.md ("Prometheus read API out").
 Modules: :mod:`~dashboard.promapi.selector` (the PromQL subset; :mod:`.scan` and the
 RE2-backed :mod:`.regex`), :mod:`.params` (times, durations, steps), :mod:`.evaluate`
 and :mod:`.run` (series and points from stored windows), the PromQL beyond a selector
-(:mod:`.promql_parse` over promql-parser, :mod:`.promql_eval` at each step with
-:mod:`.promql_functions` and :mod:`.promql_aggregate`, :mod:`.promql_run` from storage within
-the limits), :mod:`.shape` (the JSON),
+(:mod:`.promql_parse` over promql-parser into :mod:`.promql_tree`, :mod:`.promql_eval`
+at each step with :mod:`.promql_functions`, :mod:`.promql_aggregate`, :mod:`.promql_match`
+(operators between vectors) and :mod:`.promql_rows`, :mod:`.promql_run` from storage within
+the limits; both evaluators read through one :mod:`.store`), :mod:`.shape` (the JSON),
 :mod:`.access` (auth), :mod:`.routes` (the blueprint and its handlers, over :mod:`.deps`,
 with :mod:`.hooks`' auth, counting and errors), :mod:`.alerts` (the ``ALERTS``
 series of the alert evaluator's state) with :mod:`.alert_range` (over a range, read from the

@@ -1,7 +1,7 @@
 """What the read API's handlers depend on, resolved per request: the :class:`PromApi` that
 :func:`~dashboard.promapi.routes.build_promapi` binds to the app when its blueprint is
-registered, and the request's parsed parameters (``query``, ``match[]``, ``timeout``, the
-``start``/``end`` span), each with Prometheus' checks and messages."""
+registered, and the request's parsed parameters (``query``, ``match[]``, ``timeout``,
+``lookback_delta``, the ``start``/``end`` span), each with Prometheus' checks and messages."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from flask import current_app, request
 from dashboard.promapi.access import Access
 from dashboard.promapi.evaluate import Deadline
 from dashboard.promapi.params import ParamError, parse_duration, parse_span
+from dashboard.promapi.promql_eval import LOOKBACK_MS
 from dashboard.promapi.promql_parse import Expr, parse_promql
 from dashboard.promapi.run import Evaluator
 from dashboard.promapi.selector import Constant, Selector, parse_selector
@@ -26,6 +27,7 @@ __all__ = [
     "PromApi",
     "deadline",
     "expression",
+    "lookback",
     "matches",
     "ms",
     "promapi",
@@ -63,6 +65,16 @@ def deadline() -> Deadline:
     if raw := request.values.get("timeout"):
         wanted = min(wanted, parse_duration(raw, "timeout"))
     return Deadline(api.monotonic() + max(0.0, wanted), api.monotonic)
+
+
+def lookback() -> int:
+    """The look-back of instant selectors inside an expression, in ms: ``lookback_delta``
+    (as Prometheus 3 takes it; zero or less, or none: Prometheus' default, 5 minutes)."""
+    raw = request.values.get("lookback_delta")
+    if raw is None or not raw.strip():
+        return LOOKBACK_MS
+    seconds = parse_duration(raw, "lookback_delta")
+    return round(seconds * 1000) if seconds * 1000 >= 1 else LOOKBACK_MS
 
 
 def expression() -> Selector | Constant | Expr:

@@ -6,7 +6,8 @@ sample at its END, ``s + w``: the value at time ``t`` is that of the window that
 or before ``t``, and only while ``t`` is inside the next window (``t - end < w``). That is
 Prometheus' model of a step (the newest sample at or before it) with a look-back of exactly
 one window instead of 5 minutes, so a missing window is a missing point, never the previous
-one repeated. A range query with ``step`` = the window and ``start`` on a window end
+one repeated. (That is a bare selector's; selectors inside an expression look back 5 minutes,
+:mod:`.promql_eval`.) A range query with ``step`` = the window and ``start`` on a window end
 returns each stored window once, at its end.
 
 Times are integer milliseconds inside (as in Prometheus), so steps and window ends compare

@@ -1,20 +1,23 @@
 """PromQL's aggregation operators at each step, as Prometheus 2.x computes them: ``sum``,
-``avg``, ``min``, ``max``, ``count`` over the groups ``by``/``without`` make (the output keeps
-the grouping labels only), and ``topk``/``bottomk`` (the output keeps each chosen series'
-labels; NaN ranks lowest, ties in no particular order)."""
+``avg``, ``min``, ``max``, ``count``, ``stddev``, ``stdvar``, ``quantile(φ, ...)`` over the
+groups ``by``/``without`` make (the output keeps the grouping labels only),
+``count_values("label", ...)`` (one series per distinct value, the value as a label), and
+``topk``/``bottomk`` (the output keeps each chosen series' labels; NaN ranks lowest, ties in no
+particular order)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from decimal import Decimal
 
 from dashboard.promapi.evaluate import Deadline
-from dashboard.promapi.promql_functions import over_time
-from dashboard.promapi.promql_parse import Aggregate
+from dashboard.promapi.promql_functions import over_time, quantile, stdvar
+from dashboard.promapi.promql_rows import Row, Sparse, dense
+from dashboard.promapi.promql_tree import Aggregate
 
-__all__ = ["Row", "aggregate", "group_labels"]
+__all__ = ["Row", "aggregate", "format_label_value", "group_labels"]
 
-Row = tuple[dict[str, str], list[float | None]]  # labels, a value (or None) at each step
 _SIMPLE = {"sum": "sum", "avg": "avg", "min": "min", "max": "max", "count": "count"}
 
 
@@ -26,7 +29,31 @@ def group_labels(node: Aggregate, labels: Mapping[str, str]) -> dict[str, str]:
     return {k: labels[k] for k in node.labels if labels.get(k, "") != ""}
 
 
-def aggregate(node: Aggregate, rows: Sequence[Row], steps: int, deadline: Deadline) -> list[Row]:
+def format_label_value(v: float) -> str:
+    """A value as ``count_values`` writes it: Go's ``FormatFloat(v, 'f', -1, 64)``, the
+    shortest digits that read back as ``v``, never an exponent."""
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "+Inf" if v > 0 else "-Inf"
+    text = format(Decimal(repr(v)), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _reduce(node: Aggregate, here: list[float]) -> float:
+    if node.op in _SIMPLE:
+        return over_time(_SIMPLE[node.op], here)
+    if node.op == "quantile":
+        return quantile(math.nan if node.param is None else node.param, here)
+    variance = stdvar(here)
+    return math.sqrt(variance) if node.op == "stddev" else variance
+
+
+def aggregate(
+    node: Aggregate, rows: Sequence[Row], steps: int, deadline: Deadline, max_points: int
+) -> list[Row]:
+    if node.op == "count_values":  # a series per distinct value: refused past max_points
+        return dense(_count_values(node, rows, deadline), steps, max_points)
     groups: dict[tuple, list[int]] = {}
     keys: dict[tuple, dict[str, str]] = {}
     for i, (labels, _) in enumerate(rows):
@@ -42,9 +69,27 @@ def aggregate(node: Aggregate, rows: Sequence[Row], steps: int, deadline: Deadli
         values: list[float | None] = []
         for step in range(steps):
             here = [v for i in members if (v := rows[i][1][step]) is not None]
-            values.append(over_time(_SIMPLE[node.op], here) if here else None)
+            values.append(_reduce(node, here) if here else None)
         out.append((keys[key], values))
     return out
+
+
+def _count_values(node: Aggregate, rows: Sequence[Row], deadline: Deadline) -> Sparse:
+    """Each step's values counted per group, the group's labels plus ``label=<value>``
+    (``by`` keeps that label whatever it names, as Prometheus adds it to the grouping)."""
+    label = node.value_label
+    by = node if node.without else Aggregate(node.op, node.expr, (*node.labels, label), False, True)
+    found: Sparse = {}
+    for labels, values in rows:
+        deadline.check()
+        for step, v in enumerate(values):
+            if v is None:
+                continue
+            group = group_labels(by, {**labels, label: format_label_value(v)})
+            key = tuple(sorted(group.items()))
+            counts = found.setdefault(key, (group, {}))[1]
+            counts[step] = counts.get(step, 0.0) + 1.0
+    return found
 
 
 def _top(

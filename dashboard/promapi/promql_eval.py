@@ -1,11 +1,13 @@
 """Evaluating a :mod:`.promql_parse` tree at each step of a query, over raw samples.
 
 A series' samples are its stored windows, each at its end (:mod:`.evaluate`). An instant
-selector at step ``t`` takes the newest sample at or before ``t`` while ``t`` is inside the
-next window, the API's look-back (a missing window is a missing point, as a stale series is
-in Prometheus); a range selector ``[r]`` takes every sample in ``[t - r, t]``, both ends
-included, as Prometheus 2.x does. A vector is a list of rows, each a label set and its values
-aligned with the steps (None: no point there); a scalar is one float (no time functions).
+selector at step ``t`` takes the newest sample in ``[t - lookback, t]`` (Prometheus 2.x's
+look-back delta, 5 minutes unless the query's ``lookback_delta`` says otherwise, both ends
+included); stored series carry no staleness markers, so a series that stops keeps its last
+value for the look-back, as a series imported into Prometheus does. A range selector ``[r]``
+takes every sample in ``[t - r, t]``, both ends included, as Prometheus 2.x does. A vector is
+a list of rows, each a label set and its values aligned with the steps (None: no point
+there); a scalar is one float (no time functions).
 """
 
 from __future__ import annotations
@@ -15,59 +17,79 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dashboard.promapi.evaluate import Deadline
-from dashboard.promapi.promql_aggregate import Row, aggregate
+from dashboard.promapi.promql_aggregate import aggregate
 from dashboard.promapi.promql_functions import binary, compare, over_time
-from dashboard.promapi.promql_parse import Aggregate, Binary, Node, Number, OverTime, Vector
+from dashboard.promapi.promql_match import vector_binop
+from dashboard.promapi.promql_rows import Row, dense
+from dashboard.promapi.promql_tree import Aggregate, Binary, Node, Number, OverTime, Vector
 from dashboard.promapi.selector import Selector
 
-__all__ = ["Raw", "Row", "Source", "evaluate"]
+__all__ = ["LOOKBACK_MS", "MAX_POINTS", "Raw", "Row", "Source", "Steps", "evaluate"]
 
 
 @dataclass(frozen=True)
 class Raw:
-    """One series' samples, oldest first, and its look-back (its window) in ms."""
+    """One series' samples (its windows' values at their ends, unix ms), oldest first."""
 
     labels: dict[str, str]
     times: list[int]
     values: list[float]
-    lookback_ms: int
 
 
-# (selector, range in ms or 0 for an instant selector) -> the series' samples the steps need.
+# (selector, how far before the first step its samples are needed, in ms) -> its series.
 Source = Callable[[Selector, int], list[Raw]]
 _CHECK_EVERY = 512
+MAX_POINTS = 500_000  # the API's default APM_DASHBOARD_PROM_MAX_POINTS
+LOOKBACK_MS = 300_000  # Prometheus' default --query.lookback-delta
 
 
-def evaluate(node: Node, times: range, source: Source, deadline: Deadline) -> float | list[Row]:
-    """``node`` at each of ``times`` (unix ms): a scalar, or a vector's rows."""
+@dataclass(frozen=True)
+class Steps:
+    """What every node of one evaluation shares: the steps (unix ms), where samples come
+    from, the deadline, the cells an operator's result may have, the look-back."""
+
+    times: range
+    source: Source
+    deadline: Deadline
+    max_points: int = MAX_POINTS
+    lookback_ms: int = LOOKBACK_MS
+
+
+def evaluate(node: Node, at: Steps) -> float | list[Row]:
+    """``node`` at each of ``at.times``: a scalar, or a vector's rows (an operator between
+    vectors or ``count_values`` makes at most ``at.max_points`` cells)."""
+    times, deadline = at.times, at.deadline
     if isinstance(node, Number):
         return node.value
     if isinstance(node, Vector):
-        return [_instant(raw, times, deadline) for raw in source(node.selector, 0)]
+        found = at.source(node.selector, at.lookback_ms)
+        return [_instant(raw, times, at.lookback_ms, deadline) for raw in found]
     if isinstance(node, OverTime):
-        rows = [_ranged(node, raw, times, deadline) for raw in source(node.selector, node.range_ms)]
+        found = at.source(node.selector, node.range_ms)
+        rows = [_ranged(node, raw, times, deadline) for raw in found]
         return [row for row in rows if any(v is not None for v in row[1])]
     if isinstance(node, Aggregate):
-        inner = evaluate(node.expr, times, source, deadline)
+        inner = evaluate(node.expr, at)
         assert isinstance(inner, list)  # the parser refuses aggregating a number
-        return aggregate(node, inner, len(times), deadline)
+        return aggregate(node, inner, len(times), deadline, at.max_points)
     assert isinstance(node, Binary)
-    lhs = evaluate(node.lhs, times, source, deadline)
-    rhs = evaluate(node.rhs, times, source, deadline)
+    lhs, rhs = evaluate(node.lhs, at), evaluate(node.rhs, at)
+    if isinstance(lhs, list) and isinstance(rhs, list):
+        return dense(vector_binop(node, lhs, rhs, len(times), deadline), len(times), at.max_points)
     if isinstance(lhs, list):
-        assert not isinstance(rhs, list)  # the parser refuses two vectors
+        assert not isinstance(rhs, list)
         return _with_scalar(node, lhs, rhs, swap=False)
     assert isinstance(rhs, list)
     return _with_scalar(node, rhs, lhs, swap=True)
 
 
-def _instant(raw: Raw, times: range, deadline: Deadline) -> Row:
+def _instant(raw: Raw, times: range, lookback_ms: int, deadline: Deadline) -> Row:
     out: list[float | None] = []
     for n, t in enumerate(times):
         if n % _CHECK_EVERY == 0:
             deadline.check()
         i = bisect.bisect_right(raw.times, t) - 1
-        out.append(raw.values[i] if i >= 0 and t - raw.times[i] < raw.lookback_ms else None)
+        out.append(raw.values[i] if i >= 0 and t - raw.times[i] <= lookback_ms else None)
     return dict(raw.labels), out
 
 

@@ -1,7 +1,8 @@
 """PromQL's arithmetic on samples, as Prometheus 2.x computes it: the ``*_over_time`` functions
 over the values of a range, the binary operators between two numbers (IEEE floats as Go's:
 ``x/0`` is ±Inf or NaN, ``%`` is Go's ``math.Mod``, ``^`` its ``math.Pow``), and the
-quantile that ``quantile_over_time`` shares with Prometheus' ``quantile``."""
+quantile and the variance that ``quantile_over_time``/``stddev_over_time`` share with the
+``quantile``/``stddev`` aggregations."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 from dashboard.promapi.selector import divide
 
-__all__ = ["OVER_TIME_FUNCTIONS", "binary", "compare", "over_time", "quantile"]
+__all__ = ["OVER_TIME_FUNCTIONS", "binary", "compare", "over_time", "quantile", "stdvar"]
 
 
 def quantile(phi: float, values: Sequence[float]) -> float:
@@ -22,12 +23,21 @@ def quantile(phi: float, values: Sequence[float]) -> float:
         return -math.inf
     if phi > 1:
         return math.inf
-    ordered = sorted(values)
+    ordered = sorted(values, key=lambda v: (v == v, v if v == v else 0.0))  # NaN first, as Go
     rank = phi * (len(ordered) - 1)
     lower = max(0, math.floor(rank))
     upper = min(len(ordered) - 1, lower + 1)
     weight = rank - math.floor(rank)
     return ordered[lower] * (1 - weight) + ordered[upper] * weight
+
+
+def stdvar(values: Sequence[float]) -> float:
+    """The population variance (Prometheus' ``stdvar``): two exact passes, which agree with
+    Prometheus' running (Welford) form to far better than 1e-9 on finite values."""
+    if any(math.isinf(v) or math.isnan(v) for v in values):
+        return math.nan
+    mean = math.fsum(values) / len(values)
+    return math.fsum((v - mean) ** 2 for v in values) / len(values)
 
 
 def _avg(values: Sequence[float]) -> float:
@@ -65,6 +75,8 @@ OVER_TIME_FUNCTIONS: dict[str, Callable[[Sequence[float]], float]] = {
     "sum": _sum,
     "count": lambda values: float(len(values)),
     "last": lambda values: values[-1],
+    "stdvar": stdvar,
+    "stddev": lambda values: math.sqrt(stdvar(values)),
 }
 
 

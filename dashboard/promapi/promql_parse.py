@@ -1,28 +1,45 @@
 """PromQL beyond a bare selector, parsed by ``promql-parser`` (PyPI; a binding of the Rust
 ``promql-parser`` crate, the grammar of Prometheus' own parser) and converted into the small
-tree :mod:`.promql_eval` evaluates:
+tree (:mod:`.promql_tree`) :mod:`.promql_eval` evaluates:
 
-* ``<fn>_over_time(selector[range])`` for avg, min, max, sum, count, last, and
-  ``quantile_over_time(φ, selector[range])``;
-* ``sum``, ``avg``, ``min``, ``max``, ``count`` with ``by``/``without``, ``topk`` and
-  ``bottomk`` (``k`` a number);
-* ``+ - * / % ^`` and ``== != < > <= >=`` (with or without ``bool``) between a vector and a
-  scalar or two scalars, unary minus, parentheses.
+* ``<fn>_over_time(selector[range])`` for avg, min, max, sum, count, last, stddev, stdvar,
+  and ``quantile_over_time(φ, selector[range])``;
+* ``sum``, ``avg``, ``min``, ``max``, ``count``, ``stddev``, ``stdvar``, ``quantile`` (φ a
+  number) and ``count_values`` with ``by``/``without``, ``topk`` and ``bottomk`` (``k`` a
+  number);
+* ``+ - * / % ^`` and ``== != < > <= >=`` (with or without ``bool``) between any two of a
+  vector and a scalar, ``and``/``or``/``unless`` between vectors, with ``on``/``ignoring``
+  and ``group_left``/``group_right`` (:class:`Matching`), unary minus, parentheses.
 
 Each selector is checked by :func:`~.selector.parse_selector` (the metric, the labels, RE2
-regular expressions). Anything else (another function or operator, vector-to-vector
-operators, ``offset``, ``@``, subqueries, strings) is refused with :class:`SelectorError`
-naming it, as a 400 ``bad_data``.
+regular expressions). Anything else (another function or operator, ``offset``, ``@``,
+subqueries, strings) is refused with :class:`SelectorError` naming it, as a 400
+``bad_data``. The tree's classes are re-exported here.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import re
 
 import promql_parser as pp
 
 from dashboard.promapi.promql_functions import binary, compare
+from dashboard.promapi.promql_tree import (
+    AGGREGATIONS,
+    ARITHMETIC,
+    COMPARISONS,
+    OVER_TIME,
+    SET_OPERATORS,
+    Aggregate,
+    Binary,
+    Expr,
+    Matching,
+    Node,
+    Number,
+    OverTime,
+    Vector,
+)
 from dashboard.promapi.selector import (
     ALERTS,
     METRIC,
@@ -40,9 +57,11 @@ __all__ = [
     "COMPARISONS",
     "MAX_DEPTH",
     "OVER_TIME",
+    "SET_OPERATORS",
     "Aggregate",
     "Binary",
     "Expr",
+    "Matching",
     "Node",
     "Number",
     "OverTime",
@@ -50,54 +69,15 @@ __all__ = [
     "parse_promql",
 ]
 
-OVER_TIME = ("avg", "min", "max", "sum", "count", "last", "quantile")
-AGGREGATIONS = ("sum", "avg", "min", "max", "count", "topk", "bottomk")
-ARITHMETIC = ("+", "-", "*", "/", "%", "^")
-COMPARISONS = ("==", "!=", "<", ">", "<=", ">=")
+_CARDS = {
+    "VectorMatchCardinality.OneToOne": "one-to-one",
+    "VectorMatchCardinality.ManyToOne": "many-to-one",
+    "VectorMatchCardinality.OneToMany": "one-to-many",
+    "VectorMatchCardinality.ManyToMany": "many-to-many",
+}
 MAX_DEPTH = 64  # nesting, so that converting and evaluating never recurse deeply
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 _OPS = {"MatchOp.Equal": "=", "MatchOp.NotEqual": "!=", "MatchOp.Re": "=~", "MatchOp.NotRe": "!~"}
-
-
-@dataclass(frozen=True)
-class Number:
-    value: float
-
-
-@dataclass(frozen=True)
-class Vector:
-    """An instant selector: each series' point at a step, with the API's look-back."""
-
-    selector: Selector
-
-
-@dataclass(frozen=True)
-class OverTime:
-    fn: str  # one of OVER_TIME
-    selector: Selector
-    range_ms: int
-    param: float | None = None  # quantile_over_time's φ
-
-
-@dataclass(frozen=True)
-class Aggregate:
-    op: str  # one of AGGREGATIONS
-    expr: Node
-    labels: tuple[str, ...] = ()
-    without: bool = False
-    grouped: bool = False  # by/without given (sum() with neither is one group)
-    param: float | None = None  # topk/bottomk's k
-
-
-@dataclass(frozen=True)
-class Binary:
-    op: str  # one of ARITHMETIC or COMPARISONS
-    lhs: Node
-    rhs: Node
-    bool_: bool = False
-
-
-Node = Number | Vector | OverTime | Aggregate | Binary
-Expr = OverTime | Aggregate | Binary | Vector  # what only this module parses
 
 
 def parse_promql(text: str) -> Selector | Constant | Expr:
@@ -197,29 +177,45 @@ def _aggregate(agg: pp.AggregateExpr, depth: int) -> Node:
     mod = agg.modifier
     labels = tuple(mod.labels) if mod is not None else ()
     without = mod is not None and mod.type == pp.AggModifierType.Without
-    param = _number(agg.param, op, depth) if agg.param is not None else None
+    value_label = ""
+    if op == "count_values":  # the parser has checked that its parameter is a string
+        value_label = str(agg.param.val) if isinstance(agg.param, pp.StringLiteral) else ""
+        if not _LABEL_NAME.fullmatch(value_label):
+            raise SelectorError(f"invalid label name {json.dumps(value_label)}", 0)
+        param = None
+    else:
+        param = _number(agg.param, op, depth) if agg.param is not None else None
     expr = _convert(agg.expr, depth + 1)
     if isinstance(expr, Number):
         raise _unsupported(f"{op}() of a scalar")
-    return Aggregate(op, expr, labels, without, mod is not None, param)
+    return Aggregate(op, expr, labels, without, mod is not None, param, value_label)
 
 
 def _binary(b: pp.BinaryExpr, depth: int) -> Node:
     op = str(b.op)
-    if op not in ARITHMETIC + COMPARISONS:
+    if op not in ARITHMETIC + COMPARISONS + SET_OPERATORS:
         raise _unsupported(f"the operator {op}")
     mod = b.modifier
-    if mod is not None and (mod.matching is not None or mod.group_labels):
-        raise _unsupported("on(), ignoring(), group_left() and group_right()")
     lhs, rhs = _convert(b.lhs, depth + 1), _convert(b.rhs, depth + 1)
-    if not isinstance(lhs, Number) and not isinstance(rhs, Number):
-        raise _unsupported(f"{op} between two vectors (one side must be a number)")
     bool_ = bool(mod is not None and mod.return_bool)
+    if not isinstance(lhs, Number) and not isinstance(rhs, Number):  # the parser checked
+        return Binary(op, lhs, rhs, bool_, _matching(op, mod))  # on() etc. need two vectors
     if isinstance(lhs, Number) and isinstance(rhs, Number):  # the parser needs bool here
         if op in ARITHMETIC:
             return Number(binary(op, lhs.value, rhs.value))
         return Number(float(compare(op, lhs.value, rhs.value)))
     return Binary(op, lhs, rhs, bool_)
+
+
+def _matching(op: str, mod: pp.BinModifier | None) -> Matching:
+    if mod is None:
+        return Matching(card="many-to-many" if op in SET_OPERATORS else "one-to-one")
+    on = mod.matching is not None and mod.matching.type == pp.LabelModifierType.Include
+    labels = tuple(mod.matching.labels) if mod.matching is not None else ()
+    card = _CARDS[str(mod.card)]
+    if op in SET_OPERATORS:
+        card = "many-to-many"
+    return Matching(on, labels, card, tuple(mod.group_labels or ()))
 
 
 def _number(tree: object, name: str, depth: int) -> float:
@@ -231,7 +227,7 @@ def _number(tree: object, name: str, depth: int) -> float:
 
 def _unsupported(what: str) -> SelectorError:
     return SelectorError(
-        f"{what} is not supported; the read API evaluates selectors, *_over_time(), sum, avg, "
-        "min, max, count, topk, bottomk and operators with a number (docs/interop.md)",
+        f"{what} is not supported; the read API evaluates selectors, *_over_time(), "
+        "aggregations (not group) and operators but atan2 (docs/interop.md)",
         0,
     )

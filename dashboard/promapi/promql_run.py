@@ -8,14 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from dashboard.ports import QueryRepository
-from dashboard.promapi.alert_range import Guard
 from dashboard.promapi.evaluate import Deadline, LimitError, Series
-from dashboard.promapi.promql_eval import Raw, Row, evaluate
+from dashboard.promapi.promql_eval import LOOKBACK_MS, Raw, Row, Steps, evaluate
 from dashboard.promapi.promql_parse import Expr
 from dashboard.promapi.selector import Selector
-from dashboard.promapi.settings import PromApiSettings
 from dashboard.promapi.shape import format_time, format_value, matrix, vector
+from dashboard.promapi.store import Store
 
 __all__ = ["PromqlRunner"]
 
@@ -23,49 +21,48 @@ Select = Callable[[Sequence[Selector], Deadline], list[Series]]
 
 
 class PromqlRunner:
-    def __init__(
-        self,
-        repo: QueryRepository,
-        limits: PromApiSettings,
-        guard: Guard,
-        on_points: Callable[[int], None],
-        select: Select,
-    ) -> None:
-        self._repo, self._limits, self._guard = repo, limits, guard
-        self._on_points, self._select = on_points, select
+    def __init__(self, store: Store, select: Select) -> None:
+        self._store, self._select = store, select
 
-    def range_query(self, expr: Expr, times: range, deadline: Deadline) -> dict[str, object]:
-        found = self._run(expr, times, deadline)
+    def range_query(
+        self, expr: Expr, times: range, deadline: Deadline, lookback_ms: int = LOOKBACK_MS
+    ) -> dict[str, object]:
+        found = self._run(expr, times, deadline, lookback_ms)
         if isinstance(found, float):
-            self._on_points(len(times))
+            self._store.on_points(len(times))
             return matrix([({}, [(t, found) for t in times])])
         rows = [
             (labels, [(t, v) for t, v in zip(times, values, strict=True) if v is not None])
             for labels, values in found
         ]
-        self._on_points(sum(len(p) for _, p in rows))
+        self._store.on_points(sum(len(p) for _, p in rows))
         return matrix(rows)
 
-    def instant_query(self, expr: Expr, t_ms: int, deadline: Deadline) -> dict[str, object]:
-        found = self._run(expr, range(t_ms, t_ms + 1), deadline)
+    def instant_query(
+        self, expr: Expr, t_ms: int, deadline: Deadline, lookback_ms: int = LOOKBACK_MS
+    ) -> dict[str, object]:
+        found = self._run(expr, range(t_ms, t_ms + 1), deadline, lookback_ms)
         if isinstance(found, float):
             return {"resultType": "scalar", "result": [format_time(t_ms), format_value(found)]}
         rows = [(labels, (t_ms, values[0])) for labels, values in found if values[0] is not None]
-        self._on_points(len(rows))
+        self._store.on_points(len(rows))
         return vector(rows)
 
-    def _run(self, expr: Expr, times: range, deadline: Deadline) -> float | list[Row]:
-        budget = [self._limits.max_points]
+    def _run(
+        self, expr: Expr, times: range, deadline: Deadline, lookback_ms: int
+    ) -> float | list[Row]:
+        limits = self._store.limits
+        budget = [limits.max_points]
 
-        def source(selector: Selector, range_ms: int) -> list[Raw]:
+        def source(selector: Selector, before_ms: int) -> list[Raw]:
             found = self._select([selector], deadline)
-            if len(found) * len(times) > self._limits.max_points:
+            if len(found) * len(times) > limits.max_points:
                 raise LimitError(
                     f"{len(found)} series x {len(times)} steps is more than "
-                    f"{self._limits.max_points} points (APM_DASHBOARD_PROM_MAX_POINTS); "
+                    f"{limits.max_points} points (APM_DASHBOARD_PROM_MAX_POINTS); "
                     "narrow the selector, shorten the range or raise the step"
                 )
-            spans = [_span(s, range_ms, times) for s in found]
+            spans = [_span(s, before_ms, times) for s in found]
             planned = sum(
                 (hi - lo) // (s.query.query.window_seconds * 1000) + 1
                 for s, (lo, hi) in zip(found, spans, strict=True)
@@ -74,21 +71,22 @@ class PromqlRunner:
                 raise LimitError(
                     f"reading about {planned} windows is more than the "
                     f"{budget[0]} left of APM_DASHBOARD_PROM_MAX_POINTS; narrow the selector, "
-                    "shorten the range or the [range] of *_over_time()"
+                    "shorten the range, the [range] of *_over_time() or lookback_delta"
                 )
             return [
                 self._raw(s, span, budget, deadline) for s, span in zip(found, spans, strict=True)
             ]
 
-        return evaluate(expr, times, source, deadline)
+        return evaluate(expr, Steps(times, source, deadline, limits.max_points, lookback_ms))
 
     def _raw(
         self, series: Series, span: tuple[int, int], budget: list[int], deadline: Deadline
     ) -> Raw:
         width = series.query.query.window_seconds * 1000
         lo, hi = span
-        windows = self._guard(
-            "read_results", lambda: self._repo.read_results(series.query.id, lo / 1000, hi / 1000)
+        repo = self._store.repo
+        windows = self._store.guard(
+            "read_results", lambda: repo.read_results(series.query.id, lo / 1000, hi / 1000)
         )
         stamps: list[int] = []
         values: list[float] = []
@@ -105,11 +103,11 @@ class PromqlRunner:
             if w.window_seconds * 1000 == width and v is not None:
                 stamps.append(round(w.window_start * 1000) + width)
                 values.append(v)
-        return Raw(dict(series.labels), stamps, values, width)
+        return Raw(dict(series.labels), stamps, values)
 
 
-def _span(series: Series, range_ms: int, times: range) -> tuple[int, int]:
+def _span(series: Series, before_ms: int, times: range) -> tuple[int, int]:
     """The [from, to) of window starts (ms) whose ends, the samples, fall in
-    [first step - max(range, window), last step]."""
+    [first step - before, last step] (``before``: the look-back or the ``[range]``)."""
     width = series.query.query.window_seconds * 1000
-    return max(0, times[0] - max(range_ms, width) - width), times[-1] - width + 1
+    return max(0, times[0] - before_ms - width), times[-1] - width + 1

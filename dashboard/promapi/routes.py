@@ -27,6 +27,7 @@ from dashboard.promapi.deps import (
     PromApi,
     deadline,
     expression,
+    lookback,
     matches,
     ms,
     promapi,
@@ -38,6 +39,7 @@ from dashboard.promapi.run import Evaluator
 from dashboard.promapi.selector import ALERTS, LABELS, METRIC, parse_selector
 from dashboard.promapi.settings import PromApiSettings
 from dashboard.promapi.shape import success
+from dashboard.promapi.store import Store
 from dashboard.promapi.telemetry import PromApiTelemetry
 from dashboard.settings import DashboardSettings
 from dashboard.telemetry import DashboardTelemetry
@@ -73,14 +75,16 @@ def query_range() -> Response:
     if ms(step) < 1:
         raise ParamError('invalid parameter "step": the smallest step is 1ms')
     limit = deadline()
-    found = promapi().evaluator.range_query(expr, ms(start), ms(end), ms(step), limit)
+    evaluator = promapi().evaluator
+    found = evaluator.range_query(expr, ms(start), ms(end), ms(step), limit, lookback())
     return jsonify(success(found))
 
 
 def query() -> Response:
     expr = expression()
     when = parse_when(request.values.get("time"), "time", default=promapi().clock())
-    return jsonify(success(promapi().evaluator.instant_query(expr, ms(when), deadline())))
+    found = promapi().evaluator.instant_query(expr, ms(when), deadline(), lookback())
+    return jsonify(success(found))
 
 
 def series() -> Response:
@@ -171,7 +175,7 @@ def build_promapi(
     counters = PromApiTelemetry(telemetry.registry)
     listing = alerts_of(repo)
     ranges = AlertRange(listing, *history_of(repo), guard, clock)
-    evaluator = Evaluator(repo, limits, guard, counters.points.inc, listing, ranges)
+    evaluator = Evaluator(Store(repo, limits, guard, counters.points.inc), listing, ranges)
     bound = PromApi(evaluator, limits, access, counters, settings.max_body_bytes, clock, monotonic)
 
     def bind(state: BlueprintSetupState) -> None:

@@ -22,8 +22,7 @@ from functools import partial
 from typing import Any
 
 from apm.query import WindowResult
-from dashboard.ports import QueryRepository
-from dashboard.promapi.alert_range import AlertRange, Guard
+from dashboard.promapi.alert_range import AlertRange
 from dashboard.promapi.alerts import alert_labels
 from dashboard.promapi.evaluate import (
     Deadline,
@@ -34,11 +33,12 @@ from dashboard.promapi.evaluate import (
     select,
     steps,
 )
+from dashboard.promapi.promql_eval import LOOKBACK_MS
 from dashboard.promapi.promql_parse import Expr
 from dashboard.promapi.promql_run import PromqlRunner
 from dashboard.promapi.selector import ALERTS, METRIC, Constant, Selector
-from dashboard.promapi.settings import PromApiSettings
 from dashboard.promapi.shape import Point, format_time, format_value, matrix, vector
+from dashboard.promapi.store import Store
 
 __all__ = ["Evaluator"]
 
@@ -92,16 +92,14 @@ class _Budget:
 class Evaluator:
     def __init__(
         self,
-        repo: QueryRepository,
-        limits: PromApiSettings,
-        guard: Guard,
-        on_points: Callable[[int], None],
+        store: Store,
         alerts: Callable[[], Sequence[Mapping[str, Any]]] = list,
         history: AlertRange | None = None,
     ) -> None:
-        self._repo, self._limits, self._guard, self._on_points = repo, limits, guard, on_points
+        self._repo, self._limits, self._guard = store.repo, store.limits, store.guard
+        self._on_points = store.on_points
         self._alerts, self._history = alerts, history
-        self._promql = PromqlRunner(repo, limits, guard, on_points, self.series)
+        self._promql = PromqlRunner(store, self.series)
 
     def series(self, selectors: Sequence[Selector], deadline: Deadline) -> list[Series]:
         if not any(s.may_name(METRIC) for s in selectors):
@@ -148,10 +146,13 @@ class Evaluator:
         end_ms: int,
         step_ms: int,
         deadline: Deadline,
+        lookback_ms: int = LOOKBACK_MS,
     ) -> dict[str, object]:
+        """``lookback_ms`` is the look-back of instant selectors inside an expression; a bare
+        selector keeps the one-window look-back (docs/interop.md)."""
         times = steps(start_ms, end_ms, step_ms)
         if not isinstance(expr, Selector | Constant):
-            return self._promql.range_query(expr, times, deadline)
+            return self._promql.range_query(expr, times, deadline, lookback_ms)
         if isinstance(expr, Constant):
             self._on_points(len(times))
             return matrix([({}, [(t, expr.value) for t in times])])
@@ -177,10 +178,14 @@ class Evaluator:
         return matrix(rows)
 
     def instant_query(
-        self, expr: Selector | Constant | Expr, t_ms: int, deadline: Deadline
+        self,
+        expr: Selector | Constant | Expr,
+        t_ms: int,
+        deadline: Deadline,
+        lookback_ms: int = LOOKBACK_MS,
     ) -> dict[str, object]:
         if not isinstance(expr, Selector | Constant):
-            return self._promql.instant_query(expr, t_ms, deadline)
+            return self._promql.instant_query(expr, t_ms, deadline, lookback_ms)
         if isinstance(expr, Constant):
             return {"resultType": "scalar", "result": [format_time(t_ms), format_value(expr.value)]}
         found = self.series([expr], deadline)

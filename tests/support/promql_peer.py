@@ -10,10 +10,21 @@ import shutil
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MISSING", "Answer", "normalise", "openmetrics", "reference_prometheus", "same"]
+from launch import prometheus
+
+__all__ = [
+    "MISSING",
+    "Answer",
+    "Flagged",
+    "normalise",
+    "openmetrics",
+    "reference_prometheus",
+    "same",
+]
 
 MISSING = "prometheus/promtool not installed (make debs)"
 # frozenset of labels -> [(t, value)]; an instant vector is one point per series.
@@ -34,10 +45,23 @@ def openmetrics(series: Sequence[tuple[Mapping[str, str], Sequence[tuple[int, fl
     return "\n".join([*out, "# EOF", ""])
 
 
+@dataclass(frozen=True)
+class Flagged(prometheus.Prometheus):
+    """Prometheus with its query look-back delta set (Debian's 2.42 has no per-query one)."""
+
+    lookback_delta: str | None = None
+
+    def command(self, home: Path) -> list[str]:
+        extra = [f"--query.lookback-delta={self.lookback_delta}"] if self.lookback_delta else []
+        return [*super().command(home), *extra]
+
+
 @contextmanager
-def reference_prometheus(home: Path, text: str, port: int) -> Iterator[str]:
-    """A Prometheus serving exactly ``text`` (OpenMetrics) on 127.0.0.1:``port``; its URL."""
-    from launch import prometheus
+def reference_prometheus(
+    home: Path, text: str, port: int, lookback_delta: str | None = None
+) -> Iterator[str]:
+    """A Prometheus serving exactly ``text`` (OpenMetrics) on 127.0.0.1:``port``, with its
+    ``--query.lookback-delta`` if given (default 5m); its URL."""
 
     promtool = shutil.which("promtool")
     if promtool is None:
@@ -52,7 +76,7 @@ def reference_prometheus(home: Path, text: str, port: int) -> Iterator[str]:
         timeout=60,
     )
     config = prometheus.write_config(home, prometheus.config([]))
-    server = prometheus.Prometheus(port, config, retention="10y")
+    server = Flagged(port, config, retention="10y", lookback_delta=lookback_delta)
     proc = server.start(home, wait_s=60)
     try:
         yield server.url

@@ -4,9 +4,13 @@ Cassandra and served by the real dashboard, the same series (its labels read bac
 openmetrics``; every expression of a table, as range queries at several steps and ranges and
 as instant queries, answers the same series with the same values (to 1e-9 relative).
 
-Query A has no gaps (its instant selectors agree with Prometheus' 5 m look-back wherever the
-range ends by its last window); query B misses some windows, so it appears only under range
-selectors, which have no look-back. Values are distinct (no ties for topk/bottomk)."""
+Query A has no gaps; query B misses a few windows (less than the 5 m look-back); query C
+misses 40 windows (more than the look-back) and stops 200 s before the others, so instant
+selectors inside expressions are compared where the look-back fills a gap, where it runs out
+(exactly 5 m after a window, both ends included) and after every series has stopped. Bare
+selectors keep their one-window look-back: they equal a second Prometheus started with
+``--query.lookback-delta=9999ms``, as do expressions asked with ``lookback_delta=9999ms``.
+Values are distinct (no ties for topk/bottomk)."""
 
 from __future__ import annotations
 
@@ -30,7 +34,8 @@ pytestmark = pytest.mark.integration
 
 WINDOWS = 120  # 10 s windows: 20 minutes
 GAPS = {30, 31, 32, 33, 34, 35, 80}  # query B's missing windows
-A, B, AB = "{A}", "{B}", "{AB}"  # placeholders for the selectors' matchers
+LONG_GAPS = {*range(40, 80), *range(100, WINDOWS)}  # query C's: 400 s, and its last 200 s
+A, B, C, AB, ABC = "{A}", "{B}", "{C}", "{AB}", "{ABC}"  # placeholders for the matchers
 
 EXPRESSIONS = [
     *(f"{fn}_over_time(apm_query{AB}[1m])" for fn in ("avg", "min", "max", "sum", "count")),
@@ -46,6 +51,19 @@ EXPRESSIONS = [
     "count without (id, fn) (apm_query{A})",
     "sum by (id) (max_over_time(apm_query{AB}[1m]))",
     "min without (fn) (avg_over_time(apm_query{AB}[5m]))",
+    "quantile(0.5, apm_query{A})",
+    "quantile by (fn) (0.9, last_over_time(apm_query{AB}[30s]))",
+    "quantile without (fn) (0.25, max_over_time(apm_query{AB}[1m]))",
+    "quantile(1.5, apm_query{A})",
+    "quantile(-1, apm_query{A})",
+    "stddev(apm_query{A})",
+    "stdvar by (id) (apm_query{A})",
+    "stddev without (fn) (avg_over_time(apm_query{AB}[2m]))",
+    'count_values("v", apm_query{A} / 4)',
+    'count_values by (fn) ("v", count_over_time(apm_query{AB}[1m]))',
+    'count_values without (id) ("n", count_over_time(apm_query{AB}[1m]))',
+    "stddev_over_time(apm_query{AB}[1m])",
+    "stdvar_over_time(apm_query{AB}[2m])",
     "topk(2, apm_query{A})",
     "bottomk(1, apm_query{A})",
     "topk by (fn) (1, max_over_time(apm_query{AB}[1m]))",
@@ -62,23 +80,69 @@ EXPRESSIONS = [
     "max_over_time(apm_query{AB}[1m]) != 3",
     "sum by (fn) (apm_query{A}) <= 100",
     "-sum(apm_query{A}) / 3",
+    "apm_query{A} + apm_query{A}",
+    "apm_query{A} - on(id) group_left max by (id) (apm_query{A})",
+    "max by (id) (apm_query{A}) - on(id) group_right apm_query{A}",
+    "apm_query{A} / on(id, fn) max_over_time(apm_query{AB}[1m])",
+    "apm_query{A} % on(id) group_left(window) max by (id, window) (apm_query{A})",
+    "max by (fn) (apm_query{A}) ^ on(fn) avg by (fn) (max_over_time(apm_query{AB}[1m]))",
+    "apm_query{A} > on(fn) min by (fn) (avg_over_time(apm_query{AB}[1m]))",
+    "apm_query{A} <= bool ignoring(id, metric) last_over_time(apm_query{B}[30s])",
+    "sum by (fn) (apm_query{A}) == bool on(fn) group_right max_over_time(apm_query{AB}[1m])",
+    "min_over_time(apm_query{AB}[1m]) < on(id) group_left max by (id) (apm_query{A})",
+    "apm_query{A} * on(fn) group_left(id) count_over_time(apm_query{B}[1m])",
+    "apm_query{A} and apm_query{A} > 50",
+    "apm_query{A} and on(fn) max_over_time(apm_query{B}[30s])",
+    "last_over_time(apm_query{AB}[30s]) unless on(fn) apm_query{A} > 70",
+    "apm_query{A} > 60 or apm_query{A} < 30",
+    "apm_query{A} > 60 or on(fn) max_over_time(apm_query{B}[1m])",
+    "max_over_time(apm_query{B}[15s]) or ignoring(id, metric) apm_query{A}",
+    "apm_query{ABC} * 1",  # PromQL's look-back: each of the above, over C's gaps
+    "sum by (id) (apm_query{ABC})",
+    "count(apm_query{ABC})",
+    "quantile(0.5, apm_query{ABC})",
+    "topk(1, apm_query{ABC})",
+    "apm_query{C} > bool 50",
+    "apm_query{C} - on(fn) apm_query{B}",
+    "apm_query{C} or on(fn) (apm_query{B} * 0)",
+    "avg without (fn) (apm_query{AB}) unless on(id) apm_query{C}",
     "2 ^ 3",
     "1 > bool 2",
+]
+# One-window look-back: bare selectors, and expressions asked with lookback_delta=9999ms.
+SHORT = [
+    ("apm_query{ABC}", {}),
+    ("sum by (fn) (apm_query{ABC})", {"lookback_delta": "9999ms"}),
+    ("apm_query{ABC} < bool 50", {"lookback_delta": "9.999"}),
+]
+
+# Expressions Prometheus refuses while evaluating: the same status, type and reason.
+REFUSED = [
+    ("apm_query{A} + on(metric) apm_query{A}", "many-to-many matching not allowed"),
+    ("apm_query{AB} - ignoring(fn) group_left apm_query{A}", "many-to-many matching not allowed"),
+    ("apm_query{A} / on(id) group_right max by (id) (apm_query{A})", "on the left hand-side"),
+    ("apm_query{A} + on(id) max by (id) (apm_query{A})", "many-to-one matching must be explicit"),
 ]
 
 
 @pytest.fixture(scope="module")
-def both(repo: Any, served: Any, tmp_path_factory: Any) -> Iterator[tuple[Any, str, dict, int]]:
-    """(our client, Prometheus' URL, the matchers by placeholder, the first window's start)."""
+def both(
+    repo: Any, served: Any, tmp_path_factory: Any
+) -> Iterator[tuple[Any, str, dict, int, str]]:
+    """(our client, Prometheus' URL, the matchers by placeholder, the first window's start,
+    the URL of a Prometheus with a look-back delta of 9999 ms)."""
     from launch.probe import free_port
 
     rng = random.Random(26)
     base = int(time.time() // 10 * 10) - 1500
     qa = repo.save_query("FROM * SELECT promql.cpu WINDOW 10s COMPUTE min, max, p99")
     qb = repo.save_query("FROM * SELECT promql.mem WINDOW 10s COMPUTE min, max")
+    qc = repo.save_query("FROM * SELECT promql.disk WINDOW 10s COMPUTE min, max")
+    queries = ((qa, ("min", "max", "p99"), set()), (qb, ("min", "max"), GAPS))
+    queries += ((qc, ("min", "max"), LONG_GAPS),)
     rows = [
         WindowResult(q.id, float(base + 10 * i), 10, {f: rng.uniform(0, 100) for f in fns}, 5, base)
-        for q, fns, gaps in ((qa, ("min", "max", "p99"), set()), (qb, ("min", "max"), GAPS))
+        for q, fns, gaps in queries
         for i in range(WINDOWS)
         if i not in gaps
     ]
@@ -86,17 +150,23 @@ def both(repo: Any, served: Any, tmp_path_factory: Any) -> Iterator[tuple[Any, s
     client = httpx.Client(
         base_url=served.url, timeout=30, headers={"Authorization": f"Bearer {TOKEN}"}
     )
-    matchers = {A: f'{{id="{qa.id}"}}', B: f'{{id="{qb.id}"}}', AB: f'{{id=~"{qa.id}|{qb.id}"}}'}
-    listed = client.get("/api/v1/series", params={"match[]": f"apm_query{matchers[AB]}"}).json()
+    matchers = {A: f'{{id="{qa.id}"}}', B: f'{{id="{qb.id}"}}', C: f'{{id="{qc.id}"}}'}
+    matchers[AB] = f'{{id=~"{qa.id}|{qb.id}"}}'
+    matchers[ABC] = f'{{id=~"{qa.id}|{qb.id}|{qc.id}"}}'
+    listed = client.get("/api/v1/series", params={"match[]": f"apm_query{matchers[ABC]}"}).json()
     samples: dict[tuple, list[tuple[int, float]]] = {}
     for w in rows:
         for fn, v in w.values.items():
             samples.setdefault((w.query_id, fn), []).append((round(w.window_start + 10) * 1000, v))
     series = [(labels, samples[labels["id"], labels["fn"]]) for labels in listed["data"]]
-    assert len(series) == 5
-    home = tmp_path_factory.mktemp("promql-reference")
-    with reference_prometheus(home, openmetrics(series), free_port()) as url:
-        yield client, url, matchers, base
+    assert len(series) == 7
+    text = openmetrics(series)
+    home, short = tmp_path_factory.mktemp("promql-reference"), tmp_path_factory.mktemp("short")
+    with (
+        reference_prometheus(home, text, free_port()) as url,
+        reference_prometheus(short, text, free_port(), lookback_delta="9999ms") as short_url,
+    ):
+        yield client, url, matchers, base, short_url
     client.close()
 
 
@@ -112,31 +182,61 @@ def _ask(client: httpx.Client, path: str, params: dict[str, Any]) -> Any:
     return normalise(answer.json()["data"])
 
 
-@pytest.mark.parametrize("template", EXPRESSIONS)
-def test_answers_equal_prometheus(template: str, both: tuple[Any, str, dict, int]) -> None:
-    ours, url, matchers, base = both
-    query = _expr(template, matchers)
-    last = base + 10 * WINDOWS  # the last window's end: instant selectors agree up to it
+def _compare(ours: httpx.Client, url: str, query: str, base: int, extra: dict) -> None:
+    last = base + 10 * WINDOWS  # the last window's end (A's and B's; C stops at last - 200)
     ranges = [(base + 300, last, 10), (base + 5, last, 15), (base, last - 100, 60), (base, last, 7)]
+    ranges.append((last - 600, last + 400, 10))  # past every series' end by more than 5 m
     with httpx.Client(base_url=url, timeout=30) as prometheus:
         for start, end, step in ranges:
             params = {"query": query, "start": start, "end": end, "step": step}
-            mine = _ask(ours, "/api/v1/query_range", params)
+            mine = _ask(ours, "/api/v1/query_range", {**params, **extra})
             theirs = _ask(prometheus, "/api/v1/query_range", params)
             assert theirs != {}, f"Prometheus answers nothing to {query}"
             assert same(mine, theirs), (query, start - base, step, mine, theirs)
-        for at in (base + 600, base + 605.5, last):
-            mine = _ask(ours, "/api/v1/query", {"query": query, "time": at})
+        for at in (base + 600, base + 605.5, base + 700, base + 701, last, last + 300, last + 301):
+            mine = _ask(ours, "/api/v1/query", {"query": query, "time": at, **extra})
             theirs = _ask(prometheus, "/api/v1/query", {"query": query, "time": at})
             assert same(mine, theirs), (query, at - base, mine, theirs)
 
 
+@pytest.mark.parametrize("template", EXPRESSIONS)
+def test_answers_equal_prometheus(template: str, both: tuple[Any, str, dict, int, str]) -> None:
+    ours, url, matchers, base, _ = both
+    _compare(ours, url, _expr(template, matchers), base, {})
+
+
+@pytest.mark.parametrize(("template", "extra"), SHORT)
+def test_one_window_look_back_equals_prometheus_with_9999ms(
+    template: str, extra: dict[str, str], both: tuple[Any, str, dict, int, str]
+) -> None:
+    """A bare selector's documented look-back (a point while ``t - end < window``) is
+    Prometheus' with a look-back delta of one window less 1 ms; ``lookback_delta`` gives an
+    expression the same."""
+    ours, _, matchers, base, short_url = both
+    _compare(ours, short_url, _expr(template, matchers), base, extra)
+
+
+@pytest.mark.parametrize(("template", "reason"), REFUSED)
+def test_refusals_equal_prometheus(
+    template: str, reason: str, both: tuple[Any, str, dict, int, str]
+) -> None:
+    ours, url, matchers, base, _ = both
+    params = {"query": _expr(template, matchers), "time": base + 600}
+    mine = ours.get("/api/v1/query", params=params)
+    with httpx.Client(base_url=url, timeout=30) as prometheus:
+        theirs = prometheus.get("/api/v1/query", params=params)
+    assert (mine.status_code, theirs.status_code) == (422, 422), (mine.text, theirs.text)
+    assert mine.json()["errorType"] == theirs.json()["errorType"] == "execution"
+    assert reason in mine.json()["error"] and reason in theirs.json()["error"], theirs.text
+    assert mine.json()["error"].split(":")[0] == theirs.json()["error"].split(":")[0]
+
+
 def test_debian_promtool_queries_an_over_time_function(
-    both: tuple[Any, str, dict, int], served: Any
+    both: tuple[Any, str, dict, int, str], served: Any
 ) -> None:
     """The issue's example: ``promtool query instant ... 'max_over_time(...[1m])'`` (Basic
     credentials in the URL, as Go's HTTP client sends them) answers as Prometheus does."""
-    _, url, matchers, base = both
+    _, url, matchers, base, _ = both
     promtool = shutil.which("promtool")
     assert promtool is not None
     query = _expr("max_over_time(apm_query{A}[1m])", matchers)

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from dashboard.promapi.evaluate import Deadline, TimedOut
-from dashboard.promapi.promql_eval import Raw, evaluate
+from dashboard.promapi.evaluate import Deadline, LimitError, TimedOut
+from dashboard.promapi.promql_eval import LOOKBACK_MS, Raw, Steps, evaluate
 from dashboard.promapi.promql_parse import parse_promql
 from dashboard.promapi.selector import Constant, Selector
 
@@ -20,10 +20,10 @@ pytestmark = pytest.mark.unit
 FOREVER = Deadline(math.inf, lambda: 0.0)
 LABELS = {"__name__": "apm_query", "id": "q", "fn": "max"}
 # 10 s windows ending at 10, 20, 30, 50, 60 s (the one ending at 40 s is missing)
-RAW = Raw(LABELS, [10_000, 20_000, 30_000, 50_000, 60_000], [1.0, 2.0, 3.0, 5.0, 6.0], 10_000)
+RAW = Raw(LABELS, [10_000, 20_000, 30_000, 50_000, 60_000], [1.0, 2.0, 3.0, 5.0, 6.0])
 
 
-def _run(text: str, times: range) -> Any:
+def _run(text: str, times: range, lookback_ms: int = LOOKBACK_MS) -> Any:
     expr = parse_promql(text)
     assert not isinstance(expr, Selector | Constant)
     asked: list[int] = []
@@ -32,15 +32,22 @@ def _run(text: str, times: range) -> Any:
         asked.append(range_ms)
         return [RAW] if selector.matches(LABELS) else []
 
-    return evaluate(expr, times, source, FOREVER)
+    return evaluate(expr, Steps(times, source, FOREVER, lookback_ms=lookback_ms))
 
 
 STEPS = range(10_000, 70_001, 5_000)  # 10, 15, ... 70 s
 
 
-def test_instant_selector_look_back_is_one_window() -> None:
+def test_instant_selector_looks_back_five_minutes_both_ends_included() -> None:
     [(labels, values)] = _run('apm_query{id="q"} * 1', STEPS)
     assert labels == {"id": "q", "fn": "max"}  # arithmetic drops the metric name
+    assert values == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 3.0, 3.0, 5.0, 5.0, 6.0, 6.0, 6.0]
+    [(_, late)] = _run('apm_query{id="q"} * 1', range(359_000, 361_001, 1_000))
+    assert late == [6.0, 6.0, None]  # the last sample at 60 s, seen until 360 s included
+
+
+def test_lookback_delta_narrows_the_look_back() -> None:
+    [(_, values)] = _run('apm_query{id="q"} * 1', STEPS, lookback_ms=5_000)
     assert values == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0, None, None, 5.0, 5.0, 6.0, 6.0, None]
 
 
@@ -66,11 +73,11 @@ def test_a_range_with_no_sample_is_no_series() -> None:
 
 def test_comparisons_filter_or_give_bool() -> None:
     [(labels, kept)] = _run('apm_query{id="q"} > 2', range(10_000, 60_001, 10_000))
-    assert labels == LABELS and kept == [None, None, 3.0, None, 5.0, 6.0]
+    assert labels == LABELS and kept == [None, None, 3.0, 3.0, 5.0, 6.0]
     [(_, flipped)] = _run('2 < apm_query{id="q"}', range(10_000, 60_001, 10_000))
     assert flipped == kept  # the vector's value, not the number's
     [(labels, flags)] = _run('apm_query{id="q"} > bool 2', range(10_000, 60_001, 10_000))
-    assert "__name__" not in labels and flags == [0.0, 0.0, 1.0, None, 1.0, 1.0]
+    assert "__name__" not in labels and flags == [0.0, 0.0, 1.0, 1.0, 1.0, 1.0]
 
 
 def test_number_on_the_left_keeps_its_place() -> None:
@@ -90,4 +97,20 @@ def test_the_deadline_is_checked_while_evaluating() -> None:
     assert not isinstance(expr, Selector | Constant)
     past = Deadline(0.0, lambda: 1.0)
     with pytest.raises(TimedOut):
-        evaluate(expr, STEPS, lambda s, r: [RAW], past)
+        evaluate(expr, Steps(STEPS, lambda s, r: [RAW], past))
+
+
+def test_operators_between_vectors_match_and_are_bounded() -> None:
+    [(labels, values)] = _run(
+        'apm_query{id="q"} - apm_query{id="q"}', range(10_000, 40_001, 10_000)
+    )
+    assert labels == {"id": "q", "fn": "max"} and values == [0.0, 0.0, 0.0, 0.0]
+    [(labels, values)] = _run(
+        'apm_query{id="q"} and on(fn) max_over_time(apm_query{id="q"}[5s])',
+        range(10_000, 40_001, 10_000),
+    )
+    assert labels == LABELS and values == [1.0, 2.0, 3.0, None]
+    expr = parse_promql('apm_query{id="q"} or apm_query{id="q"}')
+    assert not isinstance(expr, Selector | Constant)
+    with pytest.raises(LimitError, match="1 series x 13 steps"):
+        evaluate(expr, Steps(STEPS, lambda s, r: [RAW], FOREVER, max_points=12))

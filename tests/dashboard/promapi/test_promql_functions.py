@@ -17,7 +17,16 @@ VALUES = [4.0, 1.0, 7.0, 2.0]
 
 @pytest.mark.parametrize(
     ("fn", "expected"),
-    [("avg", 3.5), ("min", 1.0), ("max", 7.0), ("sum", 14.0), ("count", 4.0), ("last", 2.0)],
+    [
+        ("avg", 3.5),
+        ("min", 1.0),
+        ("max", 7.0),
+        ("sum", 14.0),
+        ("count", 4.0),
+        ("last", 2.0),
+        ("stdvar", 5.25),
+        ("stddev", math.sqrt(5.25)),
+    ],
 )
 def test_over_time(fn: str, expected: float) -> None:
     assert over_time(fn, VALUES) == expected

@@ -14,6 +14,7 @@ from dashboard.promapi.promql_parse import (
     MAX_DEPTH,
     Aggregate,
     Binary,
+    Matching,
     Number,
     OverTime,
     Vector,
@@ -35,7 +36,7 @@ def test_bare_selectors_and_constants_read_as_before() -> None:
     assert parse_promql("((7))") == Constant(7.0)
 
 
-@pytest.mark.parametrize("fn", ["avg", "min", "max", "sum", "count", "last"])
+@pytest.mark.parametrize("fn", ["avg", "min", "max", "sum", "count", "last", "stddev", "stdvar"])
 def test_over_time_functions(fn: str) -> None:
     node = parse_promql(f"{fn}_over_time({SEL}[90s])")
     assert isinstance(node, OverTime)
@@ -61,6 +62,29 @@ def test_aggregations_with_by_and_without() -> None:
     top = parse_promql(f"topk by (fn) (3, max_over_time({SEL}[5m]))")
     assert isinstance(top, Aggregate) and (top.op, top.param) == ("topk", 3.0)
     assert isinstance(top.expr, OverTime)
+    q = parse_promql(f"quantile without (id) (0.9, {SEL})")
+    assert isinstance(q, Aggregate) and (q.op, q.param, q.without) == ("quantile", 0.9, True)
+    counted = parse_promql(f'count_values("value", {SEL})')
+    assert isinstance(counted, Aggregate) and counted.value_label == "value"
+
+
+def test_operators_between_vectors_carry_their_matching() -> None:
+    plain = parse_promql(f"{SEL} + {SEL}")
+    assert isinstance(plain, Binary) and plain.matching == Matching()
+    on = parse_promql(f"{SEL} > bool on(id, fn) {SEL}")
+    assert isinstance(on, Binary) and on.bool_
+    assert on.matching == Matching(True, ("id", "fn"))
+    left = parse_promql(f"{SEL} / ignoring(fn) group_left(window) {SEL}")
+    assert isinstance(left, Binary)
+    assert left.matching == Matching(False, ("fn",), "many-to-one", ("window",))
+    right = parse_promql(f"{SEL} - on() group_right {SEL}")
+    assert isinstance(right, Binary) and right.matching == Matching(True, (), "one-to-many")
+    for op in ("and", "or", "unless"):
+        got = parse_promql(f"{SEL} {op} on(fn) {SEL}")
+        assert isinstance(got, Binary) and got.op == op
+        assert got.matching == Matching(True, ("fn",), "many-to-many")
+    scalar = parse_promql(f"{SEL} + 1")
+    assert isinstance(scalar, Binary) and scalar.matching is None
 
 
 def test_operators_with_a_number_on_either_side() -> None:
@@ -77,13 +101,13 @@ def test_operators_with_a_number_on_either_side() -> None:
     ("query", "words"),
     [
         (f"rate({SEL}[5m])", "the function rate()"),
-        (f"stddev_over_time({SEL}[5m])", "the function stddev_over_time()"),
-        (f"stddev({SEL})", "the aggregation stddev"),
-        (f"quantile(0.9, {SEL})", "the aggregation quantile"),
-        (f'count_values("v", {SEL})', "the aggregation count_values"),
-        (f"{SEL} + {SEL}", "between two vectors"),
-        (f"{SEL} and {SEL}", "the operator and"),
-        (f"{SEL} + on(id) {SEL}", "on(), ignoring()"),
+        (f"present_over_time({SEL}[5m])", "the function present_over_time()"),
+        (f"group({SEL})", "the aggregation group"),
+        (f"quantile(scalar({SEL}), {SEL})", "the function scalar()"),
+        (f"{SEL} atan2 {SEL}", "the operator atan2"),
+        (f"{SEL} and on(id) group_left {SEL}", "no grouping allowed for 'and' operation"),
+        (f"{SEL} + on(id) group_left(id) {SEL}", "must not occur in ON and GROUP clause"),
+        (f"1 and {SEL}", "set operator 'and' not allowed in binary scalar expression"),
         (f"{SEL} > on(id) 1", "vector matching only allowed between vectors"),
         (f"max_over_time({SEL}[5m] offset 1m)", "offset"),
         (f"sum({SEL} offset 1m)", "offset"),
@@ -93,6 +117,7 @@ def test_operators_with_a_number_on_either_side() -> None:
         (f"sum({SEL}[5m])", "expected type vector in aggregation expression, got matrix"),
         (f"max_over_time({SEL})", "expected type matrix"),
         ('"text"', "a string is not supported"),
+        (f'count_values("a-b", {SEL})', 'invalid label name "a-b"'),
         (f"topk({SEL}, {SEL})", "expected type scalar"),
         (f"topk(scalar({SEL}), {SEL})", "the function scalar()"),
         ("sum(ALERTS)", "ALERTS inside functions"),

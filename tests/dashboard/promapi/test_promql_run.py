@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dashboard.app import create_app
 from dashboard.context import AppContext
@@ -59,12 +61,35 @@ def test_over_time_and_aggregation_answers(repo: ResultRepo) -> None:
         "result": [
             {
                 "metric": {"id": "qa", "metric": "cpu", "window": "10s"},
-                "values": [[T0 + 40, "13"], [T0 + 60, "21"]],  # no window ends at T0 + 50
+                # no window ends at T0 + 50: the one ending at T0 + 40, within 5 minutes
+                "values": [[T0 + 40, "13"], [T0 + 50, "13"], [T0 + 60, "21"]],
             }
         ],
     }
     scalar = _ok(api.get("/api/v1/query", query_string={"query": "2 ^ 3", "time": T0}))
     assert scalar == {"resultType": "scalar", "result": [T0, "8"]}
+
+
+def test_lookback_delta_applies_to_expressions_only(repo: ResultRepo) -> None:
+    api = _client(repo)
+    expr = {"query": 'sum without (fn) (apm_query{id="qa"})', "time": T0 + 50}
+    assert _ok(api.get("/api/v1/query", query_string=expr))["result"][0]["value"][1] == "6.5"
+    for short in ("9s", "9.999", "9999ms"):  # the window ending at T0 + 40 is 10 s old
+        params = {**expr, "lookback_delta": short}
+        assert _ok(api.get("/api/v1/query", query_string=params))["result"] == []
+    ranged = {**expr, "start": T0 + 40, "end": T0 + 60, "step": 10, "lookback_delta": "10s"}
+    [row] = _ok(api.get("/api/v1/query_range", query_string=ranged))["result"]
+    assert [t for t, _ in row["values"]] == [T0 + 40, T0 + 50, T0 + 60]  # 10 s: both ends
+    for default in ("0", "-1", ""):
+        params = {**expr, "lookback_delta": default}
+        assert len(_ok(api.get("/api/v1/query", query_string=params))["result"]) == 1
+    bare = {"query": 'apm_query{id="qa"}', "time": T0 + 50, "lookback_delta": "1h"}
+    assert _ok(api.get("/api/v1/query", query_string=bare))["result"] == []  # one window
+    huge = {**expr, "lookback_delta": "10000d"}  # the windows it would read: refused first
+    assert "lookback_delta" in _err(api.get("/api/v1/query", query_string=huge), 422, "execution")
+    wrong = {**expr, "lookback_delta": "soon"}
+    message = _err(api.get("/api/v1/query", query_string=wrong), 400, "bad_data")
+    assert 'invalid parameter "lookback_delta"' in message
 
 
 def test_limits_are_422_before_any_read(repo: ResultRepo, monkeypatch: Any) -> None:
@@ -94,8 +119,8 @@ def test_deadline_storage_and_refusals_are_prometheus_errors(repo: ResultRepo) -
     )
     api = _client(repo)
     for query in (
-        "stddev(apm_query)",
-        "apm_query + apm_query",
+        "group(apm_query)",
+        "apm_query atan2 apm_query",
         "holt_winters(apm_query[1m], 0.5, 0.5)",
     ):
         message = _err(api.get("/api/v1/query", query_string={"query": query}), 400, "bad_data")
@@ -104,3 +129,25 @@ def test_deadline_storage_and_refusals_are_prometheus_errors(repo: ResultRepo) -
     assert "storage unavailable" in _err(
         api.get("/api/v1/query_range", query_string=params), 503, "unavailable"
     )
+
+
+_PIECES = st.sampled_from(
+    ['apm_query{id="qa"}', "apm_query", "sum", "quantile", "count_values", "topk", "by",
+     "without", "on", "ignoring", "group_left", "group_right", "(", ")", "(fn)", "(id)", "[30s]",
+     "1", "0.5", '"v"', ",", "-", "+", "*", "/", "%", "^", ">", "==", "bool", "and", "or",
+     "unless", "max_over_time", "stddev", " "]
+)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.lists(_PIECES, max_size=16).map("".join) | st.text(max_size=60))
+def test_any_query_text_answers_below_500(text: str) -> None:
+    """Whatever the text, the whole app answers 200, 400, 422 or 503 (never a 500), each
+    answer within the API's limits and deadline."""
+    from tests.dashboard.promapi.test_routes import repo as routes_repo
+
+    api = _client(routes_repo.__wrapped__())  # type: ignore[attr-defined]
+    params = {"query": text, "start": T0, "end": T0 + 100, "step": 5}
+    for path, query in (("/api/v1/query_range", params), ("/api/v1/query", {"query": text})):
+        answer = api.get(path, query_string=query)
+        assert answer.status_code in (200, 400, 422, 503), (text, answer.get_data(as_text=True))

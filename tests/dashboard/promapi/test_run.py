@@ -17,6 +17,7 @@ from dashboard.promapi.evaluate import Deadline, LimitError, points, steps
 from dashboard.promapi.run import Evaluator
 from dashboard.promapi.selector import parse_selector
 from dashboard.promapi.settings import PromApiSettings
+from dashboard.promapi.store import Store
 from storage.reader import chunks_at, ms_ceil
 
 pytestmark = pytest.mark.unit
@@ -75,7 +76,8 @@ def _windows(seconds: int, starts: range, query_id: str = "q") -> list[WindowRes
 
 def _evaluator(store: WindowStore, max_points: int = 500_000) -> Evaluator:
     run: Callable[[str, Callable[[], Any]], Any] = lambda _op, fn: fn()  # noqa: E731
-    return Evaluator(store, PromApiSettings(max_points=max_points), run, lambda _n: None)  # type: ignore[arg-type]
+    limits = PromApiSettings(max_points=max_points)
+    return Evaluator(Store(store, limits, run, lambda _n: None))  # type: ignore[arg-type]
 
 
 def _values(answer: dict[str, Any]) -> list[Any]:

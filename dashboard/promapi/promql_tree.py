@@ -1,0 +1,89 @@
+"""The PromQL the read API evaluates, as a small tree of frozen dataclasses:
+:mod:`.promql_parse` makes it from ``promql-parser``'s, :mod:`.promql_eval` evaluates it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dashboard.promapi.selector import Selector
+
+__all__ = [
+    "AGGREGATIONS",
+    "ARITHMETIC",
+    "COMPARISONS",
+    "OVER_TIME",
+    "SET_OPERATORS",
+    "Aggregate",
+    "Binary",
+    "Expr",
+    "Matching",
+    "Node",
+    "Number",
+    "OverTime",
+    "Vector",
+]
+
+OVER_TIME = ("avg", "min", "max", "sum", "count", "last", "quantile", "stddev", "stdvar")
+AGGREGATIONS = (
+    *("sum", "avg", "min", "max", "count", "stddev", "stdvar"),
+    *("quantile", "topk", "bottomk", "count_values"),
+)
+ARITHMETIC = ("+", "-", "*", "/", "%", "^")
+COMPARISONS = ("==", "!=", "<", ">", "<=", ">=")
+SET_OPERATORS = ("and", "or", "unless")
+
+
+@dataclass(frozen=True)
+class Number:
+    value: float
+
+
+@dataclass(frozen=True)
+class Vector:
+    """An instant selector: each series' point at a step, with PromQL's look-back."""
+
+    selector: Selector
+
+
+@dataclass(frozen=True)
+class OverTime:
+    fn: str  # one of OVER_TIME
+    selector: Selector
+    range_ms: int
+    param: float | None = None  # quantile_over_time's φ
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    op: str  # one of AGGREGATIONS
+    expr: Node
+    labels: tuple[str, ...] = ()
+    without: bool = False
+    grouped: bool = False  # by/without given (sum() with neither is one group)
+    param: float | None = None  # topk/bottomk's k, quantile's φ
+    value_label: str = ""  # count_values' label
+
+
+@dataclass(frozen=True)
+class Matching:
+    """How two vectors' series match: ``on(labels)`` or ``ignoring(labels)``, the
+    cardinality (``group_left``: many-to-one, ``group_right``: one-to-many, set operators:
+    many-to-many) and the labels ``group_x(...)`` copies from the "one" side."""
+
+    on: bool = False
+    labels: tuple[str, ...] = ()
+    card: str = "one-to-one"
+    include: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Binary:
+    op: str  # one of ARITHMETIC, COMPARISONS or SET_OPERATORS
+    lhs: Node
+    rhs: Node
+    bool_: bool = False
+    matching: Matching | None = None  # between two vectors only
+
+
+Node = Number | Vector | OverTime | Aggregate | Binary
+Expr = OverTime | Aggregate | Binary | Vector  # beyond what selector.parse_expr reads
