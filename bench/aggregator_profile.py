@@ -42,13 +42,42 @@ __all__ = ["main"]
 PROBES = ("decode", "packs", "full", "decode-batch", "decode-batch-sql")
 
 
-# What a busy executor thread is doing, by the first of these found in its stack.
+# What a busy executor thread is doing: the innermost frame (from the top of its stack) that
+# matches one of these, so that work called from a stage's shuffle writer counts as itself (a
+# first match anywhere in the stack put the operator's stage, which ends in a shuffle write,
+# under "the map stage" until v4's step b).
 _KINDS = (
-    ("Kafka read, decode, shuffle write (the map stage)", r"ShuffleWriter|kafka010"),
+    (
+        "decode and pack (the JVM, map stage)",
+        r"io\.apm\.aggregator\.(Packs|Pack\$Builder|Decode|Seen)",
+    ),
+    ("KLL sketches", r"datasketches"),
     ("the JVM operator: dedup, fan-out, partials", r"io\.apm\.aggregator"),
-    ("state store (RocksDB)", r"rocksdb"),
-    ("shuffle read and sort", r"ShuffleBlockFetcher|UnsafeExternalSorter|UnsafeSorter"),
+    ("state store (RocksDB)", r"rocksdb|[Ss]tateStore"),
+    ("Kafka read", r"kafka"),
+    (
+        "shuffle read and sort",
+        r"ShuffleBlockFetcher|UnsafeExternalSorter|UnsafeInMemorySorter|ShuffleReader",
+    ),
+    ("shuffle write", r"ShuffleWriter|ShuffleExternalSorter|DiskBlockObjectWriter"),
+    ("aggregation (hash aggregate)", r"Aggregat"),
+    ("row conversion (codegen, encoders)", r"GeneratedClass|UnsafeProjection|Serializ"),
 )
+
+
+def _kind(frames: list[str]) -> str:
+    for frame in frames:
+        for kind, pattern in _KINDS:
+            if re.search(pattern, frame):
+                if kind == "KLL sketches":
+                    inside = any("io.apm.aggregator" in f for f in frames)
+                    return (
+                        f"{kind} ({'in the operator' if inside else 'merged by the aggregation'})"
+                    )
+                return kind
+    return f"other: {frames[0].removeprefix('at ')[:90]}"
+
+
 _IDLE = re.compile(r"Unsafe\.park|Object\.wait|EPoll\.wait|LinkedBlockingQueue\.take")
 
 
@@ -71,8 +100,7 @@ def _sample_stacks(count: int, out: collections.Counter[str], after_s: float) ->
             if not frames or _IDLE.search(frames[0]):
                 out["idle"] += 1
                 continue
-            stack = "\n".join(frames)
-            out[next((k for k, pattern in _KINDS if re.search(pattern, stack)), "other")] += 1
+            out[_kind(frames)] += 1
         time.sleep(0.4)
 
 

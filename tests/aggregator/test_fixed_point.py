@@ -86,6 +86,39 @@ def test_the_exact_sum_equals_sparks_cast_of_the_text(spark, values):
             )
 
 
+def _texts(v: float) -> list[str]:
+    """Texts a producer may write for ``v``: the ingest's shortest repr, and longer forms of
+    the same value (trailing zeros, a plus sign, another exponent)."""
+    text = repr(v)
+    out = [text]
+    if "e" not in text and "inf" not in text and "nan" not in text:
+        out.append(text + "000" if "." in text else text + ".0")
+        if not text.startswith("-"):
+            out.append("+" + text)
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        out.append(f"{mantissa}E{int(exponent):+04d}")
+    return out
+
+
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(values=st.lists(_values, min_size=50, max_size=200))
+def test_the_exact_value_from_the_text_is_sparks_cast_of_the_shortest_text(spark, values):
+    """v4: the operator takes a sample's exact value from its line's digits where it can
+    (``Digits``) and adds 128-bit integers; the result is the same decimal as Spark's cast of
+    the double's shortest text, whatever form of the same value the line had."""
+    jvm = spark._jvm.io.apm.aggregator.Partials
+    theirs = _spark_fixed(spark, [*values, *_EDGES])[: len(values)]
+    for v, want in zip(values, theirs, strict=True):
+        for text in _texts(v):
+            if float(text) != v:
+                continue
+            got = jvm.exact(float(v), bytearray(text.encode()))
+            assert (None if got is None else Decimal(got)) == want, text
+
+
 def test_the_documented_fallback_cases(spark):
     jvm = spark._jvm.io.apm.aggregator.Partials
     assert jvm.fixed(1e20) is None and jvm.fixed(-1e20) is None

@@ -87,8 +87,8 @@ def _unpacked(frame) -> list[tuple]:
         while at < len(pack):
             (n,) = struct.unpack_from(">i", pack, at)
             server = bytes(pack[at + 4 : at + 4 + n]).decode()
-            micros, ts, value = struct.unpack_from(">qdd", pack, at + 4 + n)
-            at += 4 + n + 24
+            micros, ts, value, _digits = struct.unpack_from(">qddq", pack, at + 4 + n)
+            at += 4 + n + 32
             micros_seen.append(micros)
             out.append((key, server, micros, ts, value))
         assert event_time == max(micros_seen)

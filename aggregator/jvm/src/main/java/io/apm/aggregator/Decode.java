@@ -17,6 +17,8 @@ import org.apache.spark.sql.types.StructType;
 /**
  * Kafka record values ({@code tsv1}: {@code server<TAB>ts<TAB>value} lines, apm/wire.py) to one
  * row per sample, in one pass over each value's bytes (aggregator/records.py, {@code decode}).
+ * Numbers of the ingest's form are read by {@link Digits}, without a {@code String}; the rest
+ * by {@link #parseDouble}.
  *
  * <p>It replaces v3's SQL decode ({@code explode(split(cast(value AS STRING), '\n'))}, a second
  * {@code split} on TAB and two {@code try_cast}s), which built a string per line and an array
@@ -79,13 +81,13 @@ public final class Decode implements FlatMapFunction<Row, Row> {
     byte[] value = record.getAs(1);
     List<Row> out = new ArrayList<>();
     if (seen == null || metric == null) {
-      lines(value, (server, ts, v) -> out.add(RowFactory.create(metric, server, ts, v, arrival)));
+      lines(value, (server, ts, v, d) -> out.add(RowFactory.create(metric, server, ts, v, arrival)));
     } else {
       Seen.Metric slot = seen.metric((String) metric);
       double at = arrival == null ? Double.NaN : (Double) arrival;
       lines(
           value,
-          (server, ts, v) -> {
+          (server, ts, v, d) -> {
             seen.sample(slot, server, ts, at);
             out.add(RowFactory.create(metric, server, ts, v, arrival));
           });
@@ -93,9 +95,12 @@ public final class Decode implements FlatMapFunction<Row, Row> {
     return out.iterator();
   }
 
-  /** What {@link #lines} hands over per kept line. */
+  /**
+   * What {@link #lines} hands over per kept line; {@code digits} is the value's text as {@link
+   * Digits} read it ({@link Digits#NONE} if it is not a short plain decimal).
+   */
   public interface Sink {
-    void sample(byte[] server, double ts, double value);
+    void sample(byte[] server, double ts, double value, long digits);
   }
 
   /** Every kept line of one record value, in order; returns how many lines were kept. */
@@ -134,15 +139,17 @@ public final class Decode implements FlatMapFunction<Row, Row> {
     if (tab2 < 0) {
       return false;
     }
-    double ts = parseDouble(b, tab1 + 1, tab2);
+    long tsDigits = Digits.parse(b, tab1 + 1, tab2);
+    double ts = tsDigits != Digits.NONE ? Digits.value(tsDigits) : parseDouble(b, tab1 + 1, tab2);
     if (Double.isNaN(ts) && !isNaNText(b, tab1 + 1, tab2)) {
       return false; // unparsable (a parsed NaN ts is kept, as try_cast kept it)
     }
-    double v = parseDouble(b, tab2 + 1, end);
+    long digits = Digits.parse(b, tab2 + 1, end);
+    double v = digits != Digits.NONE ? Digits.value(digits) : parseDouble(b, tab2 + 1, end);
     if (!(Math.abs(v) < Double.POSITIVE_INFINITY)) {
       return false; // unparsable, NaN or infinite
     }
-    sink.sample(Arrays.copyOfRange(b, start, tab1), ts, v);
+    sink.sample(Arrays.copyOfRange(b, start, tab1), ts, v, digits);
     return true;
   }
 

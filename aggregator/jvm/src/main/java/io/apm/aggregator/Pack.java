@@ -7,7 +7,7 @@ import java.util.Arrays;
  * The samples of one record under one dedup key, as one binary value: what crosses the shuffle
  * into the operator instead of one row per sample (v4's step b, docs/aggregator.md). Per sample:
  * the server's byte length (int), its bytes, the event time in microseconds (long), {@code ts}
- * and the value (doubles), big-endian. The layout lives only inside one micro-batch (shuffle
+ * and the value (doubles), and the value's text as {@link Digits} read it (long), big-endian. The layout lives only inside one micro-batch (shuffle
  * blocks), never in the checkpoint, so it can change freely.
  */
 public final class Pack {
@@ -20,14 +20,15 @@ public final class Pack {
     private int count;
     private long newest = Long.MIN_VALUE;
 
-    public void add(byte[] server, long micros, double ts, double value) {
-      ensure(4 + server.length + 24);
+    public void add(byte[] server, long micros, double ts, double value, long digits) {
+      ensure(4 + server.length + 32);
       putInt(server.length);
       System.arraycopy(server, 0, buf, size, server.length);
       size += server.length;
       putLong(micros);
       putLong(Double.doubleToRawLongBits(ts));
       putLong(Double.doubleToRawLongBits(value));
+      putLong(digits);
       count++;
       newest = Math.max(newest, micros);
     }
@@ -66,7 +67,7 @@ public final class Pack {
 
   /** What {@link #read} hands over per sample. */
   public interface Sink {
-    void sample(String server, long micros, double ts, double value);
+    void sample(String server, long micros, double ts, double value, long digits);
   }
 
   /**
@@ -93,8 +94,9 @@ public final class Pack {
       long micros = getLong(pack, at);
       double ts = Double.longBitsToDouble(getLong(pack, at + 8));
       double value = Double.longBitsToDouble(getLong(pack, at + 16));
-      at += 24;
-      sink.sample(server, micros, ts, value);
+      long digits = getLong(pack, at + 24);
+      at += 32;
+      sink.sample(server, micros, ts, value, digits);
     }
   }
 

@@ -96,7 +96,7 @@ public final class Packs implements FlatMapFunction<Row, Row> {
     List<long[]> keys = new ArrayList<>(); // (bucket, block) in first-seen order
     Decode.lines(
         record.getAs(1),
-        (server, ts, value) -> {
+        (server, ts, value, digits) -> {
           if (slot != null) {
             seen.sample(slot, server, ts, at);
           }
@@ -114,7 +114,7 @@ public final class Packs implements FlatMapFunction<Row, Row> {
             byKey.put(key, pack);
             keys.add(new long[] {bucket, block, key});
           }
-          pack.add(server, micros, ts, value);
+          pack.add(server, micros, ts, value, digits);
         });
     List<Row> out = new ArrayList<>(keys.size());
     for (long[] k : keys) {

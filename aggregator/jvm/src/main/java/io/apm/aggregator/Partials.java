@@ -1,7 +1,7 @@
 package io.apm.aggregator;
 
 import java.math.BigDecimal;
-import java.math.MathContext;
+import java.math.BigInteger;
 import java.math.RoundingMode;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -18,6 +18,10 @@ import org.apache.spark.sql.RowFactory;
  * sketches merge ({@code kll_merge_agg_double}), so a window's summary does not depend on how
  * its samples were split into partials.
  *
+ * <p>v4: a sample's exact value is a 128-bit integer at scale 18 ({@link #exact}), taken from
+ * its text's digits where the text allows ({@link Digits}), and the partial adds those with a
+ * carry: one {@code BigDecimal} per partial, none per sample.
+ *
  * <p>The fixed-point sum follows Spark's {@code try_cast(value AS decimal(38,18))}: the
  * double's shortest decimal form rounded half-up to 18 decimals, null beyond 38 digits; a
  * value counts as exact only if that decimal converts back to the same double. A partial whose
@@ -27,6 +31,28 @@ import org.apache.spark.sql.RowFactory;
 public final class Partials {
   static final int SCALE = 18;
   private static final BigDecimal LIMIT = BigDecimal.TEN.pow(38 - SCALE);
+  private static final long[] POW10 = new long[SCALE + 1];
+  // 10^38, the magnitude decimal(38,18) stays below, as a 128-bit integer at scale 18.
+  private static final long LIMIT_HIGH = BigInteger.TEN.pow(38).shiftRight(64).longValue();
+  private static final long LIMIT_LOW = BigInteger.TEN.pow(38).longValue();
+
+  static {
+    long p = 1L;
+    for (int i = 0; i <= SCALE; i++) {
+      POW10[i] = p;
+      p *= 10L;
+    }
+  }
+
+  /** Whether a 128-bit integer at scale 18 is 10^38 or more in magnitude. */
+  static boolean beyond(long high, long low) {
+    if (high < 0) { // its magnitude: the two's complement
+      low = -low;
+      high = ~high + (low == 0 ? 1 : 0);
+    }
+    return Long.compareUnsigned(high, LIMIT_HIGH) > 0
+        || (high == LIMIT_HIGH && Long.compareUnsigned(low, LIMIT_LOW) >= 0);
+  }
 
   private final int sketchK;
   private final HashMap<Long, Partial> byWindow = new HashMap<>();
@@ -81,7 +107,63 @@ public final class Partials {
     return decimal.doubleValue() == value ? decimal : null;
   }
 
-  public void add(int queryIndex, Selection query, double ts, double value, BigDecimal exact) {
+  /**
+   * The sample's exact decimal(38,18) value as a 128-bit integer at scale 18 into {@code out}
+   * ({high, low} words), or false if it has none: {@link #fixed}'s answer, from the value's text
+   * ({@code digits}, {@link Digits}) when it is a short plain decimal of at most 18 decimals,
+   * else from the double.
+   */
+  public static boolean exact(double value, long digits, long[] out) {
+    if (!(Math.abs(value) < FixedPoint.LIMIT)) {
+      return false; // 10^20 or more (or not finite): beyond decimal(38,18)
+    }
+    if (digits != Digits.NONE) {
+      int k = Digits.decimals(digits);
+      if (k >= 0 && k <= SCALE) {
+        long m = Digits.mantissa(digits);
+        long p = POW10[SCALE - k];
+        out[0] = Math.multiplyHigh(m, p);
+        out[1] = m * p;
+        return true;
+      }
+    }
+    long unscaled = FixedPoint.unscaled(value);
+    if (unscaled != FixedPoint.NONE) {
+      out[0] = unscaled < 0 ? -1L : 0L;
+      out[1] = unscaled;
+      return true;
+    }
+    BigDecimal decimal = fixed(value);
+    if (decimal == null) {
+      return false;
+    }
+    BigInteger u = decimal.unscaledValue(); // at scale 18: below 10^38 < 2^127
+    out[0] = u.shiftRight(64).longValue();
+    out[1] = u.longValue();
+    return true;
+  }
+
+  /**
+   * {@link #exact} of a value and its text, as a decimal (null: none): what a sample of that
+   * line adds to the exact sum (tests/aggregator/test_fixed_point.py holds it to Spark's cast).
+   */
+  public static BigDecimal exact(double value, byte[] text) {
+    long[] words = new long[2];
+    return exact(value, Digits.parse(text, 0, text.length), words) ? decimal(words[0], words[1]) : null;
+  }
+
+  /** The decimal(38,18) of a 128-bit integer at scale 18 ({@link #exact}'s form). */
+  public static BigDecimal decimal(long high, long low) {
+    byte[] bytes = new byte[16];
+    for (int i = 0; i < 8; i++) {
+      bytes[i] = (byte) (high >>> (56 - 8 * i));
+      bytes[8 + i] = (byte) (low >>> (56 - 8 * i));
+    }
+    return new BigDecimal(new BigInteger(bytes), SCALE);
+  }
+
+  /** {@code exact}: {@link #exact}'s words, or null if the value has no exact form. */
+  public void add(int queryIndex, Selection query, double ts, double value, long[] exact) {
     long end = windowEnd(ts, query.windowSeconds);
     long key = ((long) queryIndex << 40) ^ end;
     Partial partial = byWindow.get(key);
@@ -116,7 +198,8 @@ public final class Partials {
     final KllDoublesSketch sketch;
     long n;
     long nFixed;
-    BigDecimal fixedSum = BigDecimal.ZERO.setScale(SCALE);
+    long high; // the exact sum, a 128-bit integer at scale 18
+    long low;
     boolean overflowed;
     double floatSum;
     double min = Double.POSITIVE_INFINITY;
@@ -129,15 +212,18 @@ public final class Partials {
       this.sketch = sketchK > 0 ? KllDoublesSketch.newHeapInstance(sketchK) : null;
     }
 
-    void add(double value, BigDecimal exact) {
+    void add(double value, long[] exact) {
       n++;
       floatSum += value;
       min = Math.min(min, value);
       max = Math.max(max, value);
       if (exact != null && !overflowed) {
-        fixedSum = fixedSum.add(exact, MathContext.UNLIMITED);
+        // Both terms are below 10^38 < 2^127 in magnitude, so the sum cannot wrap.
+        long sum = low + exact[1];
+        high += exact[0] + (Long.compareUnsigned(sum, low) < 0 ? 1 : 0);
+        low = sum;
         nFixed++;
-        overflowed = fixedSum.abs().compareTo(LIMIT) >= 0;
+        overflowed = beyond(high, low);
       }
       if (sketch != null) {
         sketch.update(value);
@@ -151,7 +237,7 @@ public final class Partials {
           query.windowSeconds,
           end,
           n,
-          exact ? fixedSum : null,
+          exact ? decimal(high, low) : null,
           exact ? nFixed : 0L,
           floatSum,
           min,

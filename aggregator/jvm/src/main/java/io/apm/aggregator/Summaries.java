@@ -1,6 +1,5 @@
 package io.apm.aggregator;
 
-import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -112,6 +111,7 @@ public final class Summaries implements FlatMapGroupsWithStateFunction<String, R
     final long lateUpTo;
     final Partials partials = new Partials(sketchK);
     final HashMap<String, int[]> matched = new HashMap<>();
+    final long[] exact = new long[2];
     SeenSamples seen;
     long start = Long.MIN_VALUE;
     boolean added;
@@ -125,7 +125,7 @@ public final class Summaries implements FlatMapGroupsWithStateFunction<String, R
     }
 
     @Override
-    public void sample(String server, long micros, double ts, double value) {
+    public void sample(String server, long micros, double ts, double value, long digits) {
       if (micros <= lateUpTo) {
         late++;
         return;
@@ -143,9 +143,9 @@ public final class Summaries implements FlatMapGroupsWithStateFunction<String, R
       if (wanted.length == 0) {
         return;
       }
-      BigDecimal exact = Partials.fixed(value);
+      long[] fixed = Partials.exact(value, digits, exact) ? exact : null;
       for (int q : wanted) {
-        partials.add(q, queries[q], ts, value, exact);
+        partials.add(q, queries[q], ts, value, fixed);
       }
     }
   }

@@ -17,7 +17,7 @@ class DecodeTest {
     int kept =
         Decode.lines(
             value.getBytes(StandardCharsets.UTF_8),
-            (server, ts, v) -> out.add(new String(server, StandardCharsets.UTF_8) + "|" + ts + "|" + v));
+            (server, ts, v, d) -> out.add(new String(server, StandardCharsets.UTF_8) + "|" + ts + "|" + v));
     assertEquals(out.size(), kept);
     return out;
   }

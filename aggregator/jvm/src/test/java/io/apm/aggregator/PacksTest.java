@@ -27,7 +27,7 @@ class PacksTest {
           long[] newest = {Long.MIN_VALUE};
           Pack.read(
               (byte[]) r.get(2),
-              (server, micros, ts, value) -> {
+              (server, micros, ts, value, digits) -> {
                 samples.add(server + " " + ts + " " + value);
                 assertEquals(Packs.micros(ts), micros);
                 newest[0] = Math.max(newest[0], micros);

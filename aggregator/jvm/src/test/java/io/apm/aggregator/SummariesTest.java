@@ -52,7 +52,7 @@ class SummariesTest {
     Pack.Builder pack = new Pack.Builder();
     for (Object[] s : samples) {
       long micros = (Long) s[1];
-      pack.add(((String) s[0]).getBytes(StandardCharsets.UTF_8), micros, micros / 1e6, (Double) s[2]);
+      pack.add(((String) s[0]).getBytes(StandardCharsets.UTF_8), micros, micros / 1e6, (Double) s[2], Digits.NONE);
     }
     return RowFactory.create(KEY, pack.bytes(), Instant.MAX);
   }
@@ -164,8 +164,10 @@ class SummariesTest {
     Selection all = QUERIES.get(0);
     Partials partials = new Partials(0);
     double big = 9e19;
-    partials.add(0, all, 1.0, big, Partials.fixed(big));
-    partials.add(0, all, 1.0, big, Partials.fixed(big));
+    long[] exact = new long[2];
+    assertTrue(Partials.exact(big, Digits.NONE, exact));
+    partials.add(0, all, 1.0, big, exact);
+    partials.add(0, all, 1.0, big, exact);
     Row row = partials.rows().get(0);
     assertNull(row.get(4));
     assertEquals(0L, row.getLong(5));
@@ -222,16 +224,16 @@ class SummariesTest {
   @Test
   void aPackReadsBackEverySampleInOrder() {
     Pack.Builder b = new Pack.Builder();
-    b.add("é-1".getBytes(StandardCharsets.UTF_8), -5L, -5e-6, -0.0);
-    b.add("é-1".getBytes(StandardCharsets.UTF_8), Long.MAX_VALUE, 1e300, Double.MIN_VALUE);
-    b.add(new byte[0], 7L, 7e-6, Double.NaN);
+    b.add("é-1".getBytes(StandardCharsets.UTF_8), -5L, -5e-6, -0.0, Digits.NONE);
+    b.add("é-1".getBytes(StandardCharsets.UTF_8), Long.MAX_VALUE, 1e300, Double.MIN_VALUE, 42L);
+    b.add(new byte[0], 7L, 7e-6, Double.NaN, -1L);
     assertEquals(3, b.count());
     assertEquals(Long.MAX_VALUE, b.newest());
     List<Object[]> out = new ArrayList<>();
-    Pack.read(b.bytes(), (server, micros, ts, value) -> out.add(new Object[] {server, micros, ts, value}));
+    Pack.read(b.bytes(), (server, micros, ts, value, digits) -> out.add(new Object[] {server, micros, ts, value, digits}));
     assertEquals(3, out.size());
-    assertArrayEquals(new Object[] {"é-1", -5L, -5e-6, -0.0}, out.get(0));
-    assertArrayEquals(new Object[] {"é-1", Long.MAX_VALUE, 1e300, Double.MIN_VALUE}, out.get(1));
+    assertArrayEquals(new Object[] {"é-1", -5L, -5e-6, -0.0, Digits.NONE}, out.get(0));
+    assertArrayEquals(new Object[] {"é-1", Long.MAX_VALUE, 1e300, Double.MIN_VALUE, 42L}, out.get(1));
     assertEquals("", out.get(2)[0]);
     assertTrue(Double.isNaN((Double) out.get(2)[3]));
   }
