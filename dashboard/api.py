@@ -9,16 +9,16 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from typing import TypeVar
 
 from flask import Blueprint, Response, jsonify, request
 
 from apm.errors import error_body
 from apm.query import QueryError, StoredQuery
+from dashboard.guard import StorageUnavailable, guarded
 from dashboard.ports import QueryRepository
 from dashboard.series import build_series, stored_query_json, window_json
 from dashboard.settings import DashboardSettings
-from dashboard.storage_errors import is_storage_failure
+from dashboard.states import QueryStates
 from dashboard.telemetry import DashboardTelemetry
 from dashboard.validation import error_json, parse_time, validate
 
@@ -33,30 +33,11 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 MAX_RANGE_SECONDS = 366 * 86_400  # a year of windows is already far past the retention
 MAX_POINTS = 100_000  # points per series a client may ask for
 # Stored ids are uuid4 strings; a longer or unprintable one cannot name a query (and Cassandra
 # refuses a key over 64 KiB: that refusal must not pass for an outage).
 MAX_QUERY_ID_CHARS = 128
-
-
-class StorageUnavailable(RuntimeError):
-    pass
-
-
-def guarded(telemetry: DashboardTelemetry, op: str, call: Callable[[], T]) -> T:
-    """Runs one storage call; a failure of the database itself (unreachable, timed out,
-    overloaded: :func:`is_storage_failure`) becomes StorageUnavailable (a 503 / a banner).
-    Anything else propagates: a bug or bad input is never reported as an outage."""
-    try:
-        return call()
-    except Exception as exc:
-        if not is_storage_failure(exc):
-            raise
-        telemetry.storage_errors.labels(op).inc()
-        log.warning("storage %s failed: %s", op, exc)
-        raise StorageUnavailable(f"storage unavailable during {op}: {exc}") from exc
 
 
 def error(status: int, code: str, detail: str, at: str | int | None = None) -> tuple[Response, int]:
@@ -70,8 +51,6 @@ def build_api(
     telemetry: DashboardTelemetry,
     clock: Callable[[], float] = time.time,
 ) -> Blueprint:
-    from dashboard.states import QueryStates  # it imports guarded from here
-
     api = Blueprint("api", __name__, url_prefix="/api")
     # Read fresh on every call (ttl 0): an API client acts on what it gets.
     states = QueryStates(repo, telemetry, clock, ttl_s=0.0)

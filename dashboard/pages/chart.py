@@ -22,7 +22,7 @@ from dashboard.series import build_series
 from dashboard.states import Evaluated, QueryStates
 from dashboard.validation import parse_time
 
-__all__ = ["RANGES", "figure_for", "layout", "register"]
+__all__ = ["RANGES", "figure_for", "layout", "read_windows", "register"]
 
 RANGES = {"15m": 900, "1h": 3600, "6h": 21_600, "24h": 86_400}
 _COLORS = [
@@ -142,7 +142,9 @@ def _empty(message: str) -> dict[str, object]:
     }
 
 
-def _read(app_ctx: AppContext, query_id: str, start: float, end: float) -> list[WindowResult]:
+def read_windows(
+    app_ctx: AppContext, query_id: str, start: float, end: float
+) -> list[WindowResult]:
     if app_ctx.cache is None:
         return list(app_ctx.repo.read_results(query_id, start, end))
     return app_ctx.cache.read(query_id, start, end)
@@ -158,7 +160,7 @@ def figure_for(
     overlay = len(queries) > 1
     for qn, q in enumerate(queries):
         windows = guarded(
-            app_ctx.metrics, "read_results", partial(_read, app_ctx, q.id, start, end)
+            app_ctx.metrics, "read_results", partial(read_windows, app_ctx, q.id, start, end)
         )
         counts["windows"] += len(windows)
         series = build_series(q, windows, app_ctx.settings.max_points)
