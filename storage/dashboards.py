@@ -36,7 +36,7 @@ def migrate_dashboards(session: Any, keyspace: str) -> None:
     )
     session.execute(
         f"CREATE TABLE IF NOT EXISTS {keyspace}.dashboard_shares "
-        "(token text PRIMARY KEY, dashboard_id text, created_at timestamp)"
+        "(link text PRIMARY KEY, dashboard_id text, created_at timestamp)"
     )
 
 
@@ -80,10 +80,10 @@ class DashboardStore:
         self._get = prep(f"SELECT {_COLS} FROM {ks}.dashboards WHERE id = ?")
         self._all = prep(f"SELECT {_COLS} FROM {ks}.dashboards")
         self._put_share = prep(
-            f"INSERT INTO {ks}.dashboard_shares (token, dashboard_id, created_at) VALUES (?, ?, ?)"
+            f"INSERT INTO {ks}.dashboard_shares (link, dashboard_id, created_at) VALUES (?, ?, ?)"
         )
-        self._get_share = prep(f"SELECT dashboard_id FROM {ks}.dashboard_shares WHERE token = ?")
-        self._del_share = prep(f"DELETE FROM {ks}.dashboard_shares WHERE token = ?")
+        self._get_share = prep(f"SELECT dashboard_id FROM {ks}.dashboard_shares WHERE link = ?")
+        self._del_share = prep(f"DELETE FROM {ks}.dashboard_shares WHERE link = ?")
         for stmt in (self._get, self._all, self._put_share, self._get_share, self._del_share):
             stmt.is_idempotent = True
 
