@@ -14,18 +14,17 @@ from urllib.parse import parse_qs
 from dash import ALL, Dash, Input, Output, State, callback_context, dcc, html, no_update
 
 from dashboard.board_book import BoardBook, NoBoard
-from dashboard.boards import CHARTS, GRID_COLUMNS, RANGES, Board
+from dashboard.boards import CHARTS, RANGES, Board
 from dashboard.context import AppContext
 from dashboard.guard import StorageUnavailable, guarded
 from dashboard.pages import board_edit
-from dashboard.pages.board_panels import board_views
+from dashboard.pages.board_panels import board_views, plot_height
 from dashboard.pages.common import banner, labelled, navbar
 from dashboard.states import QueryStates
 
 __all__ = ["grid", "layout", "register"]
 
 Book = Callable[[], BoardBook]
-_ROW_PX = 70
 
 
 def _panel_box(board: Board, i: int) -> html.Div:
@@ -57,7 +56,7 @@ def _panel_box(board: Board, i: int) -> html.Div:
             dcc.Graph(
                 id={"type": "d-graph", **key},
                 config={"displaylogo": False, "displayModeBar": False},
-                style={"flex": "1", "minHeight": 0},
+                style={"height": f"{plot_height(p)}px"},
             ),
             html.Div(id={"type": "d-notes", **key}, className="d-notes hint"),
         ],
@@ -83,6 +82,85 @@ def _share_line(board: Board) -> str:
     return "Shared: a read-only link is live (Share again to replace it, Revoke to end it)."
 
 
+def _controls(board: Board, every: float) -> html.Div:
+    return html.Div(
+        className="card",
+        children=[
+            labelled(
+                "Range (every panel)",
+                dcc.RadioItems(
+                    id="d-range", value=board.time_range, inline=True, options=list(RANGES)
+                ),
+            ),
+            labelled(
+                "Server filter (a glob such as web-*; Enter applies and saves it)",
+                dcc.Input(id="d-filter", value=board.server_filter, debounce=True),
+            ),
+            html.Div(id="d-filter-error", className="field-error"),
+            html.Div(
+                "Stored results are one series per query over all its servers: the filter "
+                "hides the queries none of whose servers match it and cannot split a series; "
+                "each panel says what it did.",
+                className="hint",
+            ),
+            dcc.Checklist(
+                id="d-live",
+                options=[{"label": f"live, every {every:g} s", "value": "live"}],
+                value=["live"] if board.refresh_seconds else [],
+                inline=True,
+            ),
+        ],
+    )
+
+
+def _actions(board: Board) -> html.Div:
+    return html.Div(
+        className="card",
+        children=[
+            html.Button("Duplicate", id="d-dup"),
+            html.A(
+                "Export JSON",
+                href=f"/api/dashboards/{board.id}/export",
+                id="d-export",
+                download=f"{board.id}.json",
+            ),
+            html.Div(
+                [
+                    html.Button("Share", id="d-share-btn"),
+                    html.Button("Revoke link", id="d-revoke", className="danger"),
+                ],
+                className="field",
+            ),
+            html.Div(_share_line(board), id="d-share", className="hint"),
+            html.Div(id="d-msg", className="result"),
+        ],
+    )
+
+
+def _editor(options: list[dict[str, str]]) -> html.Div:
+    return html.Div(
+        className="card",
+        children=[
+            html.B("Add a panel", id="d-editor-title"),
+            labelled("Title", dcc.Input(id="d-p-title")),
+            labelled("Queries", dcc.Dropdown(id="d-p-queries", multi=True, options=options)),
+            html.Div(
+                "" if options else "No stored queries yet: create one on the Queries page first.",
+                className="hint",
+            ),
+            dcc.RadioItems(id="d-p-chart", value="lines", inline=True, options=list(CHARTS)),
+            dcc.RadioItems(
+                id="d-p-width",
+                value=6,
+                inline=True,
+                options=[{"label": "half width", "value": 6}, {"label": "full", "value": 12}],
+            ),
+            html.Button("Save panel", id="d-p-save", className="primary"),
+            html.Div(id="d-p-error", className="field-error"),
+        ],
+    )
+
+
 def layout(app_ctx: AppContext, book: Book, search: str) -> html.Div:
     board_id = (parse_qs(search.lstrip("?")).get("id") or [""])[0]
     try:
@@ -99,109 +177,19 @@ def layout(app_ctx: AppContext, book: Book, search: str) -> html.Div:
     except StorageUnavailable as exc:
         return html.Div([navbar("dashboards"), banner(str(exc))])
     options = [{"label": q.text, "value": q.id} for q in sorted(queries, key=lambda q: q.text)]
-    settings = app_ctx.settings
-    every = board.refresh_seconds or settings.refresh_seconds
+    every = app_ctx.settings.clamp_refresh(board.refresh_seconds or None)
     return html.Div(
         [
             navbar("dashboards"),
             dcc.Store(id="d-id", data=board.id),
-            dcc.Store(id="d-rev", data=0),
             dcc.Store(id="d-editing", data=None),
             html.H2(board.name, id="d-name"),
             html.Div(
-                className="card controls",
-                children=[
-                    labelled(
-                        "Range (every panel)",
-                        dcc.RadioItems(
-                            id="d-range", value=board.time_range, inline=True, options=list(RANGES)
-                        ),
-                    ),
-                    labelled(
-                        "Server filter (a glob, e.g. web-*; Enter applies and saves it)",
-                        dcc.Input(id="d-filter", value=board.server_filter, debounce=True),
-                    ),
-                    html.Div(id="d-filter-error", className="field-error"),
-                    html.Div(
-                        "Stored results are one series per query over all its servers: the "
-                        "filter hides the queries none of whose servers match it and cannot "
-                        "split a series; each panel says what it did.",
-                        className="hint",
-                    ),
-                    dcc.Checklist(
-                        id="d-live",
-                        options=[{"label": "live", "value": "live"}],
-                        value=["live"] if board.refresh_seconds else [],
-                        inline=True,
-                    ),
-                    html.Span(f"every {settings.clamp_refresh(every):g} s", className="hint"),
-                ],
+                className="row",
+                children=[_controls(board, every), _actions(board), _editor(options)],
             ),
-            html.Div(
-                className="card",
-                children=[
-                    html.Button("Duplicate", id="d-dup"),
-                    html.A(
-                        "Export JSON",
-                        href=f"/api/dashboards/{board.id}/export",
-                        id="d-export",
-                        download=f"{board.id}.json",
-                    ),
-                    html.Button("Share", id="d-share-btn", style={"marginLeft": "1em"}),
-                    html.Button("Revoke link", id="d-revoke", className="danger"),
-                    html.Div(_share_line(board), id="d-share", className="hint"),
-                    html.Div(id="d-msg", className="result"),
-                ],
-            ),
-            html.Div(
-                className="card",
-                children=[
-                    html.H4("Add a panel", id="d-editor-title"),
-                    labelled("Title", dcc.Input(id="d-p-title")),
-                    labelled(
-                        "Queries",
-                        dcc.Dropdown(id="d-p-queries", multi=True, options=options),
-                    ),
-                    html.Div(
-                        ""
-                        if options
-                        else "No stored queries yet: create one on the Queries page first.",
-                        className="hint",
-                    ),
-                    labelled(
-                        "Chart",
-                        dcc.RadioItems(
-                            id="d-p-chart", value="lines", inline=True, options=list(CHARTS)
-                        ),
-                    ),
-                    labelled(
-                        "Width",
-                        dcc.RadioItems(
-                            id="d-p-width",
-                            value=6,
-                            inline=True,
-                            options=[{"label": "half", "value": 6}, {"label": "full", "value": 12}],
-                        ),
-                    ),
-                    html.Button("Save panel", id="d-p-save", className="primary"),
-                    html.Div(id="d-p-error", className="field-error"),
-                ],
-            ),
-            dcc.Interval(
-                id="d-tick",
-                interval=settings.clamp_refresh(every) * 1000,
-                disabled=not board.refresh_seconds,
-            ),
-            html.Div(
-                grid(board),
-                id="d-grid",
-                style={
-                    "display": "grid",
-                    "gridTemplateColumns": f"repeat({GRID_COLUMNS}, 1fr)",
-                    "gridAutoRows": f"{_ROW_PX}px",
-                    "gap": "10px",
-                },
-            ),
+            dcc.Interval(id="d-tick", interval=every * 1000, disabled=not board.refresh_seconds),
+            html.Div(grid(board), id="d-grid", className="d-grid"),
             html.Div(id="d-status", className="hint"),
         ]
     )

@@ -25,7 +25,7 @@ from dashboard.guard import guarded
 from dashboard.pages.chart import figure_for, read_windows
 from dashboard.states import Evaluated, QueryStates
 
-__all__ = ["TABLE_NOTE", "PanelView", "board_views", "filter_notes", "panel_view"]
+__all__ = ["TABLE_NOTE", "PanelView", "board_views", "filter_notes", "panel_view", "plot_height"]
 
 TABLE_NOTE = (
     "the newest window of each query and function; per-server top-N rows need per-server "
@@ -106,13 +106,16 @@ def _stat(app_ctx: AppContext, queries: list[StoredQuery], start: float, end: fl
             "type": "indicator",
             "mode": "number",
             "value": value,
-            "title": {"text": f"{label}<br><span style='font-size:0.7em'>{format_time(at)}</span>"},
+            "title": {
+                "text": f"{label}<br><span style='font-size:0.7em'>{format_time(at)}</span>",
+                "font": {"size": 12},
+            },
             "number": {"valueformat": ".4~g"},
             "domain": {"x": [k / n, (k + 1) / n], "y": [0, 1]},
         }
         for k, (label, value, at) in enumerate(cells[:12])
     ]
-    layout = {"margin": {"l": 10, "r": 10, "t": 30, "b": 10}}
+    layout = {"margin": {"l": 10, "r": 10, "t": 45, "b": 5}}
     return {"data": data, "layout": layout}, len(cells)
 
 
@@ -164,11 +167,13 @@ def panel_view(
     ]
     present = [stored[qid] for qid in panel.queries if qid in stored]
     if not present:
-        return PanelView(_empty("its queries were deleted; edit or remove this panel"), notes)
+        gone = _empty("its queries were deleted; edit or remove this panel")
+        return _sized(PanelView(gone, notes), panel)
     shown, filtered = filter_notes(present, board.server_filter, servers)
     notes += filtered
     if not shown:
-        return PanelView(_empty(f"no server of its queries matches {board.server_filter}"), notes)
+        none = _empty(f"no server of its queries matches {board.server_filter}")
+        return _sized(PanelView(none, notes), panel)
     if panel.chart == "lines":
         fig, counts = figure_for(app_ctx, shown, start, end)
         points = counts["points"]
@@ -184,7 +189,20 @@ def panel_view(
         notes.append(TABLE_NOTE)
     if not points:
         fig = _empty(_why_empty(shown, states))
-    return PanelView(fig, notes, points)
+    return _sized(PanelView(fig, notes, points), panel)
+
+
+def plot_height(panel: Panel) -> int:
+    """Pixels for a panel's plot: its grid rows (70 px and a 10 px gap each) less its title
+    and notes lines, so that both views draw the same size."""
+    return max(80, panel.h * 80 - 10 - 80)
+
+
+def _sized(view: PanelView, panel: Panel) -> PanelView:
+    layout = view.figure.setdefault("layout", {})
+    assert isinstance(layout, dict)
+    layout["height"] = plot_height(panel)
+    return view
 
 
 def board_views(
