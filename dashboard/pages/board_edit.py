@@ -21,7 +21,7 @@ from dashboard.boards import GRID_COLUMNS, Board, BoardError, Panel, parse_board
 from dashboard.context import AppContext
 from dashboard.guard import StorageUnavailable
 
-__all__ = ["flow", "register"]
+__all__ = ["flow", "moved", "register", "save_panel"]
 
 Book = Callable[[], BoardBook]
 _OUTPUTS = (
@@ -50,7 +50,7 @@ def flow(panels: list[Panel]) -> list[Panel]:
     return out
 
 
-def _save_panel(board: Board, editing: str | None, form: dict[str, Any]) -> Board:
+def save_panel(board: Board, editing: str | None, form: dict[str, Any]) -> Board:
     raw = {
         "id": editing or f"p{uuid.uuid4().hex[:8]}",
         "title": form["title"] or "",
@@ -74,7 +74,7 @@ def _save_panel(board: Board, editing: str | None, form: dict[str, Any]) -> Boar
     return parsed.with_panels(flow(list(parsed.panels)))
 
 
-def _moved(board: Board, pid: str, by: int) -> Board:
+def moved(board: Board, pid: str, by: int) -> Board:
     panels = list(board.panels)
     i = next(k for k, p in enumerate(panels) if p.id == pid)
     j = max(0, min(len(panels) - 1, i + by))
@@ -96,7 +96,7 @@ def _act(book: Book, board_id: str, trigger: Any, values: dict[str, Any]) -> dic
     board = b.get(board_id)
     kind = trigger if isinstance(trigger, str) else trigger["type"]
     if kind == "d-p-save":
-        saved = b.save(board_id, _save_panel(board, values["editing"], values))
+        saved = b.save(board_id, save_panel(board, values["editing"], values))
         return {
             "d-grid": saved,
             "d-p-error": "",
@@ -108,7 +108,7 @@ def _act(book: Book, board_id: str, trigger: Any, values: dict[str, Any]) -> dic
         }
     if kind in ("d-up", "d-down"):
         return {
-            "d-grid": b.save(board_id, _moved(board, trigger["panel"], -1 if kind == "d-up" else 1))
+            "d-grid": b.save(board_id, moved(board, trigger["panel"], -1 if kind == "d-up" else 1))
         }
     if kind == "d-remove":
         kept = [p for p in board.panels if p.id != trigger["panel"]]
