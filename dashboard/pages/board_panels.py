@@ -12,7 +12,6 @@ drawn, and one that includes some is drawn whole, with a note counting how many 
 from __future__ import annotations
 
 import re
-import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -22,7 +21,7 @@ from apm.query_state import format_time
 from dashboard.boards import Board, Panel
 from dashboard.context import AppContext
 from dashboard.guard import guarded
-from dashboard.pages.chart import figure_for, read_windows
+from dashboard.pages.chart import empty_figure, figure_for, read_windows
 from dashboard.states import Evaluated, QueryStates
 
 __all__ = ["TABLE_NOTE", "PanelView", "board_views", "filter_notes", "panel_view", "plot_height"]
@@ -41,16 +40,11 @@ class PanelView:
 
 
 def _empty(message: str) -> dict[str, object]:
-    text = "<br>".join(textwrap.wrap(message, 60)) or message
-    return {
-        "data": [],
-        "layout": {
-            "annotations": [{"text": text, "showarrow": False, "xref": "paper", "yref": "paper"}],
-            "xaxis": {"visible": False},
-            "yaxis": {"visible": False},
-            "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
-        },
-    }
+    fig = empty_figure(message, 60)
+    layout = fig["layout"]
+    assert isinstance(layout, dict)
+    layout["margin"] = {"l": 10, "r": 10, "t": 10, "b": 10}
+    return fig
 
 
 def filter_notes(

@@ -12,17 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.dashboard.conftest import TOKEN
-
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def api(served: Any) -> Any:
-    with httpx.Client(
-        base_url=served.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30
-    ) as client:
-        yield client
 
 
 @pytest.fixture
