@@ -1,5 +1,5 @@
-"""The dashboard: a Plotly Dash app on a Flask server to define queries, watch their charts and
-the platform's health, with a REST API for automation. ``app.py`` assembles it; ``pages/`` holds the
+"""The dashboard: a Plotly Dash app on a Flask server to define queries, watch their charts and the
+platform's health, with a REST API for automation. ``app.py`` assembles it; ``pages/`` holds the
 queries, chart, health and alerts pages (the alerts page's rule builder, its Edit and the
 silence form, the chart's alert events and the health page's receivers card each in a module of
 their own) and the dashboards pages (``board_list.py``, ``board.py``, ``board_edit.py`` its
@@ -11,8 +11,8 @@ view of a share link; ``api.py`` the REST API, ``alerts_api.py`` the alerting on
 the Prometheus-compatible read API; ``auth.py`` login, tokens and CSRF, with ``sessions.py``
 (signed-cookie sessions), ``throttle.py`` (login throttling) and ``next_url.py`` (where a login
 may redirect); ``validation.py`` the one path for query text; ``states.py`` why a query shows
-what it shows; ``guard.py`` one storage call guarded and ``storage_errors.py`` which failures
-mean "storage unavailable"; ``series.py``, ``downsample.py`` and ``cache.py`` turn stored
+what it shows; ``guard.py`` one storage call guarded (``storage.errors`` says which failures
+mean "storage unavailable"); ``series.py``, ``downsample.py`` and ``cache.py`` turn stored
 windows into chart series; ``health.py``, ``sources.py`` and ``agents.py`` read Kafka, the
 ingest's /metrics and the agents' versions; ``ports.py`` and ``context.py`` are what pages
 share; ``telemetry.py`` its own metrics; ``settings.py``, ``serve.py`` and ``cli.py`` (``apm
