@@ -14,9 +14,9 @@ from werkzeug.exceptions import HTTPException, NotFound
 from werkzeug.wrappers import Response as BaseResponse
 
 from apm.errors import status_error
-from dashboard import dashboards_api, promapi, share
+from dashboard import api, dashboards_api, promapi, share
 from dashboard.alerts_api import build_alerts_api, rulebook_for
-from dashboard.api import build_api, error
+from dashboard.api import error
 from dashboard.auth import install_auth, login_throttle
 from dashboard.board_book import book_for
 from dashboard.context import AppContext
@@ -39,9 +39,7 @@ def create_app(app_ctx: AppContext) -> Dash:
         delegated=(promapi.PREFIX,),
         shared=share.shared_check(boards),
     )
-    server.register_blueprint(
-        build_api(app_ctx.repo, app_ctx.settings, app_ctx.metrics, app_ctx.clock)
-    )
+    api.install(server, app_ctx.repo, app_ctx.settings, app_ctx.metrics, app_ctx.clock)
     alert_book = rulebook_for(app_ctx.repo)
     server.register_blueprint(build_alerts_api(alert_book, app_ctx.metrics, app_ctx.clock))
     dashboards_api.install(server, boards)
