@@ -36,6 +36,17 @@ def _click(chrome: Any, element_id: str) -> None:
     chrome.find_element(By.ID, element_id).click()
 
 
+def _click_panel(chrome: Any, kind: str, panel: str) -> None:
+    """A panel's button, found and clicked in one script (the grid re-renders on saves)."""
+    chrome.execute_script(
+        "for (const b of document.querySelectorAll('#d-grid button')) {"
+        "  const id = JSON.parse(b.id);"
+        "  if (id.type === arguments[0] && id.panel === arguments[1]) { b.click(); return; } }",
+        kind,
+        panel,
+    )
+
+
 def _radio(chrome: Any, group_id: str, label: str) -> None:
     for option in chrome.find_elements(By.CSS_SELECTOR, f"#{group_id} label"):
         if option.text.strip() == label:
@@ -143,6 +154,21 @@ def test_build_filter_export_import_share_and_revoke_a_dashboard(
     wait(lambda d: "Revoked" in _text(d, "d-share"))
     replay = httpx.get(url, timeout=30)
     assert replay.status_code == 404 and name not in replay.text
+
+    # Reorder, edit and remove panels: each saved as the page shows it.
+    ids = [p["id"] for p in stored["panels"]]
+    _click_panel(chrome, "d-up", ids[2])
+    wait(
+        lambda d: [p["id"] for p in _stored(served, board_id)["panels"]] == [ids[0], ids[2], ids[1]]
+    )
+    _click_panel(chrome, "d-edit", ids[0])
+    wait(lambda d: d.find_element(By.ID, "d-p-title").get_attribute("value") == "CPU")
+    _type(chrome, "d-p-title", "Fleet CPU")
+    _click(chrome, "d-p-save")
+    wait(lambda d: _stored(served, board_id)["panels"][0]["title"] == "Fleet CPU")
+    _click_panel(chrome, "d-remove", ids[1])
+    wait(lambda d: len(d.execute_script(_PANELS)) == 2)
+    assert [p["id"] for p in _stored(served, board_id)["panels"]] == [ids[0], ids[2]]
 
 
 def _stored(served: Any, board_id: str) -> dict[str, Any]:
