@@ -1,14 +1,19 @@
-"""The dashboard: a Plotly Dash app on a Flask server to define queries, watch their charts
-and the platform's health, with a REST API for automation. ``app.py`` assembles it;
-``pages/`` holds the queries, chart, health and alerts pages (the alerts page's rule builder,
-its Edit and the silence form, the chart's alert events and the health page's receivers card
-each in a module of their own); ``api.py`` the REST API, ``alerts_api.py`` the alerting one
+"""The dashboard: a Plotly Dash app on a Flask server to define queries, watch their charts and the
+platform's health, with a REST API for automation. ``app.py`` assembles it; ``pages/`` holds the
+queries, chart, health and alerts pages (the alerts page's rule builder, its Edit and the
+silence form, the chart's alert events and the health page's receivers card each in a module of
+their own) and the dashboards pages (``board_list.py``, ``board.py``, ``board_edit.py`` its
+edits, ``board_panels.py`` the panels' figures); ``boards.py`` the saved dashboards' model and
+its one validator, ``board_book.py`` their service, ``board_examples.py`` the example ``apm
+run`` creates, ``dashboards_api.py`` their REST API and ``share.py`` the signed-out read-only
+view of a share link; ``api.py`` the REST API, ``alerts_api.py`` the alerting one
 (``alerts_preview.py`` its rule preview, ``alerts_openapi.py`` its description); ``promapi/``
 the Prometheus-compatible read API; ``auth.py`` login, tokens and CSRF, with ``sessions.py``
 (signed-cookie sessions), ``throttle.py`` (login throttling) and ``next_url.py`` (where a login
 may redirect); ``validation.py`` the one path for query text; ``states.py`` why a query shows
-what it shows; ``storage_errors.py`` which failures mean "storage unavailable"; ``series.py``,
-``downsample.py`` and ``cache.py`` turn stored windows into chart series; ``health.py``,
-``sources.py`` and ``agents.py`` read Kafka, the ingest's /metrics and the agents' versions;
-``ports.py`` and ``context.py`` are what pages share; ``telemetry.py`` its own metrics;
-``settings.py``, ``serve.py`` and ``cli.py`` (``apm dashboard``) are its edges."""
+what it shows; ``guard.py`` one storage call guarded (``storage.errors`` says which failures
+mean "storage unavailable"); ``series.py``, ``downsample.py`` and ``cache.py`` turn stored
+windows into chart series; ``health.py``, ``sources.py`` and ``agents.py`` read Kafka, the
+ingest's /metrics and the agents' versions; ``ports.py`` and ``context.py`` are what pages
+share; ``telemetry.py`` its own metrics; ``settings.py``, ``serve.py`` and ``cli.py`` (``apm
+dashboard``) are its edges."""

@@ -14,12 +14,14 @@ from werkzeug.exceptions import HTTPException, NotFound
 from werkzeug.wrappers import Response as BaseResponse
 
 from apm.errors import status_error
-from dashboard import promapi
+from dashboard import api, dashboards_api, promapi, share
 from dashboard.alerts_api import build_alerts_api, rulebook_for
-from dashboard.api import build_api, error
+from dashboard.api import error
 from dashboard.auth import install_auth, login_throttle
+from dashboard.board_book import book_for
 from dashboard.context import AppContext
-from dashboard.pages import alerts, chart, health, queries
+from dashboard.pages import alerts, board, board_list, chart, health, queries
+from dashboard.states import QueryStates
 
 __all__ = ["build_context", "create_app"]
 
@@ -27,6 +29,7 @@ __all__ = ["build_context", "create_app"]
 def create_app(app_ctx: AppContext) -> Dash:
     server = Flask("dashboard")
     throttle = login_throttle(app_ctx.settings)
+    boards = book_for(app_ctx.repo, app_ctx.metrics)
     sessions = install_auth(
         server,
         app_ctx.settings,
@@ -34,12 +37,18 @@ def create_app(app_ctx: AppContext) -> Dash:
         clock=app_ctx.clock,
         throttle=throttle,
         delegated=(promapi.PREFIX,),
+        shared=share.shared_check(boards),
     )
-    server.register_blueprint(
-        build_api(app_ctx.repo, app_ctx.settings, app_ctx.metrics, app_ctx.clock)
-    )
+    api.install(server, app_ctx.repo, app_ctx.settings, app_ctx.metrics, app_ctx.clock)
     alert_book = rulebook_for(app_ctx.repo)
     server.register_blueprint(build_alerts_api(alert_book, app_ctx.metrics, app_ctx.clock))
+    dashboards_api.install(server, boards)
+    share.install(
+        server,
+        app_ctx,
+        boards,
+        QueryStates(app_ctx.repo, app_ctx.metrics, app_ctx.clock, ttl_s=10.0),
+    )
     # The Prometheus read API (/api/v1/...), with the same credentials and login throttle.
     server.register_blueprint(promapi.blueprint(app_ctx, sessions, throttle))
 
@@ -49,7 +58,7 @@ def create_app(app_ctx: AppContext) -> Dash:
         if (
             request.path.startswith("/api/")
             and request.routing_exception is None
-            and request.blueprint not in ("api", "promapi", "alerts_api")
+            and request.blueprint not in ("api", "promapi", "alerts_api", "dashboards_api")
         ):
             raise NotFound(f"no API route {request.path}")
 
@@ -114,6 +123,10 @@ def create_app(app_ctx: AppContext) -> Dash:
             return health.layout(app_ctx)
         if pathname == "/alerts":
             return alerts.layout(app_ctx)
+        if pathname == "/dashboards":
+            return board_list.layout(app_ctx, boards)
+        if pathname == "/dashboard":
+            return board.layout(app_ctx, boards, search or "")
         if pathname in ("/", "", None, "/queries", "/queries/"):
             return queries.layout(app_ctx)
         return html.Div([html.H2("Not found"), dcc.Link("back to the queries", href="/")])
@@ -121,6 +134,8 @@ def create_app(app_ctx: AppContext) -> Dash:
     for page in (queries, chart, health):
         page.register(app, app_ctx)
     alerts.register(app, app_ctx, alert_book)
+    board_list.register(app, app_ctx, boards)
+    board.register(app, app_ctx, boards)
     return app
 
 

@@ -39,6 +39,7 @@ from dashboard.throttle import LoginThrottle
 __all__ = [
     "CSRF_COOKIE",
     "PUBLIC_PATHS",
+    "SHARE_PREFIX",
     "BearerRefusal",
     "check_bearer",
     "check_credentials",
@@ -49,6 +50,7 @@ __all__ = [
 
 CSRF_COOKIE = "_csrf_token"  # the cookie name dash-renderer reads for its X-CSRFToken header
 PUBLIC_PATHS = ("/login", "/metrics", "/healthz")
+SHARE_PREFIX = "/share/"  # read-only share links (dashboard.share), each checked by token
 _SAFE = ("GET", "HEAD", "OPTIONS")
 
 _LOGIN_PAGE = """<!doctype html><html><head><title>APM dashboard - sign in</title>
@@ -137,10 +139,15 @@ def install_auth(
     clock: Callable[[], float] = time.time,
     throttle: LoginThrottle | None = None,
     delegated: tuple[str, ...] = (),
+    shared: Callable[[str], bool] | None = None,
 ) -> SignedSessions:
     """Login, sessions and CSRF for every path but the public ones and those under a
     ``delegated`` prefix, whose blueprint checks the same credentials itself
-    (:mod:`dashboard.promapi.access`: it also takes Basic auth, as Grafana sends it)."""
+    (:mod:`dashboard.promapi.access`: it also takes Basic auth, as Grafana sends it).
+
+    Under ``/share/<token>/``, ``shared(token)`` decides alone: a token that opens a dashboard
+    is let through to a GET without sign-in (:mod:`dashboard.share`), any other path there is
+    a 404, signed in or not, so that a link's answer says nothing about other links."""
     if not settings.password_hash and not settings.token:
         raise ValueError(
             "the dashboard needs APM_DASHBOARD_PASSWORD_HASH (see `apm dashboard "
@@ -214,6 +221,12 @@ def install_auth(
         path = request.path
         if path in PUBLIC_PATHS or (delegated and path.startswith(delegated)):
             return None
+        if path.startswith(SHARE_PREFIX):
+            link = path[len(SHARE_PREFIX) :].split("/", 1)[0]
+            if shared is not None and request.method in _SAFE and shared(link):
+                return None
+            metrics.refused.labels("share_link").inc()
+            return _refuse(404, "not_found", "no such share link")
         if path.startswith("/api/") and request.authorization is not None:
             token = request.authorization.token if request.authorization.type == "bearer" else None
             refusal = check_bearer(settings, attempts, metrics, token, request.remote_addr or "-")

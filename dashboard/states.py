@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from apm.query import StoredQuery
 from apm.query_state import QueryState, query_states
-from dashboard.api import guarded
+from dashboard.guard import guarded
 from dashboard.ports import QueryRepository
 from dashboard.telemetry import DashboardTelemetry
 

@@ -1,8 +1,9 @@
 """``apm run`` (``make run``): the engines, then the whole platform on this machine.
 
 Order: Kafka + Cassandra -> schema -> ingest -> aggregator -> dashboard -> this host's agent ->
-a synthetic fleet of about 200 servers -> example queries. Every process has a pid file and a
-log under ``var/run/``; Ctrl-C, ``apm run --down`` or ``make down`` stop them all.
+a synthetic fleet of about 200 servers -> example queries -> an example dashboard over them.
+Every process has a pid file and a log under ``var/run/``; Ctrl-C, ``apm run --down`` or
+``make down`` stop them all.
 
 While attached, ``apm run`` supervises its components: one found dead is started again after
 a backoff (:mod:`launch.restarts`), each exit and restart logged. Stopping is bounded: SIGTERM
@@ -215,12 +216,15 @@ def _start_platform(home: Path, bootstrap: str, fleet: bool) -> str:
                 "metrics, one snapshot a second"
             )
             loadgen.start(home / "loadgen")
-        if not repo.list_queries():
-            from agent.settings import default_server
+        from agent.settings import default_server
+        from dashboard.board_examples import seed_example
 
+        if not repo.list_queries():
             for text in _example_queries(default_server()):
                 stored = repo.save_query(text)
                 _say(f"example query {stored.id}: {text}")
+        if board_id := seed_example(repo, _example_queries(default_server())):
+            _say(f"example dashboard: http://127.0.0.1:{DASHBOARD_PORT}/dashboard?id={board_id}")
     return (
         (home / "dashboard" / "dashboard.token").read_text().strip()
         if (home / "dashboard" / "dashboard.token").exists()

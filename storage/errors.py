@@ -1,6 +1,9 @@
-"""Which storage failures are worth retrying: the classifier that ``apm.retry.call_with_retry``
-takes as ``transient`` wherever the platform retries a Cassandra call (docs/storage.md,
-"Failures").
+"""Which storage failures are worth retrying, and which mean the database is unavailable: the
+one place that classifies Cassandra's exceptions.
+
+:func:`is_transient` is what ``apm.retry.call_with_retry`` takes as ``transient`` wherever the
+platform retries a Cassandra call (docs/storage.md, "Failures"). :func:`is_unavailable` is what
+the dashboard answers with a 503 or a banner instead of a retry.
 
 Transient: the request may succeed if sent again unchanged (a timeout, a replica or the
 coordinator unavailable or overloaded, a node bootstrapping, no host reachable, a broken
@@ -11,7 +14,7 @@ a value (``ValueError``); sending it again gives the same answer, so it is never
 
 from __future__ import annotations
 
-__all__ = ["is_transient"]
+__all__ = ["is_transient", "is_unavailable"]
 
 
 def _transient_types() -> tuple[type[BaseException], ...]:
@@ -43,3 +46,35 @@ def is_transient(exc: BaseException) -> bool:
     if _TYPES is None:
         _TYPES = _transient_types()
     return isinstance(exc, _TYPES)
+
+
+def _unavailable_types() -> tuple[type[BaseException], ...]:
+    from cassandra import OperationTimedOut, RequestExecutionException
+    from cassandra.cluster import NoHostAvailable
+    from cassandra.connection import ConnectionException
+    from cassandra.protocol import ServerError
+
+    # RequestExecutionException: Unavailable, read/write timeouts and failures, Overloaded,
+    # IsBootstrapping. Not RequestValidationException (InvalidRequest, SyntaxException...).
+    return (
+        OSError,
+        OperationTimedOut,
+        RequestExecutionException,
+        NoHostAvailable,
+        ConnectionException,
+        ServerError,
+    )
+
+
+_UNAVAILABLE: tuple[type[BaseException], ...] | None = None
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """True when ``exc`` says the database cannot serve now: unreachable, timed out,
+    overloaded, starting up, or a read or write that failed on the replicas (worth a 503 and
+    a later try). A request the database refuses as invalid, or any other exception, is a bug
+    or bad input that got through, and must not pass for an outage."""
+    global _UNAVAILABLE
+    if _UNAVAILABLE is None:
+        _UNAVAILABLE = _unavailable_types()
+    return isinstance(exc, _UNAVAILABLE)

@@ -22,7 +22,7 @@ from dashboard.series import build_series
 from dashboard.states import Evaluated, QueryStates
 from dashboard.validation import parse_time
 
-__all__ = ["RANGES", "figure_for", "layout", "register"]
+__all__ = ["RANGES", "empty_figure", "figure_for", "layout", "read_windows", "register"]
 
 RANGES = {"15m": 900, "1h": 3600, "6h": 21_600, "24h": 86_400}
 _COLORS = [
@@ -121,7 +121,7 @@ def layout(app_ctx: AppContext, search: str) -> html.Div:
                 id="c-graph",
                 config={"displaylogo": False},
                 style={"height": "60vh"},
-                figure=_empty("pick one or more queries"),
+                figure=empty_figure("pick one or more queries"),
             ),
             html.Div(id="c-status", className="hint"),
             html.Div(id="c-alerts", className="hint"),
@@ -129,9 +129,10 @@ def layout(app_ctx: AppContext, search: str) -> html.Div:
     )
 
 
-def _empty(message: str) -> dict[str, object]:
+def empty_figure(message: str, width: int = 100) -> dict[str, object]:
+    """A figure that is only ``message``: why there is nothing to draw."""
     # Plotly does not wrap annotations: long reasons are broken into lines here.
-    text = "<br>".join(textwrap.wrap(message, 100)) or message
+    text = "<br>".join(textwrap.wrap(message, width)) or message
     return {
         "data": [],
         "layout": {
@@ -142,7 +143,9 @@ def _empty(message: str) -> dict[str, object]:
     }
 
 
-def _read(app_ctx: AppContext, query_id: str, start: float, end: float) -> list[WindowResult]:
+def read_windows(
+    app_ctx: AppContext, query_id: str, start: float, end: float
+) -> list[WindowResult]:
     if app_ctx.cache is None:
         return list(app_ctx.repo.read_results(query_id, start, end))
     return app_ctx.cache.read(query_id, start, end)
@@ -158,7 +161,7 @@ def figure_for(
     overlay = len(queries) > 1
     for qn, q in enumerate(queries):
         windows = guarded(
-            app_ctx.metrics, "read_results", partial(_read, app_ctx, q.id, start, end)
+            app_ctx.metrics, "read_results", partial(read_windows, app_ctx, q.id, start, end)
         )
         counts["windows"] += len(windows)
         series = build_series(q, windows, app_ctx.settings.max_points)
@@ -280,7 +283,7 @@ def register(app: Dash, app_ctx: AppContext) -> None:
         else:
             end, start = now, now - RANGES.get(choice, 3600)
         if not ids:
-            return _empty("pick one or more queries"), "", "", [], ""
+            return empty_figure("pick one or more queries"), "", "", [], ""
         try:
             found = guarded(
                 app_ctx.metrics,
@@ -298,7 +301,7 @@ def register(app: Dash, app_ctx: AppContext) -> None:
                 no_update,
             )
         if counts["points"] == 0:
-            fig = _empty(_why_empty(found, evaluated))
+            fig = empty_figure(_why_empty(found, evaluated))
         alerts = annotate(fig, book, [q.id for q in found], start, end)
         elapsed = time.perf_counter() - started
         app_ctx.metrics.chart_seconds.observe(elapsed)

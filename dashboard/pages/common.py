@@ -14,7 +14,13 @@ __all__ = ["ago", "banner", "labelled", "navbar", "state_badge", "when"]
 
 def navbar(active: str) -> html.Div:
     csrf = session.get("csrf", "") if has_request_context() else ""
-    links = [("Queries", "/"), ("Charts", "/chart"), ("Alerts", "/alerts"), ("Health", "/health")]
+    links = [
+        ("Queries", "/"),
+        ("Charts", "/chart"),
+        ("Dashboards", "/dashboards"),
+        ("Alerts", "/alerts"),
+        ("Health", "/health"),
+    ]
     return html.Div(
         className="nav",
         children=[

@@ -171,3 +171,14 @@ def login(chrome: Any, served: Served, wait: Callable[..., Any]) -> Callable[...
         wait(lambda d: d.find_elements(By.CSS_SELECTOR, "#page .nav"))
 
     return run
+
+
+@pytest.fixture
+def api(served: Served) -> Iterator[Any]:
+    """An HTTP client of the served app, signed with the API token."""
+    import httpx
+
+    with httpx.Client(
+        base_url=served.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30
+    ) as client:
+        yield client

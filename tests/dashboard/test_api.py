@@ -14,17 +14,8 @@ import pytest
 
 from apm.query import WindowResult, parse
 from apm.query_state import STATES
-from tests.dashboard.conftest import TOKEN
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def api(served: Any) -> Any:
-    with httpx.Client(
-        base_url=served.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30
-    ) as client:
-        yield client
 
 
 def test_without_auth_every_api_call_is_refused(served: Any) -> None:

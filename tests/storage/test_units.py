@@ -250,3 +250,8 @@ def test_transient_driver_errors_are_told_from_deterministic_refusals():
     ]
     assert [is_transient(e) for e in transient] == [True] * len(transient)
     assert [is_transient(e) for e in deterministic] == [False] * len(deterministic)
+    # Every transient failure is also an outage to show; no deterministic refusal is.
+    from storage.errors import is_unavailable
+
+    assert [is_unavailable(e) for e in transient] == [True] * len(transient)
+    assert [is_unavailable(e) for e in deterministic] == [False] * len(deterministic)

@@ -1,0 +1,236 @@
+"""One dashboard's panels as Plotly figures, for the dashboard page and the signed-out share
+view alike: ``lines`` draws like the chart page (:func:`dashboard.pages.chart.figure_for`),
+``stat`` and ``table`` show the newest window in the range. Each panel carries notes that say
+what it shows and why: a query deleted since, a query with no data yet (its state's reason),
+and what the server filter does to it.
+
+The server filter is a glob over server names. Stored results are fleet-level (one series per
+query, all its servers folded in), so the filter cannot split a series: a panel's query whose
+servers (those that reported within the retention) include none matching the filter is not
+drawn, and one that includes some is drawn whole, with a note counting how many match."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+
+from apm.query import StoredQuery
+from apm.query_glob import glob_to_regex
+from apm.query_state import format_time
+from dashboard.boards import Board, Panel
+from dashboard.context import AppContext
+from dashboard.guard import guarded
+from dashboard.pages.chart import empty_figure, figure_for, read_windows
+from dashboard.states import Evaluated, QueryStates
+
+__all__ = ["TABLE_NOTE", "PanelView", "board_views", "filter_notes", "panel_view", "plot_height"]
+
+_TAIL_S = 600
+_READERS = 4  # concurrent reads of a draw: one waits on Cassandra while another decodes
+TABLE_NOTE = (
+    "the newest window of each query and function; per-server top-N rows need per-server "
+    "series, which the storage does not hold yet"
+)
+
+
+@dataclass
+class PanelView:
+    figure: dict[str, object]
+    notes: list[str] = field(default_factory=list)
+    points: int = 0
+
+
+def _empty(message: str) -> dict[str, object]:
+    fig = empty_figure(message, 60)
+    layout = fig["layout"]
+    assert isinstance(layout, dict)
+    layout["margin"] = {"l": 10, "r": 10, "t": 10, "b": 10}
+    return fig
+
+
+def filter_notes(
+    queries: list[StoredQuery], server_filter: str, servers: Mapping[str, float]
+) -> tuple[list[StoredQuery], list[str]]:
+    """The queries a filter keeps, and what it did to each (nothing for ``*``)."""
+    if server_filter == "*":
+        return queries, []
+    wanted = re.compile(glob_to_regex(server_filter))
+    kept, notes = [], []
+    for q in queries:
+        selected = [s for s in servers if q.query.matches(s)]
+        both = sum(1 for s in selected if wanted.fullmatch(s))
+        label = q.text if len(q.text) <= 60 else q.text[:57] + "..."
+        if not selected:
+            kept.append(q)
+            notes.append(f"{label}: none of its servers has reported yet; shown unfiltered")
+        elif not both:
+            notes.append(
+                f"{label}: none of its {len(selected)} servers matches {server_filter!r}; not drawn"
+            )
+        elif both == len(selected):
+            kept.append(q)
+            notes.append(f"{label}: all {both} of its servers match {server_filter!r}")
+        else:
+            kept.append(q)
+            notes.append(
+                f"{label}: {both} of its {len(selected)} servers match {server_filter!r}; the "
+                f"series still folds in all {len(selected)} (per-server series are not stored "
+                "yet)"
+            )
+    return kept, notes
+
+
+def _newest(app_ctx: AppContext, q: StoredQuery, start: float, end: float) -> tuple[float, dict]:
+    """The newest window in [start, end) and its values: the last ten windows (or 10 min) are
+    read first, the whole range only when they hold none."""
+    tail = max(start, end - max(_TAIL_S, 10 * q.query.window_seconds))
+    windows = read_windows(app_ctx, q.id, tail, end)
+    if not windows and tail > start:
+        windows = read_windows(app_ctx, q.id, start, end)
+    if not windows:
+        return 0.0, {}
+    last = windows[-1]
+    return last.window_start, dict(last.values)
+
+
+def _stat(app_ctx: AppContext, queries: list[StoredQuery], start: float, end: float) -> tuple:
+    cells = []
+    for q in queries:
+        at, values = _newest(app_ctx, q, start, end)
+        for f in q.query.functions:
+            if f.key in values and values[f.key] is not None:
+                cells.append((f"{q.query.metric} {f.key}", values[f.key], at))
+    n = max(len(cells), 1)
+    data = [
+        {
+            "type": "indicator",
+            "mode": "number",
+            "value": value,
+            "title": {
+                "text": f"{label}<br><span style='font-size:0.7em'>{format_time(at)}</span>",
+                "font": {"size": 12},
+            },
+            "number": {"valueformat": ".4~g"},
+            "domain": {"x": [k / n, (k + 1) / n], "y": [0, 1]},
+        }
+        for k, (label, value, at) in enumerate(cells[:12])
+    ]
+    layout = {"margin": {"l": 10, "r": 10, "t": 45, "b": 5}}
+    return {"data": data, "layout": layout}, len(cells)
+
+
+def _table(app_ctx: AppContext, queries: list[StoredQuery], start: float, end: float) -> tuple:
+    rows: list[tuple[str, str, float, str]] = []
+    for q in queries:
+        at, values = _newest(app_ctx, q, start, end)
+        for f in q.query.functions:
+            if values.get(f.key) is not None:
+                rows.append((q.query.metric, f.key, values[f.key], format_time(at)))
+    rows.sort(key=lambda r: -r[2])
+    columns: list[list[object]] = [[r[k] for r in rows] for k in range(4)]
+    data = [
+        {
+            "type": "table",
+            "header": {"values": ["metric", "function", "value", "window"]},
+            "cells": {"values": columns, "format": ["", "", ".4~g", ""]},
+        }
+    ]
+    return {"data": data, "layout": {"margin": {"l": 5, "r": 5, "t": 5, "b": 5}}}, len(rows)
+
+
+def _why_empty(queries: list[StoredQuery], states: Mapping[str, Evaluated]) -> str:
+    for q in queries:
+        e = states.get(q.id)
+        if e is not None:
+            if e.state == "evaluated":
+                return f"no windows in this range; {e.reason}"
+            return f"{e.state}: {e.reason}"
+    return "no data in this range"
+
+
+def panel_view(
+    app_ctx: AppContext,
+    board: Board,
+    panel: Panel,
+    stored: Mapping[str, StoredQuery],
+    states: Mapping[str, Evaluated],
+    servers: Mapping[str, float],
+    span: tuple[float, float],
+) -> PanelView:
+    """The figure and notes of ``panel`` over ``span`` (start, end) under the board's filter.
+    ``stored``: the stored queries by id (a missing id was deleted)."""
+    start, end = span
+    notes = [
+        f"query {qid} was deleted; edit this panel to remove it or pick another"
+        for qid in panel.queries
+        if qid not in stored
+    ]
+    present = [stored[qid] for qid in panel.queries if qid in stored]
+    if not present:
+        gone = _empty("its queries were deleted; edit or remove this panel")
+        return _sized(PanelView(gone, notes), panel)
+    shown, filtered = filter_notes(present, board.server_filter, servers)
+    notes += filtered
+    if not shown:
+        none = _empty(f"no server of its queries matches {board.server_filter}")
+        return _sized(PanelView(none, notes), panel)
+    if panel.chart == "lines":
+        fig, counts = figure_for(app_ctx, shown, start, end)
+        points = counts["points"]
+        layout = fig["layout"]
+        assert isinstance(layout, dict)
+        layout["title"] = None
+        layout["margin"] = {"l": 45, "r": 10, "t": 10, "b": 30}
+        layout["legend"] = {"orientation": "h", "y": -0.2, "font": {"size": 10}}
+    elif panel.chart == "stat":
+        fig, points = _stat(app_ctx, shown, start, end)
+    else:
+        fig, points = _table(app_ctx, shown, start, end)
+        notes.append(TABLE_NOTE)
+    if not points:
+        fig = _empty(_why_empty(shown, states))
+    return _sized(PanelView(fig, notes, points), panel)
+
+
+def plot_height(panel: Panel) -> int:
+    """Pixels for a panel's plot: its grid rows (70 px and a 10 px gap each) less its title
+    and notes lines, so that both views draw the same size."""
+    return max(80, panel.h * 80 - 10 - 80)
+
+
+def _sized(view: PanelView, panel: Panel) -> PanelView:
+    layout = view.figure.setdefault("layout", {})
+    assert isinstance(layout, dict)
+    layout["height"] = plot_height(panel)
+    return view
+
+
+def _prefetch(app_ctx: AppContext, ids: list[str], span: tuple[float, float]) -> None:
+    """Reads the lines panels' queries into the read cache concurrently: each read spends
+    much of its time waiting on Cassandra, which the others' decoding fills."""
+    if len(ids) < 2 or app_ctx.cache is None:
+        return
+    read = partial(read_windows, app_ctx, start=span[0], end=span[1])
+    with ThreadPoolExecutor(min(_READERS, len(ids))) as pool:
+        list(
+            pool.map(lambda qid: guarded(app_ctx.metrics, "read_results", partial(read, qid)), ids)
+        )
+
+
+def board_views(
+    app_ctx: AppContext, board: Board, states: QueryStates, span: tuple[float, float]
+) -> list[PanelView]:
+    """Every panel's view: one read of the stored queries, their states and the servers."""
+    if not board.panels:
+        return []
+    g = app_ctx.metrics
+    stored = {q.id: q for q in guarded(g, "list_queries", app_ctx.repo.list_queries)}
+    wanted = {qid for p in board.panels for qid in p.queries if qid in stored}
+    evaluated = states.evaluate([stored[q] for q in sorted(wanted)])
+    servers = {} if board.server_filter == "*" else guarded(g, "servers", app_ctx.repo.list_servers)
+    lines = {q for p in board.panels if p.chart == "lines" for q in p.queries if q in stored}
+    _prefetch(app_ctx, sorted(lines), span)
+    return [panel_view(app_ctx, board, p, stored, evaluated, servers, span) for p in board.panels]
