@@ -92,8 +92,12 @@ public final class Packs implements FlatMapFunction<Row, Row> {
     Object arrival = record.get(2);
     double at = arrival == null ? Double.NaN : (Double) arrival;
     Seen.Metric slot = seen == null ? null : seen.metric(metric);
+    // A record of the ingest spans about a second, so one block: its packs sit in an array by
+    // bucket; a sample of any other block goes through the map.
+    long[] firstBlock = {Long.MIN_VALUE};
+    Pack.Builder[] inFirst = new Pack.Builder[buckets];
     HashMap<Long, Pack.Builder> byKey = new HashMap<>();
-    List<long[]> keys = new ArrayList<>(); // (bucket, block) in first-seen order
+    List<long[]> keys = new ArrayList<>(); // (bucket, block, map key) in first-seen order
     Decode.lines(
         record.getAs(1),
         (server, ts, value, digits) -> {
@@ -107,18 +111,32 @@ public final class Packs implements FlatMapFunction<Row, Row> {
           long micros = micros(ts);
           long bucket = bucket(server);
           long block = block(micros);
-          Long key = block * buckets + bucket; // distinct per (block, bucket): bucket < buckets
-          Pack.Builder pack = byKey.get(key);
-          if (pack == null) {
-            pack = new Pack.Builder();
-            byKey.put(key, pack);
-            keys.add(new long[] {bucket, block, key});
+          if (firstBlock[0] == Long.MIN_VALUE) {
+            firstBlock[0] = block;
+          }
+          Pack.Builder pack;
+          if (block == firstBlock[0]) {
+            pack = inFirst[(int) bucket];
+            if (pack == null) {
+              pack = new Pack.Builder();
+              inFirst[(int) bucket] = pack;
+              keys.add(new long[] {bucket, block, 0L});
+            }
+          } else {
+            // Distinct per (block, bucket), as bucket < buckets; mixed so that HashMap spreads.
+            Long key = Spread.mix(block * buckets + bucket);
+            pack = byKey.get(key);
+            if (pack == null) {
+              pack = new Pack.Builder();
+              byKey.put(key, pack);
+              keys.add(new long[] {bucket, block, key});
+            }
           }
           pack.add(server, micros, ts, value, digits);
         });
     List<Row> out = new ArrayList<>(keys.size());
     for (long[] k : keys) {
-      Pack.Builder pack = byKey.get(k[2]);
+      Pack.Builder pack = k[1] == firstBlock[0] ? inFirst[(int) k[0]] : byKey.get(k[2]);
       String dedupKey = metric + "|" + k[0] + "|" + k[1];
       out.add(RowFactory.create(dedupKey, pack.newest(), pack.bytes()));
     }

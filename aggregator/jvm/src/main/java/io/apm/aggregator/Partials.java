@@ -57,9 +57,16 @@ public final class Partials {
   private final int sketchK;
   private final HashMap<Long, Partial> byWindow = new HashMap<>();
   private final List<Partial> order = new ArrayList<>();
+  private final Partial[] last;
 
   public Partials(int sketchK) {
+    this(sketchK, 0);
+  }
+
+  /** {@code queries}: how many query indexes {@link #add} takes (a cache per query). */
+  public Partials(int sketchK, int queries) {
     this.sketchK = sketchK;
+    this.last = new Partial[queries];
   }
 
   /**
@@ -165,12 +172,20 @@ public final class Partials {
   /** {@code exact}: {@link #exact}'s words, or null if the value has no exact form. */
   public void add(int queryIndex, Selection query, double ts, double value, long[] exact) {
     long end = windowEnd(ts, query.windowSeconds);
-    long key = ((long) queryIndex << 40) ^ end;
-    Partial partial = byWindow.get(key);
-    if (partial == null || partial.queryIndex != queryIndex || partial.end != end) {
-      partial = new Partial(queryIndex, query, end, query.wantsSketch ? sketchK : 0);
-      byWindow.put(key, partial);
-      order.add(partial);
+    // The samples of one key and batch fall in one or two windows per query: the query's last
+    // partial answers most of them without a map lookup.
+    Partial partial = queryIndex < last.length ? last[queryIndex] : null;
+    if (partial == null || partial.end != end) {
+      long key = Spread.mix(((long) queryIndex << 40) ^ end); // a bijection: still distinct
+      partial = byWindow.get(key);
+      if (partial == null || partial.queryIndex != queryIndex || partial.end != end) {
+        partial = new Partial(queryIndex, query, end, query.wantsSketch ? sketchK : 0);
+        byWindow.put(key, partial);
+        order.add(partial);
+      }
+      if (queryIndex < last.length) {
+        last[queryIndex] = partial;
+      }
     }
     partial.add(value, exact);
   }

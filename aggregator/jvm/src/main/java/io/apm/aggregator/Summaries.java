@@ -109,7 +109,7 @@ public final class Summaries implements FlatMapGroupsWithStateFunction<String, R
     final String key;
     final String metric;
     final long lateUpTo;
-    final Partials partials = new Partials(sketchK);
+    final Partials partials = new Partials(sketchK, queries.length);
     final HashMap<String, int[]> matched = new HashMap<>();
     final long[] exact = new long[2];
     SeenSamples seen;
