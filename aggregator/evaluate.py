@@ -1,9 +1,12 @@
 """From a window's summary (``plan.window_summaries``) to its result row.
 
-Spark resolves the summary (the exact sum where the plan could keep one); each function's value
-is then ``apm.functions.compute`` on the driver, the percentiles from the window's KLL sketch
-(``quantiles.SketchPercentiles``): Spark's ``kll_sketch_get_quantile_double`` only takes a
-constant rank, and numpy's interpolation needs ranks that depend on each window's n.
+Spark resolves the summary (the exact sum where the plan could keep one) and, in the executors,
+the percentiles each query reads from the window's KLL sketch (``io.apm.aggregator.Percentiles``,
+the rule of ``quantiles.py``; Spark's ``kll_sketch_get_quantile_double`` only takes a constant
+rank, and numpy's interpolation needs ranks that depend on each window's n). Only those numbers
+reach the driver: until v4 every updated window's sketch (up to 160 KB) did, each batch, about
+a core of fixed cost at 100 queries. Each function's value is then ``apm.functions.compute``
+on the driver.
 
 Overflow (docs/aggregator.md, "Overflow"): every sample is finite, but a window's float sum
 is not always: two samples of 1.7e308 make it inf (and inf + -inf makes it NaN), and so the
@@ -22,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from aggregator.quantiles import SketchPercentiles
+from aggregator.quantiles import levels
 from apm.functions import SUMMARY_FIELDS, Summary, compute
 from apm.query import Query, WindowResult
 
@@ -38,11 +41,12 @@ OVERFLOW_KEY = "overflow"
 
 def evaluate(batch: DataFrame, queries: DataFrame) -> DataFrame:
     """``window_summaries`` output -> one row per window: its ``apm.functions.SUMMARY_FIELDS``
-    (n, sum, min, max), and the sketch only for queries that read it (it is the bulk of a
-    row)."""
+    but the sketch (n, sum, min, max), and ``percentiles``: those its query reads
+    (``quantiles.levels``), in that order, or null."""
+    from pyspark.sql import DataFrame as Frame
     from pyspark.sql import functions as F
 
-    wants = queries.select("query_id", "window_seconds", "wants_sketch")
+    wants = queries.select("query_id", "window_seconds", "wants_sketch", "levels")
     rows = batch.join(F.broadcast(wants), ["query_id", "window_seconds"])
     exact = (F.col("n_fixed") == F.col("n")) & F.col("fixed_sum").isNotNull()
     total = F.when(exact, F.col("fixed_sum").cast("double")).otherwise(F.col("float_sum"))
@@ -50,18 +54,30 @@ def evaluate(batch: DataFrame, queries: DataFrame) -> DataFrame:
         "sum": total.alias("sum"),
         "sketch": F.when(F.col("wants_sketch"), F.col("sketch")).alias("sketch"),
     }
-    return rows.select(
+    windows = rows.select(
         "query_id",
         "window_seconds",
         (F.unix_seconds("window_end") - F.col("window_seconds")).alias("window_start"),
         *[resolved.get(name, F.col(name)) for name in SUMMARY_FIELDS],
+        "levels",
     )
+    jvm = batch.sparkSession._jvm
+    if jvm is None:
+        raise RuntimeError("the aggregator's evaluation needs a classic (JVM) SparkSession")
+    return Frame(jvm.io.apm.aggregator.Percentiles.select(windows._jdf), batch.sparkSession)
 
 
-def summary(row: Row) -> Summary:
-    """An ``evaluate`` row as the catalogue's :class:`apm.functions.Summary`."""
+def summary(row: Row, query: Query) -> Summary:
+    """An ``evaluate`` row of ``query`` as the catalogue's :class:`apm.functions.Summary`."""
     fields = {name: row[name] for name in SUMMARY_FIELDS if name != "sketch"}
-    return Summary(**fields, percentile=SketchPercentiles(row["sketch"], row["min"], row["max"]))
+    computed = dict(zip(levels(query), row["percentiles"] or (), strict=False))
+
+    def percentile(p: float) -> float:
+        if p not in computed:
+            raise ValueError(f"percentile {p:g} was not computed for this window")
+        return computed[p]
+
+    return Summary(**fields, percentile=percentile)
 
 
 def to_results(
@@ -79,7 +95,7 @@ def to_results(
         query = queries.get(row["query_id"])
         if query is None or query.window_seconds != row["window_seconds"]:
             continue  # deleted or redefined since the batch was planned
-        window = summary(row)
+        window = summary(row, query)
         values: dict[str, float] = {}
         for f in query.functions:
             value = compute(f, window)

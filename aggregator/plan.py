@@ -37,7 +37,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from aggregator.quantiles import KLL_K
+from aggregator.quantiles import KLL_K, levels
 from aggregator.records import decode, packs
 from aggregator.skew import on_time
 from apm.functions import SUMMARY_FIELDS, needs
@@ -69,12 +69,12 @@ _EVENT_TIME_KEY = "spark.watermarkDelayMs"
 # float sum (evaluate.py).
 _FIXED_POINT = "decimal(38,18)"
 
-# Whether the query's functions read the sketch (apm.functions.needs) rides along for the
-# evaluation step; the stream join uses _JOIN_COLUMNS.
+# Whether the query's functions read the sketch (apm.functions.needs) and which percentiles
+# (quantiles.levels) ride along for the evaluation step; the stream join uses _JOIN_COLUMNS.
 QUERY_SCHEMA = (
     "query_id string, metric string, all_servers boolean, names array<string>, "
     "prefix string, prefixes array<string>, server_regex string, "
-    "window_seconds int, wants_sketch boolean, since double"
+    "window_seconds int, wants_sketch boolean, since double, levels array<double>"
 )
 _JOIN_COLUMNS = (
     "query_id",
@@ -91,7 +91,7 @@ _JOIN_COLUMNS = (
 # selectors is set) into it, which is why it selects the server "": a broadcast join with an
 # empty build side skips its stream side, the dedup operator below it would then not commit
 # its state store, and Spark fails the batch (STATE_STORE_COMMIT_VALIDATION_FAILED).
-_SENTINEL: tuple[object, ...] = ("", "", False, [""], None, [], None, 1, False, 0.0)
+_SENTINEL: tuple[object, ...] = ("", "", False, [""], None, [], None, 1, False, 0.0, [])
 _GLOB_CHARS = frozenset("*?[")
 
 
@@ -139,6 +139,7 @@ def query_row(stored: StoredQuery) -> tuple[object, ...]:
         q.window_seconds,
         "sketch" in needs(q.functions),
         stored.active_from or 0.0,
+        levels(q),
     )
 
 

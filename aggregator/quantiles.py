@@ -1,5 +1,8 @@
 """Percentiles of a window from its KLL sketch (the bytes Spark's ``kll_sketch_agg_double``
-writes, read here by the DataSketches Python binding, the same library's C++ side).
+writes, read here by the DataSketches Python binding, the same library's C++ side). Since v4
+the job computes them in the executors with the same rule (``io.apm.aggregator.Percentiles``,
+evaluate.py); this module is the rule's reference, which tests/aggregator/test_quantiles.py
+holds the JVM to, and ``levels`` says which percentiles a query reads.
 
 Definition: numpy's default, ``method="linear"`` (Hyndman & Fan type 7). While the sketch
 holds every value (n <= ``KLL_K``, its exact mode) the result *is* ``np.percentile`` of
@@ -23,7 +26,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["KLL_K", "SketchPercentiles", "lerp", "percentiles"]
+from apm.functions import Summary, compute, needs
+from apm.query import Query
+
+__all__ = ["KLL_K", "SketchPercentiles", "lerp", "levels", "percentiles"]
 
 # The k of every KLL sketch the aggregator builds (plan.py, partials.py; here, beside the
 # code that reads the sketches, so that those two need not import each other). A KLL sketch
@@ -32,6 +38,26 @@ __all__ = ["KLL_K", "SketchPercentiles", "lerp", "percentiles"]
 # near 2.3/k^0.97), far inside the 0.5% the platform promises. Sketch size: <= 80 KB exact,
 # ~160 KB at 50k samples.
 KLL_K = 10_000
+
+
+def levels(query: Query) -> list[float]:
+    """The percentile levels ``query``'s functions read from a window's sketch, in the order
+    the JVM's ``io.apm.aggregator.Percentiles`` returns them (plan.query_row hands it these;
+    evaluate.summary reads them back). Found by asking each function that needs the sketch
+    for its value from a summary that records the levels it is asked for: a catalogue entry
+    (``median``, ``iqr``) may read levels of its own, which it must not choose by the
+    window's values (tests/apm/test_functions.py checks the catalogue for that)."""
+    asked: set[float] = set()
+
+    def record(p: float) -> float:
+        asked.add(float(p))
+        return 0.0
+
+    probe = Summary(n=1, sum=0.0, min=0.0, max=0.0, percentile=record)
+    for f in query.functions:
+        if "sketch" in needs([f]):
+            compute(f, probe)
+    return sorted(asked)
 
 
 def lerp(a: float, b: float, t: float) -> float:

@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.aggregator")
     parser.add_argument(
         "--rates",
-        default="20000,50000,100000,150000,200000,300000,400000",
+        default="50000,100000,200000,400000,600000,800000,1000000,1200000,1400000",
         help="samples/s steps, ascending; stops at the first unsustained one",
     )
     # One config per invocation by default: in the one run that tried two in a row, the

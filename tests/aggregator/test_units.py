@@ -51,6 +51,8 @@ def test_results_hold_exactly_the_querys_functions_in_order():
     import numpy as np
     from datasketches import kll_doubles_sketch
 
+    from aggregator.quantiles import levels, percentiles
+
     values = [4.0, 1.0, 9.0, 3.0, 5.0, 6.0, 2.0]
     sketch = kll_doubles_sketch(10_000)
     for v in values:
@@ -65,7 +67,8 @@ def test_results_hold_exactly_the_querys_functions_in_order():
         "max": 9.0,
         "sum": 30.0,
         "avg": 30 / 7,
-        "sketch": sketch.serialize(),
+        # As evaluate hands it over: the executors' percentiles, whose rule is quantiles.py's.
+        "percentiles": percentiles(sketch.serialize(), levels(q), 1.0, 9.0),
     }
     other = {**row, "query_id": "gone"}
     redefined = {**row, "window_seconds": 60}
@@ -269,6 +272,7 @@ def test_an_overflowing_sum_leaves_sum_and_avg_out_with_a_counted_marker(total):
     from datasketches import kll_doubles_sketch
 
     from aggregator.evaluate import OVERFLOW_KEY
+    from aggregator.quantiles import levels, percentiles
     from storage.codec import result_error
 
     sketch = kll_doubles_sketch(10_000)
@@ -283,7 +287,7 @@ def test_an_overflowing_sum_leaves_sum_and_avg_out_with_a_counted_marker(total):
         "min": 1.7e308,
         "max": 1.7e308,
         "sum": total,
-        "sketch": sketch.serialize(),
+        "percentiles": percentiles(sketch.serialize(), levels(q), 1.7e308, 1.7e308),
     }
     seen: list[str] = []
     [result] = to_results([row], {"q": q}, clock=lambda: 42.0, overflowed=seen.append)

@@ -19,7 +19,7 @@ from datasketches import kll_doubles_sketch
 
 from aggregator.evaluate import to_results
 from aggregator.plan import QUERY_SCHEMA, query_row
-from aggregator.quantiles import KLL_K
+from aggregator.quantiles import KLL_K, levels, percentiles
 from apm import functions
 from apm.functions import CATALOGUE, SUMMARY_FIELDS, Spec, Summary
 from apm.query import FUNCTION_NAMES, Function, Query, QueryError, StoredQuery, WindowResult, parse
@@ -43,10 +43,14 @@ def _functions(spec: Spec) -> list[Function]:
     return [Function(spec.name, p) for p in LEVELS if low < p < high]
 
 
-def _row(values: np.ndarray, sketch: bool = True) -> dict[str, object]:
+def _row(values: np.ndarray, query: Query, sketch: bool = True) -> dict[str, object]:
+    """A window of ``query`` as ``evaluate`` hands it to ``to_results``: its percentiles are
+    the reference rule's (``quantiles.percentiles``) on the sketch DataSketches builds, which
+    tests/aggregator/test_quantiles.py holds the JVM's ``Percentiles`` equal to."""
     kll = kll_doubles_sketch(KLL_K)
     for v in values:
         kll.update(float(v))
+    low, high = float(values.min()), float(values.max())
     return {
         "query_id": "q",
         "window_seconds": 10,
@@ -55,7 +59,7 @@ def _row(values: np.ndarray, sketch: bool = True) -> dict[str, object]:
         "sum": math.fsum(values.tolist()),
         "min": float(values.min()),
         "max": float(values.max()),
-        "sketch": kll.serialize() if sketch else None,
+        "percentiles": percentiles(kll.serialize(), levels(query), low, high) if sketch else None,
     }
 
 
@@ -63,7 +67,7 @@ def _platform(values: np.ndarray, fns: list[Function], sketch: bool = True) -> d
     """What the aggregator's evaluation writes for a window holding ``values``."""
     query = parse(f"FROM * SELECT m WINDOW 10s COMPUTE {', '.join(f.text for f in fns)}")
     assert list(query.functions) == fns  # through the parser too
-    [result] = to_results([_row(values, sketch)], {"q": query})  # type: ignore[list-item]
+    [result] = to_results([_row(values, query, sketch)], {"q": query})  # type: ignore[list-item]
     return result.values
 
 
@@ -129,10 +133,12 @@ def test_needs_says_every_summary_field_a_function_reads(name):
     spec = CATALOGUE[name]
     assert spec.needs <= set(SUMMARY_FIELDS)
     values = _samples(50, seed=5)
-    row = _row(values)
+    every = [f.text for entry in CATALOGUE.values() for f in _functions(entry)]
+    query = parse(f"FROM * SELECT m WINDOW 10s COMPUTE {', '.join(every)}")
+    row = _row(values, query)
     from aggregator.evaluate import summary
 
-    real = summary(row)  # type: ignore[arg-type]
+    real = summary(row, query)  # type: ignore[arg-type]
 
     def no_sketch(p: float) -> float:
         raise AssertionError(f"{name} read the sketch")
@@ -331,3 +337,25 @@ def test_a_new_function_with_a_parameter_and_no_shorthand(extended, monkeypatch)
     with pytest.raises(QueryError, match="expected a function"):
         parse("FROM * SELECT m WINDOW 10s COMPUTE trim10")  # no shorthand: not a name
     assert Query(("*",), "m", 10, q.functions).text.endswith("COMPUTE trim(10), percentile(10)")
+
+
+@pytest.mark.parametrize("name", list(CATALOGUE))
+def test_the_percentiles_a_function_reads_do_not_depend_on_the_window(name):
+    """The executors compute only the levels ``quantiles.levels`` finds by asking each function
+    once: a function must ask for the same levels whatever the window holds."""
+    from aggregator.quantiles import levels
+
+    for f in _functions(CATALOGUE[name]):
+        asked: list[set[float]] = []
+        for n, low, high in ((1, 0.0, 0.0), (10_000, -5.0, 7.0)):
+            seen: set[float] = set()
+
+            def record(p: float, seen: set[float] = seen) -> float:
+                seen.add(p)
+                return 1.0
+
+            CATALOGUE[name].compute(Summary(n, 3.0, low, high, record), f.p)
+            asked.append(seen)
+        assert asked[0] == asked[1], f.key
+        query = parse(f"FROM * SELECT m WINDOW 10s COMPUTE {f.text}")
+        assert levels(query) == sorted(asked[0]), f.key
