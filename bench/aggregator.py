@@ -112,8 +112,13 @@ def _step(
     time.sleep(trigger_s * 2 + 2)
     stop.set()
     tail = [x for x in lags if x[0] >= seconds / 3]
+    # The least-squares slope of the lag: it moves in steps of a batch's data (a sawtooth of up
+    # to trigger x rate), so the difference of its first and last samples, used until v4,
+    # swung by about +-10% of the rate around a job that kept up (batch p50 below the trigger).
     growth = (
-        (tail[-1][1] - tail[0][1]) / (tail[-1][0] - tail[0][0]) if len(tail) > 1 else float("nan")
+        statistics.linear_regression([t for t, _ in tail], [lag for _, lag in tail]).slope
+        if len(tail) > 2
+        else float("nan")
     )
     reports = [
         p
@@ -371,7 +376,8 @@ def main(argv: list[str] | None = None) -> int:
         "Configurations: "
         + "; ".join(f"`{k}`: {v}" for k, v in CONFIGS.items() if k in configs)
         + ". "
-        "Sustained = lag growth under 5% of the rate over the last two thirds of a step. "
+        "Sustained = lag growth (the least-squares slope of the lag) under 5% of the rate "
+        "over the last two thirds of a step. "
         "Freshness = time from a 10 s window's end until its row holds every sample in "
         "Cassandra (`-`/nan: no window completed within the step). The machine is shared "
         "and loaded; figures are medians of one run. " + " ".join(summary) + floor_note
