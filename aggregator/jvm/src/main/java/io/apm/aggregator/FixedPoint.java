@@ -33,7 +33,8 @@ final class FixedPoint {
   private static final int SCALE = Partials.SCALE;
   private static final double DIGITS_15 = 1e15;
   private static final double[] POW10 = new double[SCALE + 1];
-  private static final long[] LONG_POW10 = new long[SCALE + 1];
+  /** 10^0 .. 10^18 as longs (Partials scales a text's digits by them too). */
+  static final long[] LONG_POW10 = new long[SCALE + 1];
 
   static {
     double p = 1.0;

@@ -31,18 +31,9 @@ import org.apache.spark.sql.RowFactory;
 public final class Partials {
   static final int SCALE = 18;
   private static final BigDecimal LIMIT = BigDecimal.TEN.pow(38 - SCALE);
-  private static final long[] POW10 = new long[SCALE + 1];
   // 10^38, the magnitude decimal(38,18) stays below, as a 128-bit integer at scale 18.
   private static final long LIMIT_HIGH = BigInteger.TEN.pow(38).shiftRight(64).longValue();
   private static final long LIMIT_LOW = BigInteger.TEN.pow(38).longValue();
-
-  static {
-    long p = 1L;
-    for (int i = 0; i <= SCALE; i++) {
-      POW10[i] = p;
-      p *= 10L;
-    }
-  }
 
   /** Whether a 128-bit integer at scale 18 is 10^38 or more in magnitude. */
   static boolean beyond(long high, long low) {
@@ -128,7 +119,7 @@ public final class Partials {
       int k = Digits.decimals(digits);
       if (k >= 0 && k <= SCALE) {
         long m = Digits.mantissa(digits);
-        long p = POW10[SCALE - k];
+        long p = FixedPoint.LONG_POW10[SCALE - k];
         out[0] = Math.multiplyHigh(m, p);
         out[1] = m * p;
         return true;
