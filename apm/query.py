@@ -1,20 +1,25 @@
 """The stored-query language and model, shared by the aggregator, storage and dashboard::
 
     FROM <servers> SELECT <metric> WINDOW <duration> COMPUTE <functions>
+        [BY server [TOP|BOTTOM <n> BY <function>]]
 
 ``<servers>`` is ``*``, or a comma-separated list of names and glob patterns (``web-*``,
 ``db-?``, ``cache-[12]``). ``<duration>`` is a whole number of ``s``, ``m``, ``h`` or ``d``.
 ``<functions>`` are the names in ``apm.functions.CATALOGUE``: today ``min``, ``max``, ``avg``,
 ``count``, ``sum`` and ``percentile(p)`` for 0 < p < 100, with ``p50``, ``p95``, ``p99`` (any
-``pN``) as shorthands. Keywords are case-insensitive. :func:`parse` and :meth:`Query.text`
-round-trip: ``parse(q.text) == q``.
+``pN``) as shorthands. ``BY server`` gives one series per server instead of one for the whole
+selection; ``TOP n BY f`` (``BOTTOM n BY f``) also ranks, in each window, the ``n`` servers
+with the highest (lowest) value of ``f``, one of the computed functions, with a series
+"others" for the rest (:mod:`apm.ranking`). Keywords are case-insensitive. :func:`parse`
+and :meth:`Query.text` round-trip: ``parse(q.text) == q``.
 
 Every text is parsed in time and memory bounded by its length, or refused with a
 :class:`QueryError` naming the position: a query is at most :data:`MAX_QUERY_CHARS`
 characters, with at most :data:`MAX_SERVERS` server entries and :data:`MAX_FUNCTIONS`
 functions; a glob is at most ``MAX_GLOB_CHARS`` characters with ``MAX_GLOB_STARS`` runs of
-``*``, and matching it costs time linear in the name's length (:mod:`apm.query_glob`). These
-are fixed, not settings: every component must accept the same stored texts.
+``*``, and matching it costs time linear in the name's length (:mod:`apm.query_glob`); a
+ranking's ``n`` is 1 to :data:`MAX_TOP`. These are fixed, not settings: every component must
+accept the same stored texts.
 """
 
 from __future__ import annotations
@@ -34,10 +39,12 @@ __all__ = [
     "MAX_FUNCTIONS",
     "MAX_QUERY_CHARS",
     "MAX_SERVERS",
+    "MAX_TOP",
     "Function",
     "Query",
     "QueryError",
     "StoredQuery",
+    "Top",
     "WindowResult",
     "parse",
 ]
@@ -49,6 +56,9 @@ MAX_WINDOW_SECONDS = 86_400
 MAX_QUERY_CHARS = 65_536
 MAX_SERVERS = 1000  # server entries after FROM, duplicates included
 MAX_FUNCTIONS = 64  # functions after COMPUTE, duplicates included
+# A ranking is stored per window (apm.ranking): 101 rows a 10 s window keep a day's partition
+# near 10 MB (docs/storage.md). Dashboards rank 5 to 20; Datadog's top() stops at 100.
+MAX_TOP = 100
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
 _TOKEN = re.compile(r"\s*(?:(?P<punct>[,()])|(?P<word>[^\s,()]+))")
 
@@ -79,18 +89,35 @@ class Function:
 
 
 @dataclass(frozen=True)
+class Top:
+    """``TOP n BY function`` (``bottom``: ``BOTTOM n BY function``) of a ``BY server`` query."""
+
+    n: int
+    function: Function
+    bottom: bool = False
+
+    @property
+    def text(self) -> str:
+        return f"{'BOTTOM' if self.bottom else 'TOP'} {self.n} BY {self.function.text}"
+
+
+@dataclass(frozen=True)
 class Query:
     servers: tuple[str, ...]  # ("*",) for every server
     metric: str
     window_seconds: int
     functions: tuple[Function, ...]
+    by_server: bool = False  # one series per server (WindowResult.server) instead of one
+    top: Top | None = None  # only with by_server
 
     @property
     def text(self) -> str:
+        by = " BY server" if self.by_server else ""
+        top = f" {self.top.text}" if self.top is not None else ""
         return (
             f"FROM {', '.join(self.servers)} SELECT {self.metric} "
             f"WINDOW {format_duration(self.window_seconds)} "
-            f"COMPUTE {', '.join(f.text for f in self.functions)}"
+            f"COMPUTE {', '.join(f.text for f in self.functions)}{by}{top}"
         )
 
     @property
@@ -132,7 +159,9 @@ class StoredQuery:
 
 class WindowResult(NamedTuple):
     """One evaluated window of one stored query, as the aggregator writes it and the dashboard
-    reads it. ``values`` maps :attr:`Function.key` (``min``, ``p99`` ...) to the result."""
+    reads it. ``values`` maps :attr:`Function.key` (``min``, ``p99`` ...) to the result.
+    ``server`` is "" for a query's one series over its whole selection, else the server whose
+    series this is (a ``BY server`` query has one per server)."""
 
     query_id: str
     window_start: float  # epoch seconds, aligned to the epoch: a multiple of window_seconds
@@ -140,6 +169,7 @@ class WindowResult(NamedTuple):
     values: dict[str, float]
     samples: int  # distinct samples that went into the window
     updated_at: float  # epoch seconds when this version was computed
+    server: str = ""
 
 
 def format_duration(seconds: int) -> str:
@@ -282,7 +312,50 @@ def parse(text: str) -> Query:
             functions.append(fn)
         if not tokens.comma():
             break
+    by_server, top = _grouping(tokens, functions)
     tok, pos = tokens.peek()
     if tok:
-        raise QueryError(f"unexpected {tok!r} after the functions", pos, "the end of the query")
-    return Query(("*",) if "*" in servers else tuple(servers), metric, window, tuple(functions))
+        expected = "BY server or the end of the query"
+        if by_server:
+            expected = "the end of the query" if top else "TOP, BOTTOM or the end of the query"
+        where = "the functions" if not by_server else "BY server" if not top else top.text
+        raise QueryError(f"unexpected {tok!r} after {where}; expected {expected}", pos, expected)
+    return Query(
+        ("*",) if "*" in servers else tuple(servers),
+        metric,
+        window,
+        tuple(functions),
+        by_server,
+        top,
+    )
+
+
+def _grouping(tokens: _Tokens, computed: list[Function]) -> tuple[bool, Top | None]:
+    """``[BY server [TOP|BOTTOM n BY function]]`` after the functions."""
+    if tokens.peek()[0].upper() != "BY":
+        return False, None
+    tokens.keyword("BY")
+    tok, pos = tokens.take("server")
+    if tok.lower() != "server":
+        raise QueryError(f"expected BY server, got BY {tok!r}", pos, "server")
+    word = tokens.peek()[0].upper()
+    if word not in ("TOP", "BOTTOM"):
+        return True, None
+    tokens.take(word)
+    expected = f"a whole number of servers from 1 to {MAX_TOP}"
+    raw, npos = tokens.take(expected)
+    # Digits only, and at most 3 of them counted: int() of a long digit string is quadratic.
+    digits = raw.lstrip("0") or "0"
+    if not raw.isdigit() or not raw.isascii() or len(digits) > 3 or not 1 <= int(digits) <= MAX_TOP:
+        raise QueryError(f"expected {expected} after {word}, got {raw!r}", npos, expected)
+    tokens.keyword("BY")
+    fpos = tokens.peek()[1]
+    fn = _function(tokens)
+    if fn not in computed:
+        listed = ", ".join(f.text for f in computed)
+        raise QueryError(
+            f"{word} ranks by one of the computed functions ({listed}), not {fn.text!r}",
+            fpos,
+            "one of the computed functions",
+        )
+    return True, Top(int(digits), fn, word == "BOTTOM")
