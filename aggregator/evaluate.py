@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from aggregator.quantiles import levels
+from aggregator.series import split_columns
 from apm.functions import SUMMARY_FIELDS, Summary, compute
 from apm.query import Query, WindowResult
 
@@ -40,14 +41,17 @@ OVERFLOW_KEY = "overflow"
 
 
 def evaluate(batch: DataFrame, queries: DataFrame) -> DataFrame:
-    """``window_summaries`` output -> one row per window: its ``apm.functions.SUMMARY_FIELDS``
+    """``window_summaries`` output -> one row per window and series (``query_id``, ``server``:
+    aggregator/series.py): its ``apm.functions.SUMMARY_FIELDS``
     but the sketch (n, sum, min, max), and ``percentiles``: those its query reads
     (``quantiles.levels``), in that order, or null."""
     from pyspark.sql import DataFrame as Frame
     from pyspark.sql import functions as F
 
     wants = queries.select("query_id", "window_seconds", "wants_sketch", "levels")
-    rows = batch.join(F.broadcast(wants), ["query_id", "window_seconds"])
+    query_id, server = split_columns()
+    series = batch.select(query_id, server, *[c for c in batch.columns if c != "query_id"])
+    rows = series.join(F.broadcast(wants), ["query_id", "window_seconds"])
     exact = (F.col("n_fixed") == F.col("n")) & F.col("fixed_sum").isNotNull()
     total = F.when(exact, F.col("fixed_sum").cast("double")).otherwise(F.col("float_sum"))
     resolved = {
@@ -56,6 +60,7 @@ def evaluate(batch: DataFrame, queries: DataFrame) -> DataFrame:
     }
     windows = rows.select(
         "query_id",
+        "server",
         "window_seconds",
         (F.unix_seconds("window_end") - F.col("window_seconds")).alias("window_start"),
         *[resolved.get(name, F.col(name)) for name in SUMMARY_FIELDS],
@@ -113,6 +118,7 @@ def to_results(
                 values,
                 int(row["n"]),
                 now,
+                row["server"],
             )
         )
     return out

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from aggregator.joining import JoinCap
 from aggregator.plan import queries_frame
 from aggregator.progress import ProgressCounter, state_figures
+from aggregator.ranks import Rankings
 from aggregator.recovery import StreamRestarts
 from aggregator.retrying import RetryingStore, write_results
 from aggregator.seen import Batch, Touches
@@ -71,6 +72,7 @@ class Aggregator:
         self.clock = clock
         self.windows: StreamingQuery | None = None
         self.active: list[StoredQuery] = []
+        self.rankings = Rankings(self.store, {})  # the TOP/BOTTOM queries' (aggregator/ranks.py)
         self.reads: list[str] = []  # the metrics whose topics the stream subscribes to now
         self.join_cap = JoinCap(
             self.settings.max_offsets_per_trigger, patience_s=30 * self.settings.trigger_seconds
@@ -102,6 +104,8 @@ class Aggregator:
     def _write(self, results: list[WindowResult]) -> None:
         refused = self.telemetry.refused.inc
         self.telemetry.results.inc(write_results(self.store, results, lambda row: refused()))
+        # After the results: a ranking read from storage then holds this batch's rows too.
+        self.rankings.update(results)
 
     def _overflowed(self, key: str) -> None:
         self.telemetry.overflowed.labels(key).inc()
@@ -129,6 +133,7 @@ class Aggregator:
             self.windows.stop()
             self.windows = None
         self.active = active
+        self.rankings = Rankings(self.store, {q.id: q.query for q in active})
         self.reads = sorted({q.query.metric for q in active})
         self.telemetry.active.set(len(active))
         self.telemetry.reads.set(len(self.reads))

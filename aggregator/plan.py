@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from aggregator.quantiles import KLL_K, levels
 from aggregator.records import decode, packs
+from aggregator.series import SERIES_SEPARATOR
 from aggregator.skew import on_time
 from apm.functions import SUMMARY_FIELDS, needs
 from apm.model import metric_sql, topic_for
@@ -74,7 +75,8 @@ _FIXED_POINT = "decimal(38,18)"
 QUERY_SCHEMA = (
     "query_id string, metric string, all_servers boolean, names array<string>, "
     "prefix string, prefixes array<string>, server_regex string, "
-    "window_seconds int, wants_sketch boolean, since double, levels array<double>"
+    "window_seconds int, wants_sketch boolean, since double, levels array<double>, "
+    "by_server boolean"
 )
 _JOIN_COLUMNS = (
     "query_id",
@@ -85,13 +87,14 @@ _JOIN_COLUMNS = (
     "prefixes",
     "server_regex",
     "window_seconds",
+    "by_server",
 )
 # Metric and server names cannot be empty, so this row matches nothing. It keeps the static
 # side non-empty even after the optimizer pushes the filter's static-only part (one of the
 # selectors is set) into it, which is why it selects the server "": a broadcast join with an
 # empty build side skips its stream side, the dedup operator below it would then not commit
 # its state store, and Spark fails the batch (STATE_STORE_COMMIT_VALIDATION_FAILED).
-_SENTINEL: tuple[object, ...] = ("", "", False, [""], None, [], None, 1, False, 0.0, [])
+_SENTINEL: tuple[object, ...] = ("", "", False, [""], None, [], None, 1, False, 0.0, [], False)
 _GLOB_CHARS = frozenset("*?[")
 
 
@@ -140,6 +143,7 @@ def query_row(stored: StoredQuery) -> tuple[object, ...]:
         "sketch" in needs(q.functions),
         stored.active_from or 0.0,
         levels(q),
+        q.by_server,
     )
 
 
@@ -186,10 +190,11 @@ def window_summaries(
     seen: object | None = None,
     late: object | None = None,
 ) -> DataFrame:
-    """Per (query_id, window_seconds, window_end): n, the sums, min, max and a KLL sketch of
+    """Per (series, window_seconds, window_end): n, the sums, min, max and a KLL sketch of
     the distinct samples seen so far in ``records`` (Kafka rows: topic, value, timestamp;
     ``admit(raw, queries)``, so that records no active query reads never cost dedup state or
-    move the watermark).
+    move the watermark). The series is the ``query_id`` column: the query's id, or for a
+    ``BY server`` query its id and the server (aggregator/series.py).
 
     A (server, ts) pair of a metric counts once, so an agent's retry changes no result; the
     first copy processed wins if two disagree on the value. A replayed micro-batch after a
@@ -266,7 +271,13 @@ def window_summaries(
     # try_cast rounds to 18 decimals; a value that does not survive the round trip is not
     # exact in fixed point, so it sends its window to the float sum (n_fixed < n).
     exact = F.when(fixed.cast("double") == F.col("value"), fixed)
-    keyed = joined.select("query_id", "window_seconds", end, "value", exact.alias("fixed"))
+    # A BY server query's series: the same key the JVM operator gives it (Partials.seriesId).
+    series = F.when(
+        F.col("by_server"), F.concat_ws(SERIES_SEPARATOR, "query_id", "server")
+    ).otherwise(F.col("query_id"))
+    keyed = joined.select(
+        series.alias("query_id"), "window_seconds", end, "value", exact.alias("fixed")
+    )
     columns = {
         "n": [F.count("value").alias("n")],
         "sum": [

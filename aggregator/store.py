@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from apm.query import StoredQuery, WindowResult
+from apm.ranking import Ranked
 
 __all__ = ["AggregatorStore", "connect_store"]
 
@@ -15,6 +16,10 @@ class AggregatorStore(Protocol):
     def list_queries(self, include_paused: bool = True) -> list[StoredQuery]: ...
 
     def upsert_results(self, rows: Iterable[WindowResult]) -> int: ...
+
+    def read_window_servers(self, query_id: str, window_start: float) -> Iterable[WindowResult]: ...
+
+    def upsert_ranked(self, rows: Iterable[Ranked]) -> int: ...
 
     def touch_servers(self, last_seen: Mapping[str, float]) -> None: ...
 

@@ -112,3 +112,51 @@ def test_round_trip(servers, metric, window, fns):
     q = Query(tuple(servers), metric, window, tuple(fns))
     assert parse(q.text) == q
     assert parse(q.text).text == q.text
+
+
+@pytest.mark.parametrize(
+    ("text", "by_server", "top"),
+    [
+        ("FROM web-* SELECT cpu WINDOW 10s COMPUTE avg, p99 BY server", True, None),
+        (
+            "FROM * SELECT cpu WINDOW 10s COMPUTE avg by SERVER top 10 by AVG",
+            True,
+            (10, "avg", False),
+        ),
+        (
+            "FROM * SELECT cpu WINDOW 1m COMPUTE max, p99.9 BY server BOTTOM 100 BY p99.9",
+            True,
+            (100, "p99.9", True),
+        ),
+        ("FROM * SELECT cpu WINDOW 1m COMPUTE max", False, None),
+    ],
+)
+def test_by_server_and_a_ranking_parse_and_round_trip(text, by_server, top):
+    q = parse(text)
+    assert q.by_server is by_server
+    got = None if q.top is None else (q.top.n, q.top.function.key, q.top.bottom)
+    assert got == top
+    assert parse(q.text) == q
+
+
+@pytest.mark.parametrize(
+    ("tail", "says"),
+    [
+        ("BY host", "expected BY server, got BY 'host'"),
+        ("BY server TOP 0 BY avg", "from 1 to 100 after TOP, got '0'"),
+        ("BY server TOP 101 BY avg", "from 1 to 100 after TOP, got '101'"),
+        ("BY server TOP 1e9 BY avg", "got '1e9'"),
+        ("BY server BOTTOM -3 BY avg", "got '-3'"),
+        ("BY server TOP " + "9" * 5000 + " BY avg", "from 1 to 100"),
+        ("BY server TOP 5 BY min", "ranks by one of the computed functions (avg, max), not 'min'"),
+        ("BY server TOP 5", "expected BY, got the end of the query"),
+        ("BY server TOP 5 BY avg extra", "unexpected 'extra' after TOP 5 BY avg"),
+        ("TOP 5 BY avg", "unexpected 'TOP' after the functions; expected BY server"),
+    ],
+)
+def test_a_bad_grouping_is_refused_naming_its_position(tail, says):
+    text = f"FROM * SELECT cpu WINDOW 10s COMPUTE avg, max {tail}"
+    with pytest.raises(QueryError) as info:
+        parse(text)
+    assert says in str(info.value)
+    assert len("FROM * SELECT cpu WINDOW 10s COMPUTE avg, max ") <= info.value.position <= len(text)

@@ -19,6 +19,7 @@ words = st.one_of(
     st.sampled_from(["FROM", "from", "SELECT", "WINDOW", "COMPUTE", "*", ",", "(", ")"]),
     st.sampled_from(["cpu", "10s", "1m", "0s", "99999999999s", "min", "avg", "p99", "p", "p1e9"]),
     st.sampled_from(["percentile", "percentile(", "50)", "nan", "inf", "1_0", "-1", "1e400"]),
+    st.sampled_from(["BY", "by", "server", "TOP", "BOTTOM", "0", "10", "100", "101", "9" * 5000]),
     st.text(alphabet=GLOB_CHARS, min_size=1, max_size=10),
     st.text(max_size=8),  # any unicode at all
 )
@@ -37,9 +38,10 @@ def texts(draw: st.DrawFn) -> str:
         return "".join(w + s for w, s in parts)
     servers = draw(st.lists(st.text(alphabet=GLOB_CHARS, min_size=1, max_size=12), max_size=3))
     fns = draw(st.lists(words, min_size=0, max_size=3))
+    tail = draw(st.lists(st.tuples(words, separators), max_size=6)) if kind == 3 else []
     return (
         f"FROM {', '.join(servers)} SELECT {draw(words)} WINDOW {draw(words)} "
-        f"COMPUTE {', '.join(fns)}"
+        f"COMPUTE {', '.join(fns)} " + "".join(w + s for w, s in tail)
     )
 
 

@@ -162,6 +162,16 @@ public final class Partials {
 
   /** {@code exact}: {@link #exact}'s words, or null if the value has no exact form. */
   public void add(int queryIndex, Selection query, double ts, double value, long[] exact) {
+    add(queryIndex, query, null, ts, value, exact);
+  }
+
+  /**
+   * As {@link #add(int, Selection, double, double, long[])}, into the series of {@code server}
+   * (null: the query's one series). {@code queryIndex} is then a slot: one per (query, server),
+   * which the caller numbers; its partials' query_id is {@link #seriesId}.
+   */
+  public void add(
+      int queryIndex, Selection query, String server, double ts, double value, long[] exact) {
     long end = windowEnd(ts, query.windowSeconds);
     // The samples of one key and batch fall in one or two windows per query: the query's last
     // partial answers most of them without a map lookup.
@@ -170,7 +180,7 @@ public final class Partials {
       long key = Spread.mix(((long) queryIndex << 40) ^ end); // a bijection: still distinct
       partial = byWindow.get(key);
       if (partial == null || partial.queryIndex != queryIndex || partial.end != end) {
-        partial = new Partial(queryIndex, query, end, query.wantsSketch ? sketchK : 0);
+        partial = new Partial(queryIndex, query, server, end, query.wantsSketch ? sketchK : 0);
         byWindow.put(key, partial);
         order.add(partial);
       }
@@ -179,6 +189,16 @@ public final class Partials {
       }
     }
     partial.add(value, exact);
+  }
+
+  /**
+   * The query_id column of a partial: the query's id, or for a server's series of a {@code BY
+   * server} query the id, a tab and the server. A tab is in neither (ids are uuids, server names
+   * {@code [A-Za-z0-9_.-]}); keeping the series in this column keeps the window aggregation's
+   * state key, and so a running checkpoint, as it was (aggregator/evaluate.py splits it).
+   */
+  public static String seriesId(String queryId, String server) {
+    return server == null ? queryId : queryId + '\t' + server;
   }
 
   public int size() {
@@ -200,8 +220,15 @@ public final class Partials {
   private static final class Partial {
     final int queryIndex;
     final Selection query;
+    final String server;
     final long end;
     final KllDoublesSketch sketch;
+    // A server's series: its values, sketched when the row is made. A sketch of k = 10,000 is
+    // 80 KB on the heap however few values it holds, and a BY server query over 10,000 servers
+    // has 10,000 partials a batch; one of k = n (at least KLL's 8) holding n values is exact,
+    // and the window's merge into k = KLL_K stays exact up to KLL_K values.
+    double[] values;
+    final int sketchK;
     long n;
     long nFixed;
     long high; // the exact sum, a 128-bit integer at scale 18
@@ -211,11 +238,15 @@ public final class Partials {
     double min = Double.POSITIVE_INFINITY;
     double max = Double.NEGATIVE_INFINITY;
 
-    Partial(int queryIndex, Selection query, long end, int sketchK) {
+    Partial(int queryIndex, Selection query, String server, long end, int sketchK) {
       this.queryIndex = queryIndex;
       this.query = query;
+      this.server = server;
       this.end = end;
-      this.sketch = sketchK > 0 ? KllDoublesSketch.newHeapInstance(sketchK) : null;
+      this.sketchK = sketchK;
+      boolean buffered = sketchK > 0 && server != null;
+      this.sketch = sketchK > 0 && !buffered ? KllDoublesSketch.newHeapInstance(sketchK) : null;
+      this.values = buffered ? new double[8] : null;
     }
 
     void add(double value, long[] exact) {
@@ -233,13 +264,33 @@ public final class Partials {
       }
       if (sketch != null) {
         sketch.update(value);
+      } else if (values != null) {
+        if (n > values.length) {
+          values = java.util.Arrays.copyOf(values, values.length * 2);
+        }
+        values[(int) n - 1] = value;
       }
+    }
+
+    private byte[] sketchBytes() {
+      if (sketch != null) {
+        return sketch.toByteArray();
+      }
+      if (values == null) {
+        return null;
+      }
+      int k = (int) Math.max(8, Math.min(sketchK, n));
+      KllDoublesSketch built = KllDoublesSketch.newHeapInstance(k);
+      for (int i = 0; i < n; i++) {
+        built.update(values[i]);
+      }
+      return built.toByteArray();
     }
 
     Row row() {
       boolean exact = !overflowed;
       return RowFactory.create(
-          query.queryId,
+          seriesId(query.queryId, server),
           query.windowSeconds,
           end,
           n,
@@ -248,7 +299,7 @@ public final class Partials {
           floatSum,
           min,
           max,
-          sketch == null ? null : sketch.toByteArray());
+          sketchBytes());
     }
   }
 }

@@ -8,7 +8,8 @@ import java.util.regex.Pattern;
 
 /**
  * One active query as the operator sees it: its index in the query table, its window, whether
- * it reads the sketch, and its server selection, split the way {@code plan.server_match}
+ * it reads the sketch, whether it keeps one series per server ({@code BY server}), and its
+ * server selection, split the way {@code plan.server_match}
  * splits it (all servers, exact names, name prefixes, a regex for the other globs). The test
  * is the one the SQL plan applies: {@code RLIKE} is {@link java.util.regex.Matcher#find()}.
  */
@@ -19,6 +20,7 @@ public final class Selection implements Serializable {
   final String metric;
   final int windowSeconds;
   final boolean wantsSketch;
+  final boolean byServer;
   private final boolean allServers;
   private final Set<String> names;
   private final String[] prefixes;
@@ -33,6 +35,19 @@ public final class Selection implements Serializable {
       List<String> names,
       List<String> prefixes,
       String regex) {
+    this(queryId, metric, windowSeconds, wantsSketch, false, allServers, names, prefixes, regex);
+  }
+
+  public Selection(
+      String queryId,
+      String metric,
+      int windowSeconds,
+      boolean wantsSketch,
+      boolean byServer,
+      boolean allServers,
+      List<String> names,
+      List<String> prefixes,
+      String regex) {
     if (windowSeconds < 1) {
       throw new IllegalArgumentException("window of " + windowSeconds + " s");
     }
@@ -40,6 +55,7 @@ public final class Selection implements Serializable {
     this.metric = metric;
     this.windowSeconds = windowSeconds;
     this.wantsSketch = wantsSketch;
+    this.byServer = byServer;
     this.allServers = allServers;
     this.names = new HashSet<>(names);
     this.prefixes = prefixes.toArray(new String[0]);

@@ -20,7 +20,8 @@ import org.apache.spark.util.LongAccumulator;
  *   <li>hands each new sample to the active queries on its metric whose selection takes its
  *       server ({@link Selection}, matched once per server and batch), and
  *   <li>returns one partial window summary per (query, window) it touched ({@link Partials}),
- *       not one row per sample and query.
+ *       not one row per sample and query; per (query, server, window) for a {@code BY server}
+ *       query.
  * </ol>
  *
  * Its input is {@link Pack}s, many samples a row (v4's step b). It drops and counts the samples
@@ -111,6 +112,10 @@ public final class Summaries implements FlatMapGroupsWithStateFunction<String, R
     final long lateUpTo;
     final Partials partials = new Partials(sketchK, queries.length);
     final HashMap<String, int[]> matched = new HashMap<>();
+    // Per server, the partials' slot of each matched query: the query's index, or for a BY
+    // server query a slot of its own for (query, server), numbered from queries.length on.
+    final HashMap<String, int[]> slots = new HashMap<>();
+    int nextSlot = queries.length;
     final long[] exact = new long[2];
     SeenSamples seen;
     long start = Long.MIN_VALUE;
@@ -144,9 +149,24 @@ public final class Summaries implements FlatMapGroupsWithStateFunction<String, R
         return;
       }
       long[] fixed = Partials.exact(value, digits, exact) ? exact : null;
-      for (int q : wanted) {
-        partials.add(q, queries[q], ts, value, fixed);
+      int[] slot = slots.computeIfAbsent(server, s -> slots(wanted));
+      for (int i = 0; i < wanted.length; i++) {
+        int q = wanted[i];
+        partials.add(slot[i], queries[q], queries[q].byServer ? server : null, ts, value, fixed);
       }
+    }
+
+    private int[] slots(int[] wanted) {
+      int[] out = wanted;
+      for (int i = 0; i < wanted.length; i++) {
+        if (queries[wanted[i]].byServer) {
+          if (out == wanted) {
+            out = wanted.clone();
+          }
+          out[i] = nextSlot++;
+        }
+      }
+      return out;
     }
   }
 

@@ -237,4 +237,37 @@ class SummariesTest {
     assertEquals("", out.get(2)[0]);
     assertTrue(Double.isNaN((Double) out.get(2)[3]));
   }
+
+  @Test
+  void aByServerQueryGetsOneExactSeriesPerServerBesideThePlainOnes() throws Exception {
+    Selection perServer = new Selection("per", "cpu", 10, true, true, true, List.of(), List.of(), null);
+    List<Selection> queries = List.of(QUERIES.get(0), perServer);
+    Summaries both = new Summaries(BLOCK_US, 200, queries, PACK, true, late);
+    List<Row> rows = new ArrayList<>();
+    for (int i = 0; i < 300; i++) { // 300 values of web-1: more than the partial's first buffer
+      rows.add(sample("web-1", T0 + i, i));
+    }
+    rows.add(sample("db-1", T0 + 1, 7));
+    rows.add(sample("web-1", T0 + 5, 99)); // a duplicate (server, ts): counted nowhere
+    Map<String, Map<Long, Row>> got = byQuery(both.call(KEY, rows.iterator(), state(Optional.empty(), 0L, false)));
+    long end = (T0 / 1_000_000L) / 10 * 10 + 10;
+    assertEquals(301L, got.get("all").get(end).getLong(3), "the query's one series: every server");
+    Row web = got.get(Partials.seriesId("per", "web-1")).get(end);
+    Row db = got.get(Partials.seriesId("per", "db-1")).get(end);
+    assertEquals("per\tweb-1", web.getString(0));
+    assertEquals(300L, web.getLong(3));
+    assertEquals(1L, db.getLong(3));
+    assertEquals(7.0, db.getDouble(7));
+    assertFalse(got.containsKey("per"), "a BY server query has no series over all servers");
+    // Each server's sketch holds exactly its own values (no compaction: n <= k), 300 > the k
+    // of 200 given here, so the buffered sketch took k = min(sketchK, n) and compacted only
+    // as a sketch of that k would.
+    KllDoublesSketch dbSketch = KllDoublesSketch.heapify(org.apache.datasketches.memory.Memory.wrap((byte[]) db.get(9)));
+    assertEquals(1L, dbSketch.getN());
+    assertFalse(dbSketch.isEstimationMode());
+    KllDoublesSketch webSketch = KllDoublesSketch.heapify(org.apache.datasketches.memory.Memory.wrap((byte[]) web.get(9)));
+    assertEquals(300L, webSketch.getN());
+    assertEquals(0.0, webSketch.getMinItem());
+    assertEquals(299.0, webSketch.getMaxItem());
+  }
 }

@@ -1,0 +1,105 @@
+"""``BY server`` and ``TOP n`` on the session SparkSession, against numpy: per-server series
+come out of the same pass as the plain ones, with the same dedup, and each window's ranking
+is apm.ranking's over numpy's per-server answers."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from aggregator.evaluate import evaluate, to_results
+from aggregator.plan import admit, queries_frame, window_summaries
+from aggregator.ranks import Rankings
+from apm.query import WindowResult
+from apm.ranking import OTHERS, rank
+from tests.aggregator.conftest import BASE, FakeStore, assert_matches, expected
+from tests.aggregator.test_semantics import _raw, _records
+
+pytestmark = pytest.mark.integration
+
+
+def _results(spark, records, queries, dedup: bool = True) -> list[WindowResult]:
+    table = queries_frame(spark, queries)
+    summaries = window_summaries(admit(_raw(spark, records), table), table, 600, dedup=dedup)
+    return to_results(evaluate(summaries, table).collect(), {q.id: q.query for q in queries})
+
+
+def _fleet(fleet_rows):
+    rows = fleet_rows(n_servers=5, seconds=35) + fleet_rows(2, 35, prefix="db", seed=2)
+    # A server that appears and vanishes inside one window, and a twin of web-1 (a tie).
+    rows += [("web-x", BASE + 12.5 + i, 80.0 + i) for i in range(3)]
+    rows += [("web-twin", ts, v) for s, ts, v in rows if s == "web-1"]
+    return rows
+
+
+@pytest.mark.parametrize("dedup", [True, False], ids=["operator", "sql"])
+def test_per_server_series_match_numpy_beside_the_plain_series(spark, fleet_rows, dedup):
+    store = FakeStore()
+    rows = _fleet(fleet_rows)
+    plain = store.add("FROM * SELECT cpu WINDOW 10s COMPUTE min, max, avg, count, sum, p50, p99")
+    per = store.add(
+        "FROM * SELECT cpu WINDOW 10s COMPUTE min, max, avg, count, sum, p50, p99 BY server"
+    )
+    web = store.add("FROM web-* SELECT cpu WINDOW 1m COMPUTE avg, p90 BY server TOP 3 BY avg")
+    resent = rows[::4][::-1]  # an agent's retry: other records, another order
+    records = _records("cpu", rows) + ([] if not dedup else _records("cpu", resent, 500))
+    results = _results(spark, records, [plain, per, web], dedup)
+    got_plain = {r.window_start: r for r in results if r.query_id == plain.id}
+    assert all(r.server == "" for r in got_plain.values())
+    assert_matches(got_plain, expected(rows, plain.query))
+    for q in (per, web):
+        servers = sorted({s for s, _, _ in rows if q.query.matches(s)})
+        mine = [r for r in results if r.query_id == q.id]
+        assert all(r.server for r in mine), "a BY server query has no series over all servers"
+        assert sorted({r.server for r in mine}) == servers
+        for server in servers:
+            got = {r.window_start: r for r in mine if r.server == server}
+            assert_matches(got, expected([x for x in rows if x[0] == server], q.query))
+
+
+def test_each_windows_ranking_is_the_rule_applied_to_numpys_answers(spark, fleet_rows):
+    store = FakeStore()
+    rows = _fleet(fleet_rows)
+    q = store.add(
+        "FROM * SELECT cpu WINDOW 10s COMPUTE avg, max, count, p99 BY server TOP 3 BY max"
+    )
+    low = store.add("FROM * SELECT cpu WINDOW 10s COMPUTE avg BY server BOTTOM 2 BY avg")
+    results = _results(spark, _records("cpu", rows), [q, low])
+    store.upsert_results(results)
+    rankings = Rankings(store, {s.id: s.query for s in (q, low)})
+    # Half the rows first, then the rest, as two batches would: the cache and storage meet.
+    half = len(results) // 2
+    rankings.update(results[:half])
+    rankings.update(results[half:])
+    for stored in (q, low):
+        truth: dict[float, list[WindowResult]] = {}
+        for server in sorted({s for s, _, _ in rows}):
+            windows = expected([x for x in rows if x[0] == server], stored.query)
+            for ws, values in windows.items():
+                n = int(values.get("count", 0)) or sum(
+                    1 for s, ts, _ in rows if s == server and ws <= ts < ws + 10
+                )
+                truth.setdefault(ws, []).append(
+                    WindowResult(stored.id, ws, 10, values, n, 0, server)
+                )
+        assert sorted(ws for qid, ws in store.ranked if qid == stored.id) == sorted(truth)
+        for ws, servers in truth.items():
+            want = rank(stored.query, servers)
+            got = store.ranked[(stored.id, ws)]
+            assert [(r.rank, r.server) for r in got] == [(r.rank, r.server) for r in want]
+            for g, w in zip(got, want, strict=True):
+                assert g.samples == w.samples
+                assert g.values.keys() == w.values.keys()
+                for key in w.values:
+                    assert g.values[key] == pytest.approx(w.values[key], rel=1e-9)
+            assert got[-1].server == OTHERS
+    # web-1 and its twin tie on every function: the name decides, web-1 first.
+    tied = [
+        [r.server for r in ranking if r.server in ("web-1", "web-twin")]
+        for ranking in store.ranked.values()
+    ]
+    assert all(t in ([], ["web-1", "web-twin"], ["web-1"]) for t in tied)
+    assert not any(
+        math.isnan(v) for ranks in store.ranked.values() for r in ranks for v in r.values.values()
+    )
