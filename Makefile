@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: help install jars up down status run test test-jvm test-unit test-integration test-e2e lint mypy format \
         cluster-up cluster-down cluster-status test-cluster \
-        browser debs agent-deb bench bench-ingest bench-agent bench-aggregator bench-aggregator-breadth bench-aggregator-nodedup bench-aggregator-order bench-dashboard bench-dashboard-panels bench-storage bench-loadgen bench-pipeline bench-alerting bench-faults \
+        browser debs agent-deb bench bench-ingest bench-agent bench-aggregator bench-aggregator-breadth bench-aggregator-by-server bench-aggregator-nodedup bench-aggregator-order bench-dashboard bench-dashboard-panels bench-storage bench-loadgen bench-pipeline bench-alerting bench-faults \
         clean
 
 help:  ## list the targets
@@ -116,6 +116,9 @@ bench-aggregator: up  ## the dedup state's arrival-order figure, the issue confi
 
 bench-aggregator-breadth: up  ## 200 metric topics, one query each, a 1 Hz fleet of 200 servers
 	$(PY) -m bench.aggregator --config breadth
+
+bench-aggregator-by-server: up  ## the issue config with 10 of its queries BY server over 10,000 servers (issue 26), against bench-aggregator's rate
+	$(PY) -m bench.aggregator --config by-server
 
 bench-aggregator-nodedup: up  ## the aggregator without its dedup stage (the cost of exact dedup)
 	$(PY) -m bench.aggregator --no-dedup
