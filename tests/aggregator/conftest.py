@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pytest
@@ -161,3 +162,34 @@ def produce(kafka_bootstrap: str) -> Iterator[Callable[[str, list[Row]], None]]:
 
     yield send
     producer.close()
+
+
+@pytest.fixture
+def job_factory(spark, fake_store, tmp_path, kafka_bootstrap) -> Iterator[Callable[..., Any]]:
+    """Starts streaming jobs on the session SparkSession over ``fake_store``; stops them."""
+    from aggregator.job import Aggregator
+    from aggregator.lag import KafkaOffsets
+    from aggregator.settings import AggregatorSettings
+
+    jobs: list[Aggregator] = []
+
+    def make(**overrides) -> Aggregator:
+        settings = AggregatorSettings(
+            **{
+                "kafka_bootstrap": kafka_bootstrap,
+                "checkpoint_dir": tmp_path / f"ckpt{len(jobs)}",
+                "trigger_seconds": 0.5,
+                "servers_trigger_seconds": 0.5,
+                "metrics_port": 0,
+                **overrides,
+            }
+        )
+        offsets = KafkaOffsets(kafka_bootstrap)
+        job = Aggregator(spark, fake_store, settings, offsets=offsets)
+        jobs.append(job)
+        job.start()
+        return job
+
+    yield make
+    for job in jobs:
+        job.stop()

@@ -103,3 +103,35 @@ def test_each_windows_ranking_is_the_rule_applied_to_numpys_answers(spark, fleet
     assert not any(
         math.isnan(v) for ranks in store.ranked.values() for r in ranks for v in r.values.values()
     )
+
+
+def _per_server(store: FakeStore, query_id: str, server: str) -> dict[float, WindowResult]:
+    return {ws: r for (s, ws), r in store.of_servers(query_id).items() if s == server}
+
+
+def test_the_streaming_job_refines_per_server_windows_with_late_data_and_reranks_them(
+    fake_store, job_factory, metric_topics, produce, fleet_rows
+):
+    metric = metric_topics()
+    q = fake_store.add(f"FROM * SELECT {metric} WINDOW 10s COMPUTE count, max, avg BY server")
+    top = fake_store.add(f"{q.query.text} TOP 2 BY max")
+    job = job_factory(metrics=metric, allowed_lateness_seconds=60)
+    first = fleet_rows(3, 20)
+    produce(metric, first)
+    job.windows.processAllAvailable()
+    late = [("web-1", BASE + 5.5, 1000.0)]  # within the lateness: web-1's first window refined
+    ahead = fleet_rows(3, 5, start=BASE + 200, seed=9)
+    produce(metric, first[::2] + late + ahead)  # first[::2]: a retry in a later batch
+    job.windows.processAllAvailable()
+    produce(metric, [("web-2", BASE + 3.0, 5000.0)])  # past the lateness: counted, not used
+    job.windows.processAllAvailable()
+    everything = first + late + ahead
+    for stored in (q, top):
+        for server in ("web-0", "web-1", "web-2"):
+            rows = [x for x in everything if x[0] == server]
+            assert_matches(_per_server(fake_store, stored.id, server), expected(rows, stored.query))
+    assert job.late_rows_total >= 1
+    refined = fake_store.ranked[(top.id, float(BASE))]
+    assert [r.server for r in refined][:1] == ["web-1"], "the late 1000.0 tops the window"
+    assert refined[-1].server == OTHERS
+    assert (q.id, float(BASE)) not in fake_store.ranked

@@ -11,39 +11,11 @@ from datetime import UTC, datetime
 import pytest
 
 from aggregator.job import Aggregator
-from aggregator.lag import KafkaOffsets
-from aggregator.settings import AggregatorSettings
 from apm.model import topic_for
 from apm.query_state import shard_of
 from tests.aggregator.conftest import BASE, assert_matches, expected
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def job_factory(spark, fake_store, tmp_path, kafka_bootstrap):
-    jobs: list[Aggregator] = []
-
-    def make(**overrides) -> Aggregator:
-        settings = AggregatorSettings(
-            **{
-                "kafka_bootstrap": kafka_bootstrap,
-                "checkpoint_dir": tmp_path / f"ckpt{len(jobs)}",
-                "trigger_seconds": 0.5,
-                "servers_trigger_seconds": 0.5,
-                "metrics_port": 0,
-                **overrides,
-            }
-        )
-        offsets = KafkaOffsets(kafka_bootstrap)
-        job = Aggregator(spark, fake_store, settings, offsets=offsets)
-        jobs.append(job)
-        job.start()
-        return job
-
-    yield make
-    for job in jobs:
-        job.stop()
 
 
 def _drain(job: Aggregator) -> None:
