@@ -19,7 +19,7 @@ from apm.query import MAX_TOP, WindowResult
 from apm.ranking import OTHERS, Ranked
 from storage import codec
 from storage.driver import execute_many
-from storage.reader import pipelined
+from storage.reader import pipelined, span_ms
 from storage.schema import BUCKET_SECONDS, bucket_of
 from storage.server_tables import RANKING_BUCKET_SECONDS
 from storage.servers import ServerStore
@@ -143,9 +143,10 @@ class RankingStore:
         )
         return len(windows)
 
-    def read(self, query_id: str, lo_ms: int, hi_ms: int, *, ahead: int) -> Iterator[Ranked]:
-        """Every window's ranking with lo_ms <= window_start < hi_ms, by window then rank: one
+    def read(self, query_id: str, start: float, end: float) -> Iterator[Ranked]:
+        """Every window's ranking with start <= window_start < end, by window then rank: one
         statement per hour of the indexed days in the range."""
+        lo_ms, hi_ms = span_ms(start, end)  # checked now, not at the first next()
 
         def bound() -> Iterator[Any]:
             for day in self.servers.days(query_id, lo_ms, hi_ms):
@@ -154,16 +155,21 @@ class RankingStore:
                 for hour in range(first, last + 1):
                     yield self._range.bind((query_id, hour, lo_ms, hi_ms))
 
-        for start, seconds, ranking in pipelined(self.session, bound(), ahead, self.profile):
-            window_start = codec.epoch(start) or 0.0
-            for i, (server, vals, samples, updated) in enumerate(ranking or ()):
-                yield Ranked(
-                    query_id,
-                    window_start,
-                    int(seconds),
-                    i + 1,
-                    server,
-                    {k: float(v) for k, v in (vals or {}).items()},
-                    int(samples or 0),
-                    codec.epoch(updated) or 0.0,
-                )
+        rows = pipelined(self.session, bound(), self.servers.ahead, self.profile)
+        return (ranked for row in rows for ranked in _expand(query_id, row))
+
+
+def _expand(query_id: str, row: Any) -> Iterator[Ranked]:
+    """A stored (window_start, window_seconds, ranking) row -> its Ranked rows, by rank."""
+    window_start, seconds, ranking = codec.epoch(row[0]) or 0.0, int(row[1]), row[2]
+    for i, (server, vals, samples, updated) in enumerate(ranking or ()):
+        yield Ranked(
+            query_id,
+            window_start,
+            seconds,
+            i + 1,
+            server,
+            {k: float(v) for k, v in (vals or {}).items()},
+            int(samples or 0),
+            codec.epoch(updated) or 0.0,
+        )
