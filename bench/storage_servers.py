@@ -17,6 +17,8 @@ from functools import partial
 from apm.query import WindowResult
 from apm.ranking import OTHERS, Ranked
 from bench.base import progress, publish
+from storage.codec import result_columns
+from storage.driver import execute_many
 from storage.repository import Repository
 from storage.settings import StorageSettings
 
@@ -45,6 +47,20 @@ def _ranking(qid: str, start: int, now: float) -> list[Ranked]:
     ]
 
 
+def _one_per_row(repo: Repository, rows: list[WindowResult]) -> None:
+    """What upsert_results writes for ``rows`` (indexes aside), but the series rows one
+    request each instead of storage.driver.execute_spread's batches."""
+    store = repo._servers  # the comparison needs the statements themselves
+    series, window = [], []
+    for r in rows:
+        ms, cols = round(r.window_start * 1000), result_columns(r)
+        series.append([(r.query_id, r.server, int(r.window_start // DAY), ms, *cols)])
+        window.append((r.query_id, ms, r.server, *cols))
+    many = {"concurrency": repo.concurrency, "profile": repo.profile}
+    execute_many(repo.session, store._put_series, series, **many)  # type: ignore[arg-type]
+    execute_many(repo.session, store._put_window, [window], **many)  # type: ignore[arg-type]
+
+
 def _timed(run: Callable[[], object]) -> float:
     began = time.perf_counter()
     run()
@@ -70,6 +86,8 @@ def main() -> int:
         for k in range(REPEATS):  # the first window of the day writes the server index too
             window = _fleet(fleet_q, today + 10 * k, now)
             fleet.append(_timed(partial(repo.upsert_results, window)))
+        progress(f"the next window, one request per row (no spread batches) x {REPEATS}")
+        single = _median_s(partial(_one_per_row, repo, _fleet(fleet_q, today + 10 * REPEATS, now)))
         plain_rows = [
             WindowResult(f"{plain_q}-{i % 100}", today + 10 * (i // 100), 10, VALUES, 10, now)
             for i in range(SERVERS)
@@ -106,6 +124,11 @@ def main() -> int:
             "same, the next windows (median of the next two)",
             f"{steady * 1000:.0f} ms",
             f"{SERVERS / steady:,.0f} rows/s",
+        ],
+        [
+            "same rows, each server's series row one request (no replica batches)",
+            f"{single * 1000:.0f} ms",
+            f"{SERVERS / single:,.0f} rows/s",
         ],
         [
             f"upsert_results, {SERVERS:,} plain rows (100 queries x 100 windows), median",

@@ -80,15 +80,18 @@ def profile_for(session: Any) -> object:
     return PROFILE
 
 
-def _bytes(value: Any) -> int:
-    """About the bytes ``value`` takes in a mutation (a batch-size estimate, not exact)."""
-    if isinstance(value, str):
-        return 4 + len(value.encode())
-    if isinstance(value, dict):
-        return 4 + sum(_bytes(k) + _bytes(v) for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return 4 + sum(_bytes(v) for v in value)
-    return 12  # numbers, timestamps, booleans
+def _bytes(params: tuple[Any, ...]) -> int:
+    """About the bytes a row's ``params`` take in a mutation: a batch-size estimate, cheap
+    (one pass, per-row cost matters at 10,000 rows a window), not exact."""
+    size = 0
+    for value in params:
+        if isinstance(value, str):
+            size += 4 + len(value)
+        elif isinstance(value, dict):  # a map of function key to double
+            size += 4 + sum(16 + len(key) for key in value)
+        else:
+            size += 12  # numbers, timestamps
+    return size
 
 
 def _chunks(items: list[Any], sizes: list[int], max_rows: int, max_bytes: float) -> list[list[Any]]:
