@@ -14,6 +14,7 @@ import pytest
 from apm.functions import truth
 from apm.query import Query, StoredQuery, WindowResult, parse
 from apm.ranking import Ranked
+from tests.support.servers import FakeServerSeries
 
 BASE = 1_699_999_200  # epoch seconds, a multiple of 3600
 
@@ -21,15 +22,12 @@ Row = tuple[str, float, float]  # server, ts, value
 
 
 @dataclass
-class FakeStore:
-    """The AggregatorStore protocol in memory: the last upsert of each window wins; a
-    ``BY server`` query's rows go to ``per_server`` and its rankings to ``ranked`` (a window's
-    ranking replaces the window's previous one, as storage does)."""
+class FakeStore(FakeServerSeries):
+    """The AggregatorStore protocol in memory: the last upsert of each window wins. Rows with
+    a server and rankings behave as the repository's (tests.support.servers)."""
 
     queries: dict[str, StoredQuery] = field(default_factory=dict)
     results: dict[tuple[str, float], WindowResult] = field(default_factory=dict)
-    per_server: dict[tuple[str, float, str], WindowResult] = field(default_factory=dict)
-    ranked: dict[tuple[str, float], list[Ranked]] = field(default_factory=dict)
     servers: dict[str, float] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
     status: dict[str, dict] = field(default_factory=dict)
@@ -44,26 +42,12 @@ class FakeStore:
         return [q for q in self.queries.values() if include_paused or not q.paused]
 
     def upsert_results(self, rows: Iterable[WindowResult]) -> int:
-        n = 0
+        rows, n = self.upsert_server_rows(rows)
         for row in rows:
-            if row.server:
-                self.per_server[(row.query_id, row.window_start, row.server)] = row
-            else:
-                self.results[(row.query_id, row.window_start)] = row
+            self.results[(row.query_id, row.window_start)] = row
             n += 1
         self.upserts += n
         return n
-
-    def read_window_servers(self, query_id: str, window_start: float) -> list[WindowResult]:
-        key = (query_id, window_start)
-        return [r for (qid, ws, _), r in self.per_server.items() if (qid, ws) == key]
-
-    def upsert_ranked(self, rows: Iterable[Ranked]) -> int:
-        fresh: dict[tuple[str, float], list[Ranked]] = {}
-        for row in rows:
-            fresh.setdefault((row.query_id, row.window_start), []).append(row)
-        self.ranked.update(fresh)
-        return sum(map(len, fresh.values()))
 
     def touch_servers(self, last_seen: Mapping[str, float]) -> None:
         for server, ts in last_seen.items():
@@ -84,7 +68,14 @@ class FakeStore:
 
     def of_servers(self, query_id: str) -> dict[tuple[str, float], WindowResult]:
         """(server, window start) -> result of a BY server query."""
-        return {(s, ws): r for (qid, ws, s), r in self.per_server.items() if qid == query_id}
+        return {
+            (s, ms / 1000): r for (qid, s, ms), r in self.server_rows.items() if qid == query_id
+        }
+
+    @property
+    def ranked(self) -> dict[tuple[str, float], list[Ranked]]:
+        """(query id, window start) -> the window's stored ranking."""
+        return {(qid, ms / 1000): ranking for (qid, ms), ranking in self.rankings.items()}
 
 
 @pytest.fixture

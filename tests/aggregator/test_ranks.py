@@ -24,7 +24,7 @@ def test_a_batch_reranks_only_its_windows_with_the_servers_it_did_not_bring():
     rankings = Rankings(store, {top.id: top.query, plain.id: plain.query})
     batch = [_row(top.id, 0, "b", 9.0), _row(plain.id, 0, "a", 1.0), _row(top.id, 10, "c", 2.0)]
     store.upsert_results(batch)
-    assert rankings.update(batch) == 3  # window 0: b then (others); window 10: c alone
+    assert rankings.update(batch) == 2  # windows ranked: 0 (b, then others) and 10 (c alone)
     assert [(r.rank, r.server) for r in store.ranked[(top.id, 0)]] == [(1, "b"), (2, "(others)")]
     assert store.ranked[(top.id, 0)][1].values == {"avg": 5.0}
     assert [r.server for r in store.ranked[(top.id, 10)]] == ["c"]
