@@ -43,7 +43,8 @@ class Rankings:
         self.reads = 0  # windows read from storage (a cache miss)
 
     def update(self, results: Iterable[WindowResult]) -> int:
-        """Re-ranks the windows ``results`` touched; returns the ranking rows written."""
+        """Re-ranks the windows ``results`` touched; returns what storage says it wrote (the
+        windows ranked)."""
         touched: dict[tuple[str, float], list[WindowResult]] = {}
         for row in results:
             if row.server and row.query_id in self.queries:

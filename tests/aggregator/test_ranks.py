@@ -12,7 +12,7 @@ pytestmark = pytest.mark.unit
 
 
 def _row(qid: str, ws: float, server: str, avg: float) -> WindowResult:
-    return WindowResult(qid, ws, 10, {"avg": avg}, 1, 0.0, server)
+    return WindowResult(qid, ws, 10, {"avg": avg}, 1, 1.0, server)
 
 
 def test_a_batch_reranks_only_its_windows_with_the_servers_it_did_not_bring():
