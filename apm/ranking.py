@@ -92,22 +92,30 @@ def rank(query: Query, rows: Iterable[WindowResult]) -> list[Ranked]:
 
 
 def _fold(query: Query, rest: list[WindowResult]) -> dict[str, float]:
-    """The functions of the servers in ``rest`` that fold exactly from their results."""
+    """The functions of the servers in ``rest`` that fold exactly from their results. A fold
+    that overflows a double (sums near 1e308) is left out, as the window's own value would be
+    (aggregator/evaluate.py, "Overflow"): storage refuses a number that is not finite."""
     out: dict[str, float] = {}
+    weights = [r.samples for r in rest]
+    total = sum(weights)
     for fn in query.functions:
         values = [r.values.get(fn.key) for r in rest]
         if not all(_finite(v) for v in values):
             continue
         vals = [float(v) for v in values if v is not None]
-        if fn.name == "count" or fn.name == "sum":
-            out[fn.key] = math.fsum(vals)
-        elif fn.name == "min":
-            out[fn.key] = min(vals)
-        elif fn.name == "max":
-            out[fn.key] = max(vals)
-        elif fn.name == "avg":
-            weights = [r.samples for r in rest]
-            total = sum(weights)
-            if total > 0:
-                out[fn.key] = math.fsum(v * w for v, w in zip(vals, weights, strict=True)) / total
+        try:
+            if fn.name in ("count", "sum"):
+                folded = math.fsum(vals)
+            elif fn.name == "min":
+                folded = min(vals)
+            elif fn.name == "max":
+                folded = max(vals)
+            elif fn.name == "avg" and total > 0:
+                folded = math.fsum(v * w / total for v, w in zip(vals, weights, strict=True))
+            else:
+                continue
+        except OverflowError:  # fsum's intermediate sum left the double range
+            continue
+        if math.isfinite(folded):
+            out[fn.key] = folded
     return out

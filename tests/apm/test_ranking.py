@@ -66,3 +66,12 @@ def test_ties_rank_by_server_name_and_a_server_without_a_value_goes_to_others():
     assert got[-1].samples == 2  # b and d
     assert rank(parse(QUERY), rows) == [], "no TOP, no ranking"
     assert rank(q, []) == []
+
+
+def test_a_fold_past_the_double_range_is_left_out_not_stored_as_inf():
+    q = parse(f"{QUERY} BOTTOM 1 BY max")  # a ranks; b and c fold into others
+    rows = _rows({"a": [1.0], "b": [1.7e308], "c": [1.7e308]})
+    others = rank(q, rows)[-1]
+    assert others.server == OTHERS and others.samples == 2
+    assert "sum" not in others.values and others.values["max"] == 1.7e308
+    assert others.values["avg"] == 1.7e308
