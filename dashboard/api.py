@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
 
 from apm.errors import error_body
-from apm.model import server_name_error
-from apm.query import QueryError, StoredQuery, WindowResult
+from apm.query import QueryError, StoredQuery
 from dashboard.guard import StorageUnavailable, guarded
 from dashboard.ports import QueryRepository
 from dashboard.series import build_series, stored_query_json, window_json
@@ -32,13 +31,9 @@ __all__ = [
     "MAX_RANGE_SECONDS",
     "StorageUnavailable",
     "blueprint",
-    "deps",
     "error",
     "guarded",
     "install",
-    "lookup",
-    "no_query",
-    "time_range",
 ]
 
 log = logging.getLogger(__name__)
@@ -87,13 +82,13 @@ def install(
     server.register_blueprint(blueprint)
 
 
-def deps() -> _Deps:
+def _deps() -> _Deps:
     deps: _Deps = current_app.extensions[_KEY]
     return deps
 
 
 def _as_json(q: StoredQuery) -> dict[str, object]:
-    e = deps().states.one(q)
+    e = _deps().states.one(q)
     return stored_query_json(q, e.last_result_at, e.query_state)
 
 
@@ -111,8 +106,8 @@ def _known(query_id: str) -> bool:
     return len(query_id) <= MAX_QUERY_ID_CHARS and query_id.isprintable()
 
 
-def lookup(query_id: str) -> StoredQuery | None:
-    d = deps()
+def _get(query_id: str) -> StoredQuery | None:
+    d = _deps()
     if not _known(query_id):
         return None
     return guarded(d.telemetry, "get_query", lambda: d.repo.get_query(query_id))
@@ -126,7 +121,7 @@ def _unavailable(exc: StorageUnavailable) -> tuple[Response, int]:
 @blueprint.before_request
 def _limit_body() -> None:
     # Read at most this much (413 past it, chunked bodies included) before parsing.
-    request.max_content_length = deps().settings.max_body_bytes
+    request.max_content_length = _deps().settings.max_body_bytes
 
 
 @blueprint.errorhandler(QueryError)
@@ -141,7 +136,7 @@ def _bad(exc: _BadRequest) -> tuple[Response, int]:
 
 @blueprint.get("/queries")
 def list_queries() -> Response:
-    d = deps()
+    d = _deps()
     queries = guarded(d.telemetry, "list_queries", d.repo.list_queries)
     evaluated = d.states.evaluate(queries)
     return jsonify(
@@ -154,7 +149,7 @@ def list_queries() -> Response:
 
 @blueprint.post("/queries")
 def create_query() -> tuple[Response, int]:
-    d = deps()
+    d = _deps()
     text = _body().get("text")
     validate(text)
     assert isinstance(text, str)
@@ -164,16 +159,16 @@ def create_query() -> tuple[Response, int]:
 
 @blueprint.get("/queries/<query_id>")
 def get_query(query_id: str) -> Response | tuple[Response, int]:
-    found = lookup(query_id)
-    return no_query(query_id) if found is None else jsonify(_as_json(found))
+    found = _get(query_id)
+    return _no_query(query_id) if found is None else jsonify(_as_json(found))
 
 
 @blueprint.patch("/queries/<query_id>")
 def patch_query(query_id: str) -> Response | tuple[Response, int]:
-    d = deps()
+    d = _deps()
     data = _body()
     if not _known(query_id):
-        return no_query(query_id)
+        return _no_query(query_id)
     unknown = set(data) - {"text", "paused"}
     if unknown or not data:
         return error(
@@ -198,24 +193,24 @@ def patch_query(query_id: str) -> Response | tuple[Response, int]:
             paused = bool(data["paused"])
             result = guarded(d.telemetry, "set_paused", lambda: d.repo.set_paused(query_id, paused))
     except KeyError:
-        return no_query(query_id)
+        return _no_query(query_id)
     assert result is not None
     return jsonify(_as_json(result))
 
 
 @blueprint.delete("/queries/<query_id>")
 def delete_query(query_id: str) -> Response | tuple[Response, int]:
-    d = deps()
+    d = _deps()
     if not _known(query_id):
-        return no_query(query_id)
+        return _no_query(query_id)
     if not guarded(d.telemetry, "delete_query", lambda: d.repo.delete_query(query_id)):
-        return no_query(query_id)
+        return _no_query(query_id)
     return Response(status=204)
 
 
-def time_range() -> tuple[float, float, int | None]:
+def _range() -> tuple[float, float, int | None]:
     """from, to and max_points of a results request; _BadRequest naming the parameter."""
-    now = deps().clock()
+    now = _deps().clock()
     param = "to"
     try:
         end = parse_time(request.args.get("to"), now)
@@ -238,29 +233,14 @@ def time_range() -> tuple[float, float, int | None]:
 
 @blueprint.get("/queries/<query_id>/results")
 def results(query_id: str) -> Response | tuple[Response, int]:
-    d = deps()
-    start, end, max_points = time_range()
-    found = lookup(query_id)
+    d = _deps()
+    start, end, max_points = _range()
+    found = _get(query_id)
     if found is None:
-        return no_query(query_id)
-    server = request.args.get("server")
-    if server is not None and not found.query.by_server:
-        return error(
-            409,
-            "not_per_server",
-            "'server' reads one server's series of a query with BY server; this one folds its "
-            "servers into one series",
-            "server",
-        )
-    if server is not None and (why := server_name_error(server)) is not None:
-        raise _BadRequest(why, "server")
-
-    def read() -> list[WindowResult]:
-        if server is None:
-            return list(d.repo.read_results(query_id, start, end))
-        return list(d.repo.read_server_results(query_id, server, start, end))
-
-    windows = guarded(d.telemetry, "read_results", read)
+        return _no_query(query_id)
+    windows = guarded(
+        d.telemetry, "read_results", lambda: list(d.repo.read_results(query_id, start, end))
+    )
     d.telemetry.windows_read.inc(len(windows))
     out: dict[str, object] = {"query": _as_json(found), "from": start, "to": end}
     if max_points is None:
@@ -271,5 +251,5 @@ def results(query_id: str) -> Response | tuple[Response, int]:
     return jsonify(out)
 
 
-def no_query(query_id: str) -> tuple[Response, int]:
+def _no_query(query_id: str) -> tuple[Response, int]:
     return error(404, "not_found", f"no query {query_id[:MAX_QUERY_ID_CHARS]!r}")

@@ -14,7 +14,7 @@ from werkzeug.exceptions import HTTPException, NotFound
 from werkzeug.wrappers import Response as BaseResponse
 
 from apm.errors import status_error
-from dashboard import api, api_servers, dashboards_api, promapi, share
+from dashboard import api, dashboards_api, promapi, share
 from dashboard.alerts_api import build_alerts_api, rulebook_for
 from dashboard.api import error
 from dashboard.auth import install_auth, login_throttle
@@ -39,7 +39,6 @@ def create_app(app_ctx: AppContext) -> Dash:
         delegated=(promapi.PREFIX,),
         shared=share.shared_check(boards),
     )
-    api_servers.attach()  # its routes join api's blueprint before it is registered
     api.install(server, app_ctx.repo, app_ctx.settings, app_ctx.metrics, app_ctx.clock)
     alert_book = rulebook_for(app_ctx.repo)
     server.register_blueprint(build_alerts_api(alert_book, app_ctx.metrics, app_ctx.clock))
