@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,7 +18,9 @@ __all__ = [
     "epoch",
     "finite",
     "from_ms",
+    "latest_results",
     "metric_row_error",
+    "result_columns",
     "result_error",
     "server_row_error",
     "stored_query",
@@ -70,9 +72,12 @@ def _whole(value: object) -> bool:
 def result_error(row: object) -> str | None:
     """Why ``row`` cannot be stored as a window result, or None."""
     if not isinstance(row, WindowResult):
-        if not (isinstance(row, tuple) and len(row) == len(WindowResult._fields)):
+        # A plain tuple may leave out ``server`` (the fields before it came first).
+        if not (isinstance(row, tuple) and len(row) in (6, len(WindowResult._fields))):
             return f"expected a WindowResult, got {type(row).__name__}"
         row = WindowResult(*row)
+    if row.server != "" and (err := server_name_error(row.server)) is not None:
+        return f"server: {err}"  # "" is the query's one series over its whole selection
     if not isinstance(row.query_id, str) or not row.query_id:
         return f"query_id must be a non-empty string, got {row.query_id!r}"
     if not finite(row.window_start) or row.window_start < 0:
@@ -93,6 +98,26 @@ def result_error(row: object) -> str | None:
     return None
 
 
+def latest_results(rows: Iterable[object]) -> dict[tuple[str, str, int], WindowResult]:
+    """(query_id, server, window_start ms) -> the newest version of that window in ``rows``,
+    all checked first: the first bad row raises ValueError naming its index."""
+    latest: dict[tuple[str, str, int], WindowResult] = {}
+    for i, row in enumerate(rows):
+        if (err := result_error(row)) is not None:
+            raise ValueError(f"result row {i}: {err}")
+        result = WindowResult(*row)  # type: ignore[misc]
+        key = (result.query_id, result.server, to_ms(result.window_start))
+        if key not in latest or result.updated_at >= latest[key].updated_at:
+            latest[key] = result
+    return latest
+
+
+def result_columns(r: WindowResult) -> tuple[int, dict[str, float], int, int, int]:
+    """(window_seconds, vals, samples, updated_at ms, write timestamp us) of a checked row."""
+    vals = {k: float(v) for k, v in r.values.items()}
+    return int(r.window_seconds), vals, int(r.samples), to_ms(r.updated_at), to_us(r.updated_at)
+
+
 def _sighting_error(
     kind: str, name: object, name_error: str | None, last_seen: object
 ) -> str | None:
@@ -111,7 +136,7 @@ def metric_row_error(metric: object, last_seen: object) -> str | None:
     return _sighting_error("metric", metric, metric_name_error(metric), last_seen)
 
 
-def window_result(query_id: str, row: Sequence[Any]) -> WindowResult:
+def window_result(query_id: str, row: Sequence[Any], server: str = "") -> WindowResult:
     """(window_start, window_seconds, vals, samples, updated_at) -> WindowResult."""
     start, seconds, vals, samples, updated = row
     return WindowResult(
@@ -121,6 +146,7 @@ def window_result(query_id: str, row: Sequence[Any]) -> WindowResult:
         {k: float(v) for k, v in (vals or {}).items()},
         int(samples or 0),
         epoch(updated) or 0.0,
+        server,
     )
 
 

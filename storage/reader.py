@@ -14,20 +14,40 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from apm.query import WindowResult
-from storage.codec import window_result
+from storage.codec import finite, window_result
 from storage.schema import BUCKET_SECONDS
 
 # Window starts per IN list: a partition's rows for at most this many clustering keys per
 # statement keeps each read one small page (Cassandra warns about large IN lists).
 IN_CHUNK = 100
 
-__all__ = ["IN_CHUNK", "bucket_span", "chunks_at", "ms_ceil", "read_at", "read_range"]
+__all__ = [
+    "IN_CHUNK",
+    "bucket_span",
+    "chunks_at",
+    "ms_ceil",
+    "pipelined",
+    "read_at",
+    "read_range",
+    "span_ms",
+]
 
 
 def ms_ceil(ts: float) -> int:
     """The smallest whole millisecond >= ``ts`` seconds (rounded to the microsecond first, so
     that 0.3 s is 300 ms and not 301 through float error)."""
     return -(-round(ts * 1_000_000) // 1000)
+
+
+def span_ms(start: float, end: float, page_size: int = 1) -> tuple[int, int]:
+    """[start, end) in epoch seconds -> [lo, hi) in whole ms (hi <= lo: an empty range), with
+    a clear ValueError for a bound that is not a finite number or a page size < 1."""
+    if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+        raise ValueError(f"page_size must be a whole number >= 1, got {page_size!r}")
+    for name, ts in (("start", start), ("end", end)):
+        if not finite(ts):
+            raise ValueError(f"{name} must be finite epoch seconds, got {ts!r}")
+    return ms_ceil(max(0.0, start)), ms_ceil(end)  # ws >= start <=> ws_ms >= ceil(start)
 
 
 def bucket_span(lo_ms: int, hi_ms: int) -> tuple[int, int]:
@@ -62,7 +82,7 @@ def read_at(
     one statement per (bucket, up to IN_CHUNK starts), ``ahead`` of them in flight. ``stmt``
     selects the result columns for (query_id, bucket, [starts]) with ``window_start IN ?``."""
     bound = (stmt.bind((query_id, bucket, starts)) for bucket, starts in chunks_at(starts_ms))
-    return _pipelined(session, bound, query_id, ahead, profile)
+    return (window_result(query_id, row) for row in pipelined(session, bound, ahead, profile))
 
 
 def read_range(
@@ -76,23 +96,27 @@ def read_range(
     page_size: int,
     ahead: int,
     profile: object,
+    server: str = "",
 ) -> Iterator[WindowResult]:
     """Windows of ``query_id`` with lo_ms <= window_start < hi_ms in ``buckets`` (ascending),
     ascending by window_start. ``stmt`` selects (window_start, window_seconds, vals, samples,
-    updated_at) for (query_id, bucket, lo_ms, hi_ms) with ``window_start >= ? AND < ?``."""
+    updated_at) for (query_id, bucket, lo_ms, hi_ms) with ``window_start >= ? AND < ?``; for
+    (query_id, server, bucket, lo_ms, hi_ms) when ``server`` is given (one server's series)."""
+    key = (query_id, server) if server else (query_id,)
 
     def bound() -> Iterator[Any]:
         for bucket in buckets:
-            statement = stmt.bind((query_id, bucket, lo_ms, hi_ms))
+            statement = stmt.bind((*key, bucket, lo_ms, hi_ms))
             statement.fetch_size = page_size
             yield statement
 
-    return _pipelined(session, bound(), query_id, ahead, profile)
+    for row in pipelined(session, bound(), ahead, profile):
+        yield window_result(query_id, row, server)
 
 
-def _pipelined(
-    session: Any, statements: Iterator[Any], query_id: str, ahead: int, profile: object
-) -> Iterator[WindowResult]:
+def pipelined(
+    session: Any, statements: Iterator[Any], ahead: int, profile: object
+) -> Iterator[Any]:
     """The rows of ``statements`` in their order, the next ``ahead`` requested while one is
     consumed (its ResultSet fetches its further pages on demand)."""
     pending: deque[Any] = deque()
@@ -107,5 +131,4 @@ def _pipelined(
     while pending:
         rows = pending.popleft().result()
         submit()
-        for row in rows:
-            yield window_result(query_id, row)
+        yield from rows
