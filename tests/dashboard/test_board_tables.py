@@ -67,7 +67,7 @@ def test_a_top_query_shows_its_newest_ranking_and_others(repo: FakeResults) -> N
 
 
 def test_no_ranking_yet_is_explained(repo: FakeResults) -> None:
-    repo.ranked.clear()
+    repo.rankings.clear()
     _fig, rows, notes = table_figure(_ctx(repo), [TOP], SPAN, "*")
     assert rows == 0
     assert notes == [
