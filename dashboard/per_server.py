@@ -8,7 +8,8 @@ x functions) and says which ones and how many are left out:
 - the server filter (a dashboard's glob, ``*`` for all) keeps the servers it matches;
 - they are ordered by their newest value, as the query ranks them (:mod:`apm.ranking`'s rule:
   ``TOP``/``BOTTOM``'s function highest/lowest first, else the first function highest first;
-  ties by name; a server with no value in the newest windows after the others, by name);
+  ties by name); a server with no value in the newest windows is counted, not shown; with no
+  newest window at all, the servers listed for the range's days are taken by name;
 - a ``TOP n``/``BOTTOM n`` query draws its first ``n`` only (within the cap).
 
 "Newest value" is each server's value in the newest window that has per-server results, or
@@ -62,8 +63,8 @@ class Latest:
 @dataclass(frozen=True)
 class Choice:
     servers: list[str]  # shown, in order
-    matching: int  # servers with results in the range that the filter keeps
-    total: int  # servers with results in the range
+    matching: int  # the query's servers (listed for the range's days) that the filter keeps
+    total: int  # the query's servers listed for the range's days (list_result_servers)
     at: float | None  # the newest window the order comes from (None: ordered by name)
     key: str  # the function ordering them
     bottom: bool  # lowest first
@@ -135,8 +136,9 @@ def choose(
     if q.query.top is not None:
         chosen = ordered[: min(cap, q.query.top.n)]
     else:
-        placed = set(ordered)
-        chosen = (ordered + [s for s in matching if s not in placed])[:cap]
+        # By name only when no newest window says which are the busiest: the listing is per
+        # day, so a listed server may have nothing in the range to draw.
+        chosen = (ordered or matching)[:cap]
     key, bottom = _rank_key(q.query)
     at = newest.at if ordered else None
     return Choice(chosen, len(matching), len(known), at, key, bottom)

@@ -61,7 +61,7 @@ def test_choose_filters_orders_and_caps() -> None:
     newest = per_server.Latest(NOW - 10, {s: _row(s, v) for s, v in [("web-1", 5), ("web-2", 9)]})
     listed = ["db-1", "web-1", "web-2", "web-3"]  # web-3: in the range, not in the newest windows
     all_of = per_server.choose(q, listed, newest, "*", 20)
-    assert all_of.servers == ["web-2", "web-1", "db-1", "web-3"]
+    assert all_of.servers == ["web-2", "web-1"]  # db-1, web-3: no newest value, counted
     assert (all_of.matching, all_of.total, all_of.key) == (4, 4, "avg")
     web = per_server.choose(q, listed, newest, "web-*", 2)
     assert web.servers == ["web-2", "web-1"] and (web.matching, web.total) == (3, 4)
