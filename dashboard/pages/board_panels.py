@@ -123,6 +123,7 @@ def panel_view(
         return _sized(PanelView(none, notes), panel)
     sf = board.server_filter
     unmatched = 0
+    said: list[str] = []
     if panel.chart == "lines":
         fig, drawn = figure_for(app_ctx, shown, start, end, sf)
         points, unmatched = drawn.points, drawn.unmatched
@@ -137,7 +138,8 @@ def panel_view(
         fig, points, said = make(app_ctx, shown, span, sf)
         notes += said
     if not points:
-        why = _why_empty(shown, states)
+        # A table's or stat's own reason (no ranking yet, no server matching) comes first.
+        why = said[0] if panel.chart != "lines" and said else _why_empty(shown, states)
         if unmatched == len(shown):
             why = f"no server of its queries matches {sf}"
         fig = _empty(why)

@@ -86,9 +86,10 @@ def read_windows(
     return list(app_ctx.repo.read_results(query_id, start, end))
 
 
-def server_cap(q: StoredQuery) -> int:
-    """How many servers of a per-server query fit in MAX_LINES lines (one per function)."""
-    return max(1, per_server.MAX_LINES // len(q.query.functions))
+def server_cap(q: StoredQuery, shared: int = 1) -> int:
+    """How many servers of a per-server query fit in its share of MAX_LINES lines (one line
+    per function; ``shared``: the per-server queries of the chart split the lines evenly)."""
+    return max(1, per_server.MAX_LINES // (len(q.query.functions) * max(1, shared)))
 
 
 def _trace(name: str, s: Series, color: str, dash: str, meta: dict[str, str]) -> dict:
@@ -135,15 +136,18 @@ def _per_server(
     overlay: bool,
     drawn: Drawn,
     server_filter: str,
+    shared: int,
 ) -> list[dict]:
     listed = per_server.listed_servers(app_ctx, q, *span)
     newest = per_server.latest(app_ctx, q, *span) if listed else per_server.Latest(None, {})
-    cap = server_cap(q)
+    cap = server_cap(q, shared)
     choice = per_server.choose(q, listed, newest, server_filter, cap)
     nfn = len(q.query.functions)
-    words = f"at most {per_server.MAX_LINES} lines" + (
+    words = f"at most {per_server.MAX_LINES} lines a chart" + (
         f": {cap} servers x {nfn} functions" if nfn > 1 else ""
     )
+    if shared > 1:
+        words += f", shared by its {shared} per-server queries"
     drawn.notes += [
         n
         for n in (
@@ -187,9 +191,11 @@ def figure_for(
     traces: list[dict[str, object]] = []
     drawn = Drawn()
     overlay = len(queries) > 1
+    shared = sum(1 for q in queries if q.query.by_server)
     for qn, q in enumerate(queries):
         if q.query.by_server:
-            traces += _per_server(app_ctx, q, (start, end), overlay, drawn, server_filter)
+            span = (start, end)
+            traces += _per_server(app_ctx, q, span, overlay, drawn, server_filter, shared)
             continue
         traces += _plain(app_ctx, q, (start, end), qn, overlay, drawn)
     title = queries[0].text if len(queries) == 1 else f"{len(queries)} queries overlaid"

@@ -128,3 +128,12 @@ def test_a_panel_says_what_the_filter_did_to_plain_and_split_queries(repo: FakeR
         "server filter 'nothing-*': none of its 5 servers matches",
     ]
     assert "no server of its queries matches nothing-*" in str(view.figure)
+
+
+def test_an_empty_table_panel_says_its_own_reason(repo: FakeResults) -> None:
+    repo.rankings.clear()
+    body = {"name": "b", "panels": [{"title": "top", "queries": ["t"], "chart": "table"}]}
+    board = parse_board(body, {"t"})
+    states = {"t": Evaluated("evaluated", "fine", NOW)}
+    view = panel_view(_ctx(repo), board, board.panels[0], {"t": TOP}, states, {}, SPAN)
+    assert view.points == 0 and "no ranking stored in the last 10 min" in str(view.figure)

@@ -115,8 +115,8 @@ def test_lines_one_per_server_and_function_capped_and_filtered() -> None:
     assert {t["meta"]["server"] for t in traces} == {f"web-{i}" for i in range(20, 30)}
     assert drawn.points == per_server.MAX_LINES * 3 and drawn.windows == cap * 3
     assert drawn.notes == [
-        "cpu per server: 10 of 30 servers drawn (at most 20 lines: 10 servers x 2 functions), "
-        f"the highest avg in the newest window ({_fmt(NOW - 10)}); 20 not drawn"
+        "cpu per server: 10 of 30 servers drawn (at most 20 lines a chart: 10 servers x 2 "
+        f"functions), the highest avg in the newest window ({_fmt(NOW - 10)}); 20 not drawn"
     ]
     # The filter narrows the servers; a plain query beside it is drawn whole.
     fig, drawn = figure_for(_ctx(repo), [q, plain], NOW - 3600, NOW, "web-0?")
@@ -125,6 +125,12 @@ def test_lines_one_per_server_and_function_capped_and_filtered() -> None:
     assert len(names) == 2 * 10 + 1
     assert drawn.notes[0] == "server filter 'web-0?': 10 of its 30 servers match"
     assert drawn.notes[1].startswith("cpu per server: all 10 servers drawn")
+    # Two per-server queries share the chart's lines.
+    twin = StoredQuery("q2", q.query)
+    repo.upsert_results(r._replace(query_id="q2") for r in list(repo.server_rows.values()))
+    fig, drawn = figure_for(_ctx(repo), [q, twin], NOW - 3600, NOW)
+    assert len(fig["data"]) == per_server.MAX_LINES  # type: ignore[arg-type]
+    assert "5 servers x 2 functions, shared by its 2 per-server queries" in drawn.notes[0]
     fig, drawn = figure_for(_ctx(repo), [q], NOW - 3600, NOW, "db-*")
     assert fig["data"] == [] and drawn.unmatched == 1
 
