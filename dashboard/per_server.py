@@ -10,7 +10,8 @@ x functions) and says which ones and how many are left out:
   ``TOP``/``BOTTOM``'s function highest/lowest first, else the first function highest first;
   ties by name); a server with no value in the newest windows is counted, not shown; with no
   newest window at all, the servers listed for the range's days are taken by name;
-- a ``TOP n``/``BOTTOM n`` query draws its first ``n`` only (within the cap).
+- a ``TOP n``/``BOTTOM n`` query draws its first ``n`` only (within the cap): with no filter,
+  straight from its newest stored ranking (``n + 1`` rows read, not every server's).
 
 "Newest value" is each server's value in the newest window that has per-server results, or
 in the one before it (the newest window may still be filling while its samples arrive).
@@ -27,6 +28,7 @@ from functools import partial
 from apm.query import Query, StoredQuery, WindowResult
 from apm.query_glob import glob_to_regex
 from apm.query_state import format_time
+from apm.ranking import OTHERS, Ranked
 from dashboard.context import AppContext
 from dashboard.guard import guarded
 
@@ -34,6 +36,7 @@ __all__ = [
     "MAX_LINES",
     "MAX_ROWS",
     "PROBES",
+    "TAIL_S",
     "Choice",
     "Latest",
     "choice_note",
@@ -42,7 +45,9 @@ __all__ = [
     "latest",
     "listed_servers",
     "matcher",
+    "newest_ranking",
     "order",
+    "ranked_choice",
 ]
 
 # Lines of one per-server query on a chart or a panel: 20 lines stay readable, with a legend
@@ -52,6 +57,7 @@ MAX_ROWS = 20  # rows of a table of a per-server query without TOP
 # Windows tried back from the range's end for the newest one with per-server results: each
 # try is one small partition read; a query stopped for longer is ordered by server name.
 PROBES = 10
+TAIL_S = 600  # a ranking is looked for in the range's last 10 min (or PROBES windows)
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,26 @@ def latest(app_ctx: AppContext, q: StoredQuery, start: float, end: float) -> Lat
             return Latest(at, {r.server: r for r in [*older, *newest]})
         at -= w
     return Latest(None, {})
+
+
+def newest_ranking(app_ctx: AppContext, q: StoredQuery, start: float, end: float) -> list[Ranked]:
+    """A TOP/BOTTOM query's newest stored ranking among the last :data:`PROBES` windows (at
+    least the last :data:`TAIL_S` seconds) of [start, end), by rank; empty when none."""
+    tail = max(start, end - max(TAIL_S, PROBES * q.query.window_seconds))
+    read = partial(app_ctx.repo.read_ranked, q.id, tail, end)
+    rows = guarded(app_ctx.metrics, "read_ranked", lambda: list(read()))
+    if not rows:
+        return []
+    at = max(r.window_start for r in rows)
+    return sorted((r for r in rows if r.window_start == at), key=lambda r: r.rank)
+
+
+def ranked_choice(q: StoredQuery, ranking: list[Ranked], listed: list[str], cap: int) -> Choice:
+    """The servers of a stored ranking (no server filter): its first ``cap``, in rank order."""
+    servers = [r.server for r in ranking if r.server != OTHERS][:cap]
+    known = len(set(listed) | {r.server for r in ranking if r.server != OTHERS})
+    key, bottom = _rank_key(q.query)
+    return Choice(servers, known, known, ranking[0].window_start, key, bottom)
 
 
 def _rank_key(q: Query) -> tuple[str, bool]:

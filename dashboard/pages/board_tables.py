@@ -16,20 +16,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from functools import partial
 from typing import NamedTuple
 
 from apm.query import StoredQuery, WindowResult
 from apm.query_state import format_time
-from apm.ranking import OTHERS, Ranked
+from apm.ranking import OTHERS
 from dashboard import per_server
 from dashboard.context import AppContext
-from dashboard.guard import guarded
 from dashboard.pages.figures import read_windows
 
-__all__ = ["TAIL_S", "newest_ranking", "stat_figure", "table_figure"]
-
-TAIL_S = 600  # the newest window is looked for in the range's last 10 min (or 10 windows)
+__all__ = ["stat_figure", "table_figure"]
 
 
 class Row(NamedTuple):
@@ -46,7 +42,8 @@ def _finite(value: object) -> bool:
 
 
 def _tail(q: StoredQuery, start: float, end: float) -> float:
-    return max(start, end - max(TAIL_S, 10 * q.query.window_seconds))
+    """Where the newest window is looked for: the range's last 10 min (or PROBES windows)."""
+    return max(start, end - max(per_server.TAIL_S, per_server.PROBES * q.query.window_seconds))
 
 
 def _newest(app_ctx: AppContext, q: StoredQuery, start: float, end: float) -> WindowResult | None:
@@ -59,22 +56,12 @@ def _newest(app_ctx: AppContext, q: StoredQuery, start: float, end: float) -> Wi
     return windows[-1] if windows else None
 
 
-def newest_ranking(app_ctx: AppContext, q: StoredQuery, start: float, end: float) -> list[Ranked]:
-    """The newest ranked window's rows in the range's tail, by rank (empty: none stored)."""
-    read = partial(app_ctx.repo.read_ranked, q.id, _tail(q, start, end), end)
-    rows = guarded(app_ctx.metrics, "read_ranked", lambda: list(read()))
-    if not rows:
-        return []
-    at = max(r.window_start for r in rows)
-    return sorted((r for r in rows if r.window_start == at), key=lambda r: r.rank)
-
-
 def _ranked_rows(
     app_ctx: AppContext, q: StoredQuery, span: tuple[float, float], server_filter: str
 ) -> tuple[list[Row], list[str]]:
     top = q.query.top
     assert top is not None
-    ranking = newest_ranking(app_ctx, q, *span)
+    ranking = per_server.newest_ranking(app_ctx, q, *span)
     label = f"{q.query.metric} {top.text}"
     if not ranking:
         minutes = (span[1] - _tail(q, *span)) / 60

@@ -139,9 +139,15 @@ def _per_server(
     shared: int,
 ) -> list[dict]:
     listed = per_server.listed_servers(app_ctx, q, *span)
-    newest = per_server.latest(app_ctx, q, *span) if listed else per_server.Latest(None, {})
     cap = server_cap(q, shared)
-    choice = per_server.choose(q, listed, newest, server_filter, cap)
+    ranking = []
+    if q.query.top is not None and server_filter == "*" and listed:
+        ranking = per_server.newest_ranking(app_ctx, q, *span)
+    if ranking:
+        choice = per_server.ranked_choice(q, ranking, listed, cap)
+    else:
+        newest = per_server.latest(app_ctx, q, *span) if listed else per_server.Latest(None, {})
+        choice = per_server.choose(q, listed, newest, server_filter, cap)
     nfn = len(q.query.functions)
     words = f"at most {per_server.MAX_LINES} lines a chart" + (
         f": {cap} servers x {nfn} functions" if nfn > 1 else ""

@@ -139,3 +139,18 @@ def _fmt(ts: float) -> str:
     from apm.query_state import format_time
 
     return format_time(ts)
+
+
+def test_a_top_querys_lines_come_from_its_stored_ranking_without_a_filter() -> None:
+    q = _q("FROM * SELECT cpu WINDOW 10s COMPUTE avg BY server TOP 2 BY avg")
+    repo = FakeResults([q])
+    repo.upsert_results(per_server_rows("q", [NOW - 20, NOW - 10], {"a": 1.0, "b": 5.0, "c": 3.0}))
+    repo.rank_all(q)
+    repo.reads.clear()
+    fig, drawn = figure_for(_ctx(repo), [q], NOW - 3600, NOW)
+    assert [t["name"] for t in fig["data"]] == ["b", "c"]  # type: ignore[union-attr]
+    assert not [r for r in repo.reads if r[0] == "read_window_servers"]  # n + 1 rows read
+    assert "2 of 3 servers drawn" in drawn.notes[0] and "its TOP 2 BY avg" in drawn.notes[0]
+    # Under a filter the ranking (over all servers) is not the answer: re-ranked among those kept.
+    fig, drawn = figure_for(_ctx(repo), [q], NOW - 3600, NOW, "[ac]")
+    assert [t["name"] for t in fig["data"]] == ["c", "a"]  # type: ignore[union-attr]
