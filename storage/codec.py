@@ -62,11 +62,15 @@ def _aware(dt: datetime | None) -> datetime | None:
 
 def finite(value: object) -> bool:
     """A finite real number (numpy scalars included), not a bool."""
+    if type(value) is float or type(value) is int:  # the common case, without the ABC checks
+        return math.isfinite(value)
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _whole(value: object) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    return type(value) is int or (
+        isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    )
 
 
 def result_error(row: object) -> str | None:

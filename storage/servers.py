@@ -17,7 +17,7 @@ from typing import Any
 from apm.model import server_name_error
 from apm.query import WindowResult
 from storage import codec
-from storage.driver import execute_many
+from storage.driver import execute_many, execute_spread
 from storage.reader import bucket_span, ms_ceil, pipelined, read_range, span_ms
 from storage.schema import IndexRows, bucket_of
 
@@ -32,6 +32,7 @@ class ServerStore:
 
     def __init__(self, session: Any, keyspace: str, *, concurrency: int, profile: object) -> None:
         self.session, self.concurrency, self.profile = session, concurrency, profile
+        self.keyspace = keyspace
         self.ahead = min(8, concurrency)  # partitions read ahead (storage.reader)
         ks = keyspace
         self._put_series = self._prep(
@@ -95,7 +96,10 @@ class ServerStore:
             {(qid, bucket_of(r.window_start), s) for (qid, s, _), r in rows.items()}
         )
         self.index_days(days)
-        self._many(self._put_server, [[key] for key in servers])
+        days_servers: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
+        for qid, day, server in servers:  # one partition a day: batched
+            days_servers.setdefault((qid, day), []).append((qid, day, server))
+        self._many(self._put_server, list(days_servers.values()))
         self._indexed.written(servers)
         series: dict[tuple[str, str, int], list[tuple[Any, ...]]] = {}
         windows: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
@@ -105,7 +109,16 @@ class ServerStore:
             series.setdefault((qid, server, bucket), []).append((qid, server, bucket, ms, *values))
             windows.setdefault((qid, ms), []).append((qid, ms, server, *values))
             newest[qid] = max(newest.get(qid, 0.0), r.updated_at)
-        self._many(self._put_series, list(series.values()))
+        # Mostly one row per partition (one window of each server): batched by replicas.
+        flat = [p for group in series.values() for p in group]
+        execute_spread(
+            self.session,
+            self._put_series,
+            flat,
+            keyspace=self.keyspace,
+            concurrency=self.concurrency,
+            profile=self.profile,
+        )
         self._many(self._put_window, list(windows.values()))
         self._many(
             self._put_newest,

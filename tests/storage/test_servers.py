@@ -229,3 +229,22 @@ def test_migrate_adds_the_per_server_tables_to_a_keyspace_from_before_them(
     row = _row("q", "a1", BASE, 1.0)
     repo.upsert_results([row])
     assert list(repo.read_server_results("q", "a1", BASE, BASE + 10)) == [row]
+
+
+@pytest.mark.integration
+def test_rows_of_64_functions_and_long_server_names_batch_without_a_cassandra_warning(
+    repo, qid, caplog
+):
+    # Ten such rows of ten servers' series in one batch would pass Cassandra's 5 KiB warning
+    # for batches of several partitions (storage.driver.BATCH_BYTES); the driver logs it.
+    values = {f"p99.{i:03d}": i + 0.5 for i in range(64)}
+    servers = [f"{i:03d}{'x' * 197}" for i in range(40)]
+    rows = [WindowResult(qid, BASE, 10, values, 1, STAMP, s) for s in servers]
+    with caplog.at_level("WARNING", logger="cassandra"):
+        assert repo.upsert_results(rows) == 40
+    assert not [r.getMessage() for r in caplog.records if "threshold" in r.getMessage()]
+    assert list(repo.read_window_servers(qid, BASE)) == rows
+    assert list(repo.read_server_results(qid, servers[7], BASE, BASE + 10)) == [rows[7]]
+    ranking = [Ranked(qid, BASE, 10, i + 1, s, values, 1, STAMP) for i, s in enumerate(servers)]
+    assert repo.upsert_ranked(ranking) == 1
+    assert list(repo.read_ranked(qid, BASE, BASE + 10)) == ranking
