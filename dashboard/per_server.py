@@ -159,12 +159,10 @@ def choose(
     known = sorted(set(listed) | set(newest.rows))
     matching = [s for s in known if keep is None or keep.fullmatch(s)]
     ordered = order(q.query, (newest.rows[s] for s in matching if s in newest.rows))
-    if q.query.top is not None:
-        chosen = ordered[: min(cap, q.query.top.n)]
-    else:
-        # By name only when no newest window says which are the busiest: the listing is per
-        # day, so a listed server may have nothing in the range to draw.
-        chosen = (ordered or matching)[:cap]
+    limit = cap if q.query.top is None else min(cap, q.query.top.n)
+    # By name only when no newest window says which are the busiest: the listing is per day,
+    # so a listed server may have nothing in the range to draw.
+    chosen = (ordered or matching)[:limit]
     key, bottom = _rank_key(q.query)
     at = newest.at if ordered else None
     return Choice(chosen, len(matching), len(known), at, key, bottom)

@@ -80,6 +80,9 @@ def test_choose_filters_orders_and_caps() -> None:
         per_server.choice_note(top, low, "drawn", "")
     )
     # No newest window: by name, and it says so.
+    assert per_server.choose(top, listed, per_server.Latest(None, {}), "*", 20).servers == [
+        "db-1"
+    ]  # a TOP query with no newest window: its n, by name
     byname = per_server.choose(q, listed, per_server.Latest(None, {}), "*", 3)
     assert byname.servers == ["db-1", "web-1", "web-2"]
     assert "ordered by name" in str(per_server.choice_note(q, byname, "drawn", "at most 3"))
