@@ -192,7 +192,7 @@ def _panel(figures: dict[str, Any], panel_id: str) -> Any:
 
 
 def test_per_server_lines_and_a_top_n_table_narrowed_by_the_server_filter(
-    chrome: Any, login: Any, wait: Wait, repo: Any, api: Any
+    chrome: Any, login: Any, wait: Wait, repo: Any, api: Any, served: Any
 ) -> None:
     from apm.ranking import rank
 
@@ -253,6 +253,13 @@ def test_per_server_lines_and_a_top_n_table_narrowed_by_the_server_filter(
     if shot := os.environ.get("APM_TEST_DASHBOARD_PNG"):
         chrome.save_screenshot(shot.replace(".png", "-servers.png"))
 
+    # The share link, signed out: the same servers under the saved filter, with its notes.
+    url = api.post(f"/api/dashboards/{board['id']}/share").json()["url"]
+    chrome.delete_all_cookies()
+    chrome.get(served.url + url)
+    names = f"return (document.getElementById('s-plot-{lines_id}').data || []).map(t => t.name);"
+    assert wait(lambda d: d.execute_script(names)) == list(reversed(web))
+    assert "3 of its 5 servers match" in _text(chrome, f"s-notes-{lines_id}")
     # The chart page draws the same per-server lines and says which.
     login(path=f"/chart?q={split.id}")
     wait(lambda d: "all 5 servers drawn" in _text(d, "c-servers"))
