@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: help install jars up down status run test test-jvm test-unit test-integration test-e2e lint mypy format \
         cluster-up cluster-down cluster-status test-cluster \
-        browser debs agent-deb bench bench-ingest bench-agent bench-aggregator bench-aggregator-breadth bench-aggregator-by-server bench-aggregator-nodedup bench-aggregator-order bench-dashboard bench-dashboard-panels bench-storage bench-loadgen bench-pipeline bench-alerting bench-faults \
+        browser debs agent-deb bench bench-ingest bench-agent bench-aggregator bench-aggregator-breadth bench-aggregator-by-server bench-aggregator-nodedup bench-aggregator-order bench-dashboard bench-dashboard-panels bench-dashboard-servers bench-storage bench-loadgen bench-pipeline bench-alerting bench-faults \
         clean
 
 help:  ## list the targets
@@ -126,9 +126,13 @@ bench-aggregator-nodedup: up  ## the aggregator without its dedup stage (the cos
 bench-aggregator-order:  ## the JVM dedup state: 200,000 offsets for one key inserted ascending, descending, random (v3 vs v4); no stack needed
 	$(PY) -m bench.aggregator_order
 
-bench-dashboard: up  ## one 24 h chart, then a saved 8-panel 24 h dashboard (bench-dashboard-panels)
+bench-dashboard: up  ## one 24 h chart, a saved 8-panel 24 h dashboard (bench-dashboard-panels), a BY server query at 10,000 servers (bench-dashboard-servers)
 	$(PY) -m bench.dashboard
 	$(PY) -m bench.dashboard_panels
+	$(PY) -m bench.dashboard_servers
+
+bench-dashboard-servers: up  ## a BY server query's lines and TOP 10 table at 10,000 servers, in-process
+	$(PY) -m bench.dashboard_servers
 
 bench-dashboard-panels: up  ## a saved dashboard of 8 panels over 24 h, drawn cold in headless Chromium
 	$(PY) -m bench.dashboard_panels

@@ -12,10 +12,12 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
 
 from apm.errors import error_body
+from apm.model import server_name_error
 from apm.query import QueryError, StoredQuery
 from dashboard.guard import StorageUnavailable, guarded
 from dashboard.ports import QueryRepository
@@ -238,17 +240,36 @@ def results(query_id: str) -> Response | tuple[Response, int]:
     found = _get(query_id)
     if found is None:
         return _no_query(query_id)
-    windows = guarded(
-        d.telemetry, "read_results", lambda: list(d.repo.read_results(query_id, start, end))
-    )
-    d.telemetry.windows_read.inc(len(windows))
     out: dict[str, object] = {"query": _as_json(found), "from": start, "to": end}
+    windows = guarded(d.telemetry, "read_results", partial(_windows, found, start, end, out))
+    d.telemetry.windows_read.inc(len(windows))
     if max_points is None:
         out["windows"] = [window_json(w) for w in windows]
     else:
         series = build_series(found, windows, max_points)
         out["series"] = {k: {"t": s.x, "v": s.y} for k, s in series.items()}
     return jsonify(out)
+
+
+def _windows(q: StoredQuery, start: float, end: float, out: dict[str, object]) -> list:
+    """A query's series; a ``BY server`` query's is one server's (``?server=``), and without
+    one the answer lists its servers (``"servers"``) and no windows."""
+    repo = _deps().repo
+    server = request.args.get("server", "")
+    if not q.query.by_server:
+        if server:
+            raise _BadRequest(
+                "'server' is for a BY server query; this one has one series", "server"
+            )
+        return list(repo.read_results(q.id, start, end))
+    if not server:
+        out["servers"] = repo.list_result_servers(q.id, start, end)
+        out["detail"] = "a BY server query has one series per server: add ?server=<name>"
+        return []
+    if (err := server_name_error(server)) is not None:
+        raise _BadRequest(f"bad parameter: {err}", "server")
+    out["server"] = server
+    return list(repo.read_server_results(q.id, server, start, end))
 
 
 def _no_query(query_id: str) -> tuple[Response, int]:

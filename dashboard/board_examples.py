@@ -1,6 +1,7 @@
 """The example dashboard ``apm run`` (``make run``) creates over its example queries
-(``launch.run``): the fleet's CPU, the web tier's RPC latency, the API and DB RPC counts, this
-host's CPU and memory as single stats, and a table of the newest CPU figures."""
+(``launch.run``): the fleet's CPU, split per server (a line per server, the busiest drawn), its
+top 10 servers as a table, the web tier's RPC latency, the API and DB RPC counts, this host's
+CPU and memory as single stats, and a table of the newest CPU figures."""
 
 from __future__ import annotations
 
@@ -18,22 +19,19 @@ EXAMPLE_NAME = "Example: the fleet"
 
 def example_board(queries: Sequence[StoredQuery | None]) -> Board:
     """The example over ``queries`` (the example queries in their order: fleet CPU, web RPC
-    latency, API/DB RPC count, this host's CPU, this host's memory); panels whose query is
-    missing are left out."""
-    ids = [q.id if q else "" for q in queries] + [""] * 5
-    fleet, latency, count, host_cpu, host_mem = ids[:5]
+    latency, API/DB RPC count, this host's CPU, this host's memory, CPU per server, the top 10
+    CPU); panels whose query is missing are left out."""
+    ids = [q.id if q else "" for q in queries] + [""] * 7
+    fleet, latency, count, host_cpu, host_mem, per_server, top = ids[:7]
     wanted: list[tuple[str, list[str], str, int]] = [
         ("Fleet CPU (min, max, avg, p99)", [fleet], "lines", 12),
+        ("Fleet CPU per server (avg; the busiest drawn)", [per_server], "lines", 6),
+        ("Top 10 CPU: the newest window's ranking", [top], "table", 6),
         ("Web tier RPC latency", [latency], "lines", 6),
         ("API and DB RPC count", [count], "lines", 6),
         ("This host: CPU now", [host_cpu], "stat", 6),
         ("This host: memory now", [host_mem], "stat", 6),
-        (
-            "CPU, newest window (top-N per server: once per-server series exist)",
-            [fleet, host_cpu],
-            "table",
-            12,
-        ),
+        ("CPU, newest window: the fleet and this host", [fleet, host_cpu], "table", 12),
     ]
     panels: list[dict[str, Any]] = []
     x = y = 0

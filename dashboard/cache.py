@@ -5,6 +5,9 @@ Per query the cache holds the windows of [lo, hi). A request inside it re-reads 
 ``hi - reread_s`` (windows still being rewritten by late samples) to the new end; a request
 reaching before ``lo``, or an entry older than ``full_refresh_s``, reads everything again, so
 a window rewritten later than ``reread_s`` shows up within ``full_refresh_s`` at most.
+
+A ``BY server`` query's series are cached one per server (``server``), read with
+``read_server_results``; ``server=""`` is a query's one series over all its servers.
 """
 
 from __future__ import annotations
@@ -46,15 +49,22 @@ class ResultCache:
         self._max_windows = max_windows
         self._clock = clock
         self._lock = threading.Lock()
-        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
 
-    def read(self, query_id: str, start: float, end: float) -> list[WindowResult]:
+    def _fetch(self, key: tuple[str, str], start: float, end: float) -> list[WindowResult]:
+        query_id, server = key
+        if server:
+            return list(self._repo.read_server_results(query_id, server, start, end))
+        return list(self._repo.read_results(query_id, start, end))
+
+    def read(self, query_id: str, start: float, end: float, server: str = "") -> list[WindowResult]:
+        key = (query_id, server)
         with self._lock:
-            entry = self._entries.get(query_id)
+            entry = self._entries.get(key)
         now = self._clock()
         if (
             entry is None
@@ -62,11 +72,11 @@ class ResultCache:
             or end < entry.hi - self._reread_s
             or now - entry.loaded_at > self._full_refresh_s
         ):
-            windows = list(self._repo.read_results(query_id, start, end))
+            windows = self._fetch(key, start, end)
             entry = _Entry(start, end, windows, [w.window_start for w in windows], now)
         elif end > entry.hi - self._reread_s:
             cut = max(entry.lo, entry.hi - self._reread_s)
-            fresh = list(self._repo.read_results(query_id, cut, end))
+            fresh = self._fetch(key, cut, end)
             keep = bisect.bisect_left(entry.starts, cut)
             windows = entry.windows[:keep] + fresh
             entry = _Entry(
@@ -76,15 +86,15 @@ class ResultCache:
                 entry.starts[:keep] + [w.window_start for w in fresh],
                 entry.loaded_at,
             )
-        self._store(query_id, entry)
+        self._store(key, entry)
         i = bisect.bisect_left(entry.starts, start)
         j = bisect.bisect_left(entry.starts, end)
         return entry.windows[i:j]
 
-    def _store(self, query_id: str, entry: _Entry) -> None:
+    def _store(self, key: tuple[str, str], entry: _Entry) -> None:
         with self._lock:
-            self._entries[query_id] = entry
-            self._entries.move_to_end(query_id)
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
             total = sum(len(e.windows) for e in self._entries.values())
             while total > self._max_windows and len(self._entries) > 1:
                 _, evicted = self._entries.popitem(last=False)

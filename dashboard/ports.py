@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from apm.query import StoredQuery, WindowResult
+from apm.ranking import Ranked
 
 __all__ = ["AgentVersions", "IngestScraper", "QueryRepository", "TopicSource"]
 
@@ -28,6 +29,24 @@ class QueryRepository(Protocol):
         ...
 
     def last_result_at(self, query_id: str) -> float | None: ...
+    def read_server_results(
+        self, query_id: str, server: str, start: float, end: float
+    ) -> Iterator[WindowResult]:
+        """One server's series of a ``BY server`` query, ascending, windows in [start, end)."""
+        ...
+
+    def read_window_servers(self, query_id: str, window_start: float) -> Iterator[WindowResult]:
+        """Every server's result of one window of a ``BY server`` query."""
+        ...
+
+    def list_result_servers(self, query_id: str, start: float, end: float) -> list[str]:
+        """The servers with per-server results of the query in [start, end), sorted."""
+        ...
+
+    def read_ranked(self, query_id: str, start: float, end: float) -> Iterator[Ranked]:
+        """Every window's ranking in [start, end), by window_start then rank."""
+        ...
+
     def list_servers(self) -> dict[str, float]: ...
     def list_metrics(self) -> dict[str, float]:
         """metric -> epoch seconds of its newest sample that some aggregator job read."""

@@ -58,6 +58,15 @@ def stored_query_json(
         "metric": q.query.metric,
         "window_seconds": q.query.window_seconds,
         "functions": [f.key for f in q.query.functions],
+        # BY server: one series per server (read with ?server=); top: its ranking, or null.
+        "by_server": q.query.by_server,
+        "top": None
+        if q.query.top is None
+        else {
+            "n": q.query.top.n,
+            "function": q.query.top.function.key,
+            "order": "bottom" if q.query.top.bottom else "top",
+        },
         "paused": q.paused,
         "created_at": _dt(q.created_at),
         "updated_at": _dt(q.updated_at),

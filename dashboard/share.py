@@ -38,8 +38,9 @@ flex-direction:column;min-height:0}.panel h3{margin:0;font-size:.95em}.plot{flex
 <body><h2 id="s-name">{{ name }}</h2>
 <p class="hint" id="s-about">A read-only shared view. Server filter
 <b id="s-filter">{{ filter }}</b>
-(stored results are fleet-level: the filter hides the queries none of whose servers match it,
-and each panel says what it did). Range <select id="s-range">{% for r in ranges %}
+(a per-server query shows the servers it matches; a plain query's one series folds in all
+its servers and is hidden when none of them match; each panel says what it did).
+Range <select id="s-range">{% for r in ranges %}
 <option value="{{ r }}" {% if r == range %}selected{% endif %}>{{ r }}</option>{% endfor %}
 </select> <span id="s-status"></span></p>
 {% if not panels %}<p id="s-empty">This dashboard has no panels yet.</p>{% endif %}

@@ -17,6 +17,7 @@ from apm.query import Query, QueryError, parse
 __all__ = [
     "BUILDER_FIELDS",
     "LATEST_TIME",
+    "SPLITS",
     "Composed",
     "check_builder",
     "compose",
@@ -27,7 +28,15 @@ __all__ = [
     "validate",
 ]
 
-BUILDER_FIELDS = ("servers", "metric", "window", "functions")
+BUILDER_FIELDS = ("servers", "metric", "window", "functions", "split")
+# The fields every query has; "split" (BY server, TOP/BOTTOM) may be empty.
+_REQUIRED = BUILDER_FIELDS[:4]
+SPLITS = {
+    "": "one series over all its servers",
+    "server": "one series per server (BY server)",
+    "top": "per server, and rank the highest n (TOP n BY f)",
+    "bottom": "per server, and rank the lowest n (BOTTOM n BY f)",
+}
 # Times a range may name: the epoch to the end of year 9999. Past it, the storage's day
 # buckets (32-bit) overflow in the driver, which must not pass for a storage outage.
 LATEST_TIME = 253_402_300_799.0
@@ -62,9 +71,14 @@ def compose(
     window: str | None,
     functions: Sequence[str],
     percentiles: str | None,
+    split: str | None = "",
+    n: object = None,
+    by: str | None = None,
 ) -> Composed:
     """Query text from the builder's fields. ``percentiles`` is a comma-separated list of p
-    values, each becoming ``percentile(p)``; empty fields stay empty so the parser names them."""
+    values, each becoming ``percentile(p)``; empty fields stay empty so the parser names them.
+    ``split`` (a key of :data:`SPLITS`) adds `` BY server`` and, for ``top``/``bottom``,
+    `` TOP n BY by``: the parser checks ``n`` and that ``by`` is one of the functions."""
     parts = [
         ("FROM ", None),
         (", ".join(s.strip() for s in servers if s.strip()), "servers"),
@@ -77,6 +91,14 @@ def compose(
     fns = [f for f in functions if f]
     fns += [f"percentile({p.strip()})" for p in (percentiles or "").split(",") if p.strip()]
     parts.append((", ".join(fns), "functions"))
+    if split in ("server", "top", "bottom"):
+        clause = " BY server"
+        if split != "server":
+            count = "" if n is None else str(n).strip()
+            clause += f" {split.upper()} {count} BY {(by or '').strip()}"
+        parts.append((clause, "split"))
+    else:
+        parts.append(("", "split"))
     text, spans = "", {}
     for chunk, name in parts:
         if name:
@@ -90,7 +112,7 @@ def check_builder(composed: Composed) -> tuple[str, QueryError] | None:
     field is reported with the parser's own message for the text cut just before it (so an
     empty metric reads "expected a metric name, got the end of the query"), because parsing on
     would take the next keyword for the missing value and blame the wrong field."""
-    for name in BUILDER_FIELDS:
+    for name in _REQUIRED:
         start, end = composed.spans[name]
         if start == end:
             try:
@@ -110,10 +132,13 @@ def field_for(composed: Composed, exc: QueryError) -> str:
     pos = exc.position
     for name in BUILDER_FIELDS:
         start, end = composed.spans[name]
-        if start <= pos < end or (start == end and pos in (start, start + 1)):
+        empty = start == end and name in _REQUIRED
+        if start <= pos < end or (empty and pos in (start, start + 1)):
             return name
     for name in reversed(BUILDER_FIELDS):
-        if pos >= composed.spans[name][0]:
+        start, end = composed.spans[name]
+        # An empty split (no BY clause) is not there to blame for the end of the text.
+        if (start < end or name in _REQUIRED) and pos >= start:
             return name
     # An error in "FROM" itself cannot come from the builder; the servers field is closest.
     return "servers"

@@ -50,6 +50,9 @@ def _example_queries(host: str) -> list[str]:
         "FROM api-*, db-* SELECT rpc.count WINDOW 1m COMPUTE sum, avg, count",
         f"FROM {host} SELECT cpu.util WINDOW 5s COMPUTE min, max, avg",
         f"FROM {host} SELECT mem.util WINDOW 10s COMPUTE min, max, avg",
+        # The fleet's CPU per server, and its 10 busiest servers each window (issue 26).
+        "FROM * SELECT cpu.util WINDOW 10s COMPUTE avg BY server",
+        "FROM * SELECT cpu.util WINDOW 10s COMPUTE avg, max, p99 BY server TOP 10 BY avg",
     ]
 
 

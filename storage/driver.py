@@ -18,6 +18,7 @@ __all__ = [
     "execute_spread",
     "open_cluster",
     "profile_for",
+    "spread_chunks",
 ]
 
 log = logging.getLogger(__name__)
@@ -168,6 +169,24 @@ def _replicas(session: Any, keyspace: str, bound: Any) -> tuple[str, ...]:
     return tuple(sorted(str(h.endpoint) for h in token_map.get_replicas(keyspace, token)))
 
 
+def spread_chunks(
+    session: Any, stmt: Any, rows: list[tuple[Any, ...]], keyspace: str
+) -> list[list[Any]]:
+    """``stmt`` bound to each of ``rows``, in runs of at most BATCH_PARTITIONS and about
+    BATCH_BYTES whose partitions have the same replicas (one batch each)."""
+    by_replicas: dict[tuple[str, ...], tuple[list[Any], list[int]]] = {}
+    for params in rows:
+        bound = stmt.bind(params)
+        group = by_replicas.setdefault(_replicas(session, keyspace, bound), ([], []))
+        group[0].append(bound)
+        group[1].append(_bytes(params))
+    return [
+        chunk
+        for bound, sizes in by_replicas.values()
+        for chunk in _chunks(bound, sizes, BATCH_PARTITIONS, BATCH_BYTES)
+    ]
+
+
 def execute_spread(
     session: Any,
     stmt: Any,
@@ -178,18 +197,8 @@ def execute_spread(
     profile: object,
 ) -> None:
     """Runs ``stmt`` for rows that are mostly one to a partition (one window of each server's
-    series): unlogged batches of at most BATCH_PARTITIONS rows (and about BATCH_BYTES) whose
-    partitions have the same replicas, so that each batch is applied by those replicas as one
-    request: ~5x the rate of one request per row (docs/storage.md). Idempotent statements."""
-    by_replicas: dict[tuple[str, ...], tuple[list[Any], list[int]]] = {}
-    for params in rows:
-        bound = stmt.bind(params)
-        group = by_replicas.setdefault(_replicas(session, keyspace, bound), ([], []))
-        group[0].append(bound)
-        group[1].append(_bytes(params))
-    work = [
-        _batch(None, chunk)
-        for bound, sizes in by_replicas.values()
-        for chunk in _chunks(bound, sizes, BATCH_PARTITIONS, BATCH_BYTES)
-    ]
+    series) as unlogged batches of :func:`spread_chunks`: each batch is applied by the
+    replicas that own all its partitions as one request, several times the rate of one
+    request per row (docs/storage.md). Idempotent statements only."""
+    work = [_batch(None, chunk) for chunk in spread_chunks(session, stmt, rows, keyspace)]
     _execute(session, work, concurrency, profile)

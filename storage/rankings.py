@@ -24,7 +24,7 @@ from storage.schema import BUCKET_SECONDS, bucket_of
 from storage.server_tables import RANKING_BUCKET_SECONDS
 from storage.servers import ServerStore
 
-__all__ = ["RankingStore", "ranked_error", "ranking_error"]
+__all__ = ["RankingStore", "checked_rankings", "ranked_error", "ranking_error"]
 
 _HOUR_MS = RANKING_BUCKET_SECONDS * 1000
 _HOURS_A_DAY = BUCKET_SECONDS // RANKING_BUCKET_SECONDS
@@ -69,6 +69,22 @@ def ranking_error(rows: list[Ranked]) -> str | None:
     return None
 
 
+def checked_rankings(rows: Iterable[object]) -> dict[tuple[str, int], list[Ranked]]:
+    """(query_id, window_start ms) -> that window's rows, by rank; all rows and rankings
+    checked first: the first bad one raises ValueError naming it."""
+    windows: dict[tuple[str, int], list[Ranked]] = {}
+    for i, row in enumerate(rows):
+        if (err := ranked_error(row)) is not None:
+            raise ValueError(f"ranked row {i}: {err}")
+        r = Ranked(*row)  # type: ignore[misc]
+        windows.setdefault((r.query_id, codec.to_ms(r.window_start)), []).append(r)
+    for (qid, ms), ranking in windows.items():
+        if (err := ranking_error(ranking)) is not None:
+            raise ValueError(f"ranking of query {qid!r}, window {ms / 1000:g}: {err}")
+        ranking.sort(key=lambda r: r.rank)
+    return windows
+
+
 class RankingStore:
     """The rankings of ``keyspace``; the days they are in go to ``servers``' index."""
 
@@ -97,19 +113,10 @@ class RankingStore:
     def upsert(self, rows: Iterable[Ranked]) -> int:
         """Checks every row (one bad row or ranking writes nothing), then replaces each window's
         stored ranking with the rows given for it. Returns the number of windows written."""
-        windows: dict[tuple[str, int], list[Ranked]] = {}
-        for i, row in enumerate(rows):
-            if (err := ranked_error(row)) is not None:
-                raise ValueError(f"ranked row {i}: {err}")
-            r = Ranked(*row)
-            windows.setdefault((r.query_id, codec.to_ms(r.window_start)), []).append(r)
-        for (qid, ms), ranking in windows.items():
-            if (err := ranking_error(ranking)) is not None:
-                raise ValueError(f"ranking of query {qid!r}, window {ms / 1000:g}: {err}")
+        windows = checked_rankings(rows)
         self.servers.index_days({(qid, bucket_of(ms / 1000)) for qid, ms in windows})
         params = []
         for (qid, ms), ranking in windows.items():
-            ranking.sort(key=lambda r: r.rank)
             version = max(r.updated_at for r in ranking)
             entries = [
                 (

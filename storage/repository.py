@@ -258,7 +258,8 @@ class Repository:
 
     def upsert_ranked(self, rows: Iterable[Ranked]) -> int:
         """Replaces the ranking of each window given (all rows checked first: one bad row or
-        ranking writes nothing). Returns the number of windows written."""
+        ranking writes nothing) unless the stored one is newer (its newest row's updated_at;
+        at the same version Cassandra's tie rule decides). Returns the windows written."""
         return self._rankings.upsert(rows)
 
     def read_ranked(self, query_id: str, start: float, end: float) -> Iterator[Ranked]:

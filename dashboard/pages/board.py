@@ -98,9 +98,10 @@ def _controls(board: Board, every: float) -> html.Div:
             ),
             html.Div(id="d-filter-error", className="field-error"),
             html.Div(
-                "Stored results are one series per query over all its servers: the filter "
-                "hides the queries none of whose servers match it and cannot split a series; "
-                "each panel says what it did.",
+                "A per-server (BY server) query shows only the servers the filter matches. A "
+                "plain query's one series folds in all its servers: the filter hides such a "
+                "query when none of its servers match and cannot split it. Each panel says "
+                "what it did.",
                 className="hint",
             ),
             dcc.Checklist(

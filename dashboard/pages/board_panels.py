@@ -1,13 +1,16 @@
 """One dashboard's panels as Plotly figures, for the dashboard page and the signed-out share
-view alike: ``lines`` draws like the chart page (:func:`dashboard.pages.chart.figure_for`),
-``stat`` and ``table`` show the newest window in the range. Each panel carries notes that say
-what it shows and why: a query deleted since, a query with no data yet (its state's reason),
-and what the server filter does to it.
+view alike: ``lines`` draws like the chart page (:func:`dashboard.pages.figures.figure_for`:
+a ``BY server`` query one line per server and function, capped), ``stat`` and ``table`` show
+the newest window in the range (:mod:`dashboard.pages.board_tables`: a TOP query's ranking).
+Each panel carries notes that say what it shows and why: a query deleted since, a query with no
+data yet (its state's reason), which servers a per-server query shows, and what the server
+filter did.
 
-The server filter is a glob over server names. Stored results are fleet-level (one series per
-query, all its servers folded in), so the filter cannot split a series: a panel's query whose
-servers (those that reported within the retention) include none matching the filter is not
-drawn, and one that includes some is drawn whole, with a note counting how many match."""
+The server filter is a glob over server names. A ``BY server`` query's series are per server,
+so the filter keeps the servers it matches. A plain query's one series folds in all its
+servers, so the filter cannot split it: such a query whose servers (those that reported within
+the retention) include none matching the filter is not drawn, and one that includes some is
+drawn whole, with a note counting how many match."""
 
 from __future__ import annotations
 
@@ -19,21 +22,16 @@ from functools import partial
 
 from apm.query import StoredQuery
 from apm.query_glob import glob_to_regex
-from apm.query_state import format_time
 from dashboard.boards import Board, Panel
 from dashboard.context import AppContext
 from dashboard.guard import guarded
-from dashboard.pages.chart import empty_figure, figure_for, read_windows
+from dashboard.pages.board_tables import stat_figure, table_figure
+from dashboard.pages.figures import empty_figure, figure_for, read_windows
 from dashboard.states import Evaluated, QueryStates
 
-__all__ = ["TABLE_NOTE", "PanelView", "board_views", "filter_notes", "panel_view", "plot_height"]
+__all__ = ["PanelView", "board_views", "filter_notes", "panel_view", "plot_height"]
 
-_TAIL_S = 600
 _READERS = 4  # concurrent reads of a draw: one waits on Cassandra while another decodes
-TABLE_NOTE = (
-    "the newest window of each query and function; per-server top-N rows need per-server "
-    "series, which the storage does not hold yet"
-)
 
 
 @dataclass
@@ -54,12 +52,16 @@ def _empty(message: str) -> dict[str, object]:
 def filter_notes(
     queries: list[StoredQuery], server_filter: str, servers: Mapping[str, float]
 ) -> tuple[list[StoredQuery], list[str]]:
-    """The queries a filter keeps, and what it did to each (nothing for ``*``)."""
+    """The queries a filter keeps, and what it did to each plain query (nothing for ``*``).
+    A ``BY server`` query is kept: the filter narrows its servers where it is drawn."""
     if server_filter == "*":
         return queries, []
     wanted = re.compile(glob_to_regex(server_filter))
     kept, notes = [], []
     for q in queries:
+        if q.query.by_server:
+            kept.append(q)
+            continue
         selected = [s for s in servers if q.query.matches(s)]
         both = sum(1 for s in selected if wanted.fullmatch(s))
         label = q.text if len(q.text) <= 60 else q.text[:57] + "..."
@@ -81,64 +83,6 @@ def filter_notes(
                 "yet)"
             )
     return kept, notes
-
-
-def _newest(app_ctx: AppContext, q: StoredQuery, start: float, end: float) -> tuple[float, dict]:
-    """The newest window in [start, end) and its values: the last ten windows (or 10 min) are
-    read first, the whole range only when they hold none."""
-    tail = max(start, end - max(_TAIL_S, 10 * q.query.window_seconds))
-    windows = read_windows(app_ctx, q.id, tail, end)
-    if not windows and tail > start:
-        windows = read_windows(app_ctx, q.id, start, end)
-    if not windows:
-        return 0.0, {}
-    last = windows[-1]
-    return last.window_start, dict(last.values)
-
-
-def _stat(app_ctx: AppContext, queries: list[StoredQuery], start: float, end: float) -> tuple:
-    cells = []
-    for q in queries:
-        at, values = _newest(app_ctx, q, start, end)
-        for f in q.query.functions:
-            if f.key in values and values[f.key] is not None:
-                cells.append((f"{q.query.metric} {f.key}", values[f.key], at))
-    n = max(len(cells), 1)
-    data = [
-        {
-            "type": "indicator",
-            "mode": "number",
-            "value": value,
-            "title": {
-                "text": f"{label}<br><span style='font-size:0.7em'>{format_time(at)}</span>",
-                "font": {"size": 12},
-            },
-            "number": {"valueformat": ".4~g"},
-            "domain": {"x": [k / n, (k + 1) / n], "y": [0, 1]},
-        }
-        for k, (label, value, at) in enumerate(cells[:12])
-    ]
-    layout = {"margin": {"l": 10, "r": 10, "t": 45, "b": 5}}
-    return {"data": data, "layout": layout}, len(cells)
-
-
-def _table(app_ctx: AppContext, queries: list[StoredQuery], start: float, end: float) -> tuple:
-    rows: list[tuple[str, str, float, str]] = []
-    for q in queries:
-        at, values = _newest(app_ctx, q, start, end)
-        for f in q.query.functions:
-            if values.get(f.key) is not None:
-                rows.append((q.query.metric, f.key, values[f.key], format_time(at)))
-    rows.sort(key=lambda r: -r[2])
-    columns: list[list[object]] = [[r[k] for r in rows] for k in range(4)]
-    data = [
-        {
-            "type": "table",
-            "header": {"values": ["metric", "function", "value", "window"]},
-            "cells": {"values": columns, "format": ["", "", ".4~g", ""]},
-        }
-    ]
-    return {"data": data, "layout": {"margin": {"l": 5, "r": 5, "t": 5, "b": 5}}}, len(rows)
 
 
 def _why_empty(queries: list[StoredQuery], states: Mapping[str, Evaluated]) -> str:
@@ -177,21 +121,28 @@ def panel_view(
     if not shown:
         none = _empty(f"no server of its queries matches {board.server_filter}")
         return _sized(PanelView(none, notes), panel)
+    sf = board.server_filter
+    unmatched = 0
+    said: list[str] = []
     if panel.chart == "lines":
-        fig, counts = figure_for(app_ctx, shown, start, end)
-        points = counts["points"]
+        fig, drawn = figure_for(app_ctx, shown, start, end, sf)
+        points, unmatched = drawn.points, drawn.unmatched
+        notes += drawn.notes
         layout = fig["layout"]
         assert isinstance(layout, dict)
         layout["title"] = None
         layout["margin"] = {"l": 45, "r": 10, "t": 10, "b": 30}
         layout["legend"] = {"orientation": "h", "y": -0.2, "font": {"size": 10}}
-    elif panel.chart == "stat":
-        fig, points = _stat(app_ctx, shown, start, end)
     else:
-        fig, points = _table(app_ctx, shown, start, end)
-        notes.append(TABLE_NOTE)
+        make = stat_figure if panel.chart == "stat" else table_figure
+        fig, points, said = make(app_ctx, shown, span, sf)
+        notes += said
     if not points:
-        fig = _empty(_why_empty(shown, states))
+        # A table's or stat's own reason (no ranking yet, no server matching) comes first.
+        why = said[0] if panel.chart != "lines" and said else _why_empty(shown, states)
+        if unmatched == len(shown):
+            why = f"no server of its queries matches {sf}"
+        fig = _empty(why)
     return _sized(PanelView(fig, notes, points), panel)
 
 

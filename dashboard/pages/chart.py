@@ -1,42 +1,31 @@
 """The chart page: one or several queries overlaid over a chosen range, with live refresh at an
 interval that never goes below the configured floor. Missing windows are gaps, not lines. Above
 the chart, each selected query's state and why (dashboard.states); an empty chart says why.
-Alert rules on the charted queries draw their state changes on it (pages/chart_alerts.py)."""
+A ``BY server`` query draws one line per server and function, at most
+:data:`dashboard.per_server.MAX_LINES`; under the chart, which servers and how many are not
+drawn (:mod:`dashboard.pages.figures`). Alert rules on the charted queries draw their state
+changes on it (pages/chart_alerts.py)."""
 
 from __future__ import annotations
 
-import textwrap
 import time
-from functools import partial
 from urllib.parse import parse_qs
 
 from dash import Dash, Input, Output, State, dcc, html, no_update
 
-from apm.query import StoredQuery, WindowResult
+from apm.query import StoredQuery
 from dashboard.alerts_api import rulebook_for
-from dashboard.api import StorageUnavailable, guarded
 from dashboard.context import AppContext
+from dashboard.guard import StorageUnavailable, guarded
 from dashboard.pages.chart_alerts import annotate
 from dashboard.pages.common import banner, navbar, state_badge
-from dashboard.series import build_series
+from dashboard.pages.figures import empty_figure, figure_for
 from dashboard.states import Evaluated, QueryStates
 from dashboard.validation import parse_time
 
-__all__ = ["RANGES", "empty_figure", "figure_for", "layout", "read_windows", "register"]
+__all__ = ["RANGES", "layout", "register"]
 
 RANGES = {"15m": 900, "1h": 3600, "6h": 21_600, "24h": 86_400}
-_COLORS = [
-    "#1f77b4",
-    "#d62728",
-    "#2ca02c",
-    "#ff7f0e",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#17becf",
-    "#bcbd22",
-    "#7f7f7f",
-]
 
 
 def layout(app_ctx: AppContext, search: str) -> html.Div:
@@ -123,81 +112,11 @@ def layout(app_ctx: AppContext, search: str) -> html.Div:
                 style={"height": "60vh"},
                 figure=empty_figure("pick one or more queries"),
             ),
+            html.Div(id="c-servers", className="hint"),
             html.Div(id="c-status", className="hint"),
             html.Div(id="c-alerts", className="hint"),
         ]
     )
-
-
-def empty_figure(message: str, width: int = 100) -> dict[str, object]:
-    """A figure that is only ``message``: why there is nothing to draw."""
-    # Plotly does not wrap annotations: long reasons are broken into lines here.
-    text = "<br>".join(textwrap.wrap(message, width)) or message
-    return {
-        "data": [],
-        "layout": {
-            "annotations": [{"text": text, "showarrow": False, "xref": "paper", "yref": "paper"}],
-            "xaxis": {"visible": False},
-            "yaxis": {"visible": False},
-        },
-    }
-
-
-def read_windows(
-    app_ctx: AppContext, query_id: str, start: float, end: float
-) -> list[WindowResult]:
-    if app_ctx.cache is None:
-        return list(app_ctx.repo.read_results(query_id, start, end))
-    return app_ctx.cache.read(query_id, start, end)
-
-
-def figure_for(
-    app_ctx: AppContext, queries: list[StoredQuery], start: float, end: float
-) -> tuple[dict[str, object], dict[str, int]]:
-    """The figure for ``queries`` over [start, end), and counts of windows read and points
-    drawn. Each series is downsampled to the settings' max_points."""
-    traces: list[dict[str, object]] = []
-    counts = {"windows": 0, "points": 0}
-    overlay = len(queries) > 1
-    for qn, q in enumerate(queries):
-        windows = guarded(
-            app_ctx.metrics, "read_results", partial(read_windows, app_ctx, q.id, start, end)
-        )
-        counts["windows"] += len(windows)
-        series = build_series(q, windows, app_ctx.settings.max_points)
-        for fn, (key, s) in enumerate(series.items()):
-            counts["points"] += s.points
-            label = f"{q.query.metric} {key}" + (f" [{q.id[:8]}]" if overlay else "")
-            traces.append(
-                {
-                    "type": "scatter",
-                    "mode": "lines+markers" if s.points <= 300 else "lines",
-                    "name": label,
-                    "x": [x * 1000 for x in s.x],
-                    "y": s.y,
-                    "connectgaps": False,
-                    "marker": {"size": 4},
-                    "meta": {"query_id": q.id, "function": key},
-                    "line": {
-                        "width": 1.5,
-                        "color": _COLORS[(qn * 4 + fn) % len(_COLORS)],
-                        "dash": ["solid", "dot", "dash", "dashdot"][qn % 4],
-                    },
-                }
-            )
-    title = queries[0].text if len(queries) == 1 else f"{len(queries)} queries overlaid"
-    fig: dict[str, object] = {
-        "data": traces,
-        "layout": {
-            "title": {"text": title, "font": {"size": 14}},
-            "uirevision": "keep",
-            "xaxis": {"type": "date", "range": [start * 1000, end * 1000]},
-            "yaxis": {"rangemode": "normal"},
-            "legend": {"orientation": "h", "y": -0.15},
-            "margin": {"l": 50, "r": 20, "t": 40, "b": 40},
-        },
-    }
-    return fig, counts
 
 
 def _state_lines(queries: list[StoredQuery], states: dict[str, Evaluated]) -> list[html.Div]:
@@ -255,6 +174,7 @@ def register(app: Dash, app_ctx: AppContext) -> None:
         Output("c-range-error", "children"),
         Output("c-states", "children"),
         Output("c-alerts", "children"),
+        Output("c-servers", "children"),
         Input("c-queries", "value"),
         Input("c-range", "value"),
         Input("c-from", "value"),
@@ -269,7 +189,7 @@ def register(app: Dash, app_ctx: AppContext) -> None:
         raw_to: str | None,
         _tick: int | None,
         current: object,
-    ) -> tuple[object, str, str, object, object]:
+    ) -> tuple[object, str, str, object, object, object]:
         started = time.perf_counter()
         now = app_ctx.clock()
         if choice == "custom":
@@ -277,20 +197,20 @@ def register(app: Dash, app_ctx: AppContext) -> None:
                 end = parse_time(raw_to, now)
                 start = parse_time(raw_from, end - 3600)
             except ValueError as exc:
-                return current, "", str(exc), no_update, no_update
+                return current, "", str(exc), no_update, no_update, no_update
             if end <= start:
-                return current, "", "'from' must be before 'to'", no_update, no_update
+                return current, "", "'from' must be before 'to'", no_update, no_update, no_update
         else:
             end, start = now, now - RANGES.get(choice, 3600)
         if not ids:
-            return empty_figure("pick one or more queries"), "", "", [], ""
+            return empty_figure("pick one or more queries"), "", "", [], "", []
         try:
             found = guarded(
                 app_ctx.metrics,
                 "get_query",
                 lambda: [q for i in ids if (q := app_ctx.repo.get_query(i)) is not None],
             )
-            fig, counts = figure_for(app_ctx, found, start, end)
+            fig, drawn = figure_for(app_ctx, found, start, end)
             evaluated = states.evaluate(found)
         except StorageUnavailable as exc:
             return (
@@ -299,16 +219,17 @@ def register(app: Dash, app_ctx: AppContext) -> None:
                 "",
                 no_update,
                 no_update,
+                no_update,
             )
-        if counts["points"] == 0:
+        if drawn.points == 0:
             fig = empty_figure(_why_empty(found, evaluated))
         alerts = annotate(fig, book, [q.id for q in found], start, end)
         elapsed = time.perf_counter() - started
         app_ctx.metrics.chart_seconds.observe(elapsed)
-        app_ctx.metrics.windows_read.inc(counts["windows"])
-        app_ctx.metrics.points_served.inc(counts["points"])
+        app_ctx.metrics.windows_read.inc(drawn.windows)
+        app_ctx.metrics.points_served.inc(drawn.points)
         status = (
-            f"{counts['windows']} windows read, {counts['points']} points drawn "
-            f"in {elapsed * 1000:.0f} ms"
+            f"{drawn.windows} windows read, {drawn.points} points drawn in {elapsed * 1000:.0f} ms"
         )
-        return fig, status, "", _state_lines(found, evaluated), alerts
+        servers = [html.Div(n) for n in drawn.notes]
+        return fig, status, "", _state_lines(found, evaluated), alerts, servers

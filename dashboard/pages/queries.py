@@ -1,97 +1,29 @@
 """The queries page: the list (each query's state and why, from dashboard.states, its last
-result, pause/resume/delete), the builder form and the query-language text box. Both forms
-validate through dashboard.validation and show the parser's message beside the field at
-fault."""
+result, pause/resume/delete), the builder form (:mod:`dashboard.pages.query_builder`) and the
+query-language text box. Both forms validate through dashboard.validation and show the parser's
+message beside the field at fault."""
 
 from __future__ import annotations
 
 import logging
 
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
-from dash.development.base_component import Component
 
-from apm.functions import CATALOGUE
 from apm.query import QueryError
-from dashboard.api import StorageUnavailable, guarded
 from dashboard.context import AppContext
+from dashboard.guard import StorageUnavailable, guarded
+from dashboard.pages import query_builder
 from dashboard.pages.common import ago, banner, navbar, state_badge, when
 from dashboard.states import QueryStates
-from dashboard.validation import BUILDER_FIELDS, check_builder, compose, pointer, validate
+from dashboard.validation import pointer, validate
 
 __all__ = ["layout", "register"]
 
 log = logging.getLogger(__name__)
-# The checklist offers the functions without a parameter; percentile has its own field.
-_PLAIN_FUNCTIONS = [name for name, spec in CATALOGUE.items() if spec.param is None]
-
-
-def _field(label: str, control: Component, name: str, hint: str = "") -> html.Div:
-    return html.Div(
-        className="field",
-        children=[
-            html.Label(label),
-            control,
-            html.Span(hint, className="hint") if hint else None,
-            html.Div(id=f"b-err-{name}", className="field-error"),
-        ],
-    )
 
 
 def layout(app_ctx: AppContext) -> html.Div:
-    metrics, topics_error = _metrics(app_ctx)
-    servers, _ = _servers(app_ctx)
-    builder = html.Div(
-        className="card",
-        id="builder",
-        children=[
-            html.H3("Build a query"),
-            _field(
-                "Servers (names or patterns)",
-                dcc.Input(id="b-servers", value="*", placeholder="*, web-*, db-1", debounce=False),
-                "servers",
-                "comma-separated; * is every server",
-            ),
-            html.Div(
-                className="field",
-                children=[
-                    html.Label("Servers seen so far"),
-                    dcc.Dropdown(
-                        id="b-seen", multi=True, options=servers, placeholder="pick servers to add"
-                    ),
-                ],
-            ),
-            _field(
-                "Metric",
-                dcc.Dropdown(id="b-metric", options=metrics, placeholder="metric topic"),
-                "metric",
-                topics_error or "the metric topics that exist in Kafka",
-            ),
-            _field(
-                "Window", dcc.Input(id="b-window", value="10s", placeholder="10s, 1m, 1h"), "window"
-            ),
-            _field(
-                "Functions",
-                html.Div(
-                    [
-                        dcc.Checklist(
-                            id="b-functions",
-                            options=_PLAIN_FUNCTIONS,
-                            value=["avg", "max"],
-                            inline=True,
-                        ),
-                        html.Label("percentile p (comma-separated)", className="inline-label"),
-                        dcc.Input(
-                            id="b-percentiles", value="99", placeholder="99, 99.9", size="10"
-                        ),
-                    ]
-                ),
-                "functions",
-            ),
-            html.Pre(id="b-preview", className="preview"),
-            html.Button("Create query", id="b-create", className="primary"),
-            html.Div(id="b-result", className="result"),
-        ],
-    )
+    builder = query_builder.layout(app_ctx)
     textbox = html.Div(
         className="card",
         id="textbox",
@@ -118,20 +50,6 @@ def layout(app_ctx: AppContext) -> html.Div:
             html.Div(className="row", children=[builder, textbox]),
         ]
     )
-
-
-def _metrics(app_ctx: AppContext) -> tuple[list[str], str | None]:
-    try:
-        return app_ctx.topics.metrics(), None
-    except OSError as exc:
-        return [], f"metric topics unavailable: {exc}"
-
-
-def _servers(app_ctx: AppContext) -> tuple[list[str], str | None]:
-    try:
-        return sorted(guarded(app_ctx.metrics, "list_servers", app_ctx.repo.list_servers)), None
-    except StorageUnavailable as exc:
-        return [], str(exc)
 
 
 def _table(app_ctx: AppContext, states: QueryStates) -> html.Table | html.Div:
@@ -197,6 +115,7 @@ def register(app: Dash, app_ctx: AppContext) -> None:
         app_ctx.clock,
         max(10.0, app_ctx.settings.refresh_floor_seconds),
     )
+    query_builder.register(app, app_ctx)
 
     @app.callback(
         Output("q-list", "children"),
@@ -209,64 +128,6 @@ def register(app: Dash, app_ctx: AppContext) -> None:
             return _table(app_ctx, states), banner(None)
         except StorageUnavailable as exc:
             return no_update, banner(str(exc))
-
-    @app.callback(
-        Output("b-servers", "value"),
-        Input("b-seen", "value"),
-        State("b-servers", "value"),
-        prevent_initial_call=True,
-    )
-    def add_seen(seen: list[str] | None, current: str | None) -> str:
-        parts = [p.strip() for p in (current or "").split(",") if p.strip() and p.strip() != "*"]
-        parts += [s for s in seen or [] if s not in parts]
-        return ", ".join(parts) or "*"
-
-    builder_inputs = [
-        State("b-servers", "value"),
-        State("b-metric", "value"),
-        State("b-window", "value"),
-        State("b-functions", "value"),
-        State("b-percentiles", "value"),
-    ]
-
-    @app.callback(
-        Output("b-preview", "children"),
-        [Input(s.component_id, s.component_property) for s in builder_inputs],
-    )
-    def preview(
-        servers: str | None,
-        metric: str | None,
-        window: str | None,
-        functions: list[str] | None,
-        percentiles: str | None,
-    ) -> str:
-        return compose(
-            (servers or "").split(","), metric, window, functions or [], percentiles
-        ).text
-
-    @app.callback(
-        [Output(f"b-err-{f}", "children") for f in BUILDER_FIELDS]
-        + [Output("b-result", "children"), Output("q-version", "data", allow_duplicate=True)],
-        Input("b-create", "n_clicks"),
-        *builder_inputs,
-        State("q-version", "data"),
-        prevent_initial_call=True,
-    )
-    def create_from_builder(
-        _n: int | None,
-        servers: str | None,
-        metric: str | None,
-        window: str | None,
-        functions: list[str] | None,
-        percentiles: str | None,
-        version: int,
-    ) -> list[object]:
-        composed = compose((servers or "").split(","), metric, window, functions or [], percentiles)
-        errors: dict[str, str] = dict.fromkeys(BUILDER_FIELDS, "")
-        if (found := check_builder(composed)) is not None:
-            errors[found[0]] = found[1].detail
-            return [*errors.values(), "", no_update]
-        return [*errors.values(), *_save(app_ctx, composed.text, version)]
 
     @app.callback(
         Output("t-error", "children"),
@@ -282,7 +143,7 @@ def register(app: Dash, app_ctx: AppContext) -> None:
             validate(text or "")
         except QueryError as exc:
             return [f"{exc}\n{pointer(text or '', exc.position)}", "", no_update]
-        return ["", *_save(app_ctx, text or "", version)]
+        return ["", *query_builder.save(app_ctx, text or "", version)]
 
     @app.callback(
         Output("q-version", "data", allow_duplicate=True),
@@ -313,14 +174,3 @@ def register(app: Dash, app_ctx: AppContext) -> None:
         except StorageUnavailable as exc:
             return no_update, banner(str(exc))
         return (version or 0) + 1, banner(None)
-
-
-def _save(app_ctx: AppContext, text: str, version: int) -> list[object]:
-    try:
-        saved = guarded(app_ctx.metrics, "save_query", lambda: app_ctx.repo.save_query(text))
-    except StorageUnavailable as exc:
-        return [html.Span(str(exc), className="field-error"), no_update]
-    return [
-        html.Span(["Created ", dcc.Link(saved.text, href=f"/chart?q={saved.id}")], className="ok"),
-        (version or 0) + 1,
-    ]

@@ -140,6 +140,31 @@ def test_results_as_json_raw_and_downsampled(api: Any, repo: Any) -> None:
     assert too_long.status_code == 400 and "at most" in too_long.json()["detail"]
 
 
+def test_a_by_server_querys_results_are_read_per_server(api: Any, repo: Any) -> None:
+    text = "FROM * SELECT cpu WINDOW 10s COMPUTE avg BY server TOP 2 BY avg"
+    created = api.post("/api/queries", json={"text": text}).json()
+    assert created["by_server"] and created["top"] == {"n": 2, "function": "avg", "order": "top"}
+    qid, now = created["id"], time.time()
+    start = (now // 10) * 10 - 600
+    repo.upsert_results(
+        WindowResult(qid, start + i * 10, 10, {"avg": float(i + k)}, 1, now, f"web-{k}")
+        for i in range(3)
+        for k in range(3)
+    )
+    span = {"from": start, "to": start + 600}
+    listed = api.get(f"/api/queries/{qid}/results", params=span).json()
+    assert listed["servers"] == ["web-0", "web-1", "web-2"] and listed["windows"] == []
+    assert "?server=" in listed["detail"]
+    one = api.get(f"/api/queries/{qid}/results", params={**span, "server": "web-2"}).json()
+    assert one["server"] == "web-2"
+    assert [w["values"]["avg"] for w in one["windows"]] == [2.0, 3.0, 4.0]
+    bad = api.get(f"/api/queries/{qid}/results", params={**span, "server": "web 2"})
+    assert (bad.status_code, bad.json()["at"]) == (400, "server")
+    plain = api.post("/api/queries", json={"text": "FROM * SELECT cpu WINDOW 10s COMPUTE avg"})
+    refused = api.get(f"/api/queries/{plain.json()['id']}/results", params={"server": "web-2"})
+    assert refused.status_code == 400 and "BY server" in refused.json()["detail"]
+
+
 @pytest.mark.parametrize(
     "params", [{"from": "yesterday"}, {"from": "10", "to": "5"}, {"max_points": "1"}, {"to": "nan"}]
 )

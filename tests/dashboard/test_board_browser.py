@@ -177,3 +177,94 @@ def _stored(served: Any, board_id: str) -> dict[str, Any]:
         headers={"Authorization": f"Bearer {TOKEN}"},
         timeout=30,
     ).json()
+
+
+_FIGURES = """const out = {};
+for (const p of document.querySelectorAll('#d-grid .d-panel')) {
+  const g = p.querySelector('.js-plotly-plot');
+  out[p.id] = (g && g.data || []).map(t => t.type === 'table' ? t.cells.values : t.name);
+}
+return out;"""
+
+
+def _panel(figures: dict[str, Any], panel_id: str) -> Any:
+    return next(v for k, v in figures.items() if k.endswith(panel_id))
+
+
+def test_per_server_lines_and_a_top_n_table_narrowed_by_the_server_filter(
+    chrome: Any, login: Any, wait: Wait, repo: Any, api: Any, served: Any
+) -> None:
+    from apm.ranking import rank
+
+    tag = uuid.uuid4().hex[:6]
+    split = repo.save_query(f"FROM * SELECT cpu.{tag} WINDOW 10s COMPUTE avg BY server")
+    top = repo.save_query(
+        f"FROM * SELECT cpu.{tag} WINDOW 10s COMPUTE avg, max BY server TOP 3 BY avg"
+    )
+    web = [f"web{tag}-{i}" for i in range(3)]
+    servers = [*web, f"db{tag}-1", f"db{tag}-2"]
+    now = time.time()
+    starts = [(now // 10) * 10 - 10 * i for i in range(1, 31)]
+    for q in (split, top):
+        rows = [
+            WindowResult(q.id, at, 10, {"avg": 10.0 * k + i, "max": 99.0}, 2, now, server)
+            for i, at in enumerate(starts)
+            for k, server in enumerate(servers)
+        ]
+        repo.upsert_results(rows)
+    newest = [r for r in rows if r.window_start == starts[0]]  # the top query's
+    repo.upsert_ranked(rank(top.query, newest))
+
+    body = {
+        "name": f"servers {tag}",
+        "panels": [
+            {"title": "CPU per server", "queries": [split.id], "chart": "lines"},
+            {"title": "Top 3", "queries": [top.id], "chart": "table"},
+        ],
+    }
+    board = api.post("/api/dashboards", json=body).json()
+    lines_id, table_id = (p["id"] for p in board["panels"])
+    login(path=f"/dashboard?id={board['id']}")
+
+    def drawn(d: Any) -> Any:
+        figures = d.execute_script(_FIGURES)
+        return figures if len(figures) == 2 and all(figures.values()) else None
+
+    figures = wait(drawn)
+    # One line per server, the busiest (highest avg in the newest window) first.
+    assert _panel(figures, lines_id) == list(reversed(servers))
+    table = dict(zip(["query", "rank", "server"], _panel(figures, table_id)[0][:3], strict=True))
+    assert table["rank"] == [1, 2, 3, 4]
+    assert table["server"] == [f"db{tag}-2", f"db{tag}-1", web[2], "(others)"]
+    notes = dict(chrome.execute_script(_NOTES))
+    assert "all 5 servers drawn" in _panel(notes, lines_id)
+    assert "(others) folds the servers after the first 3" in _panel(notes, table_id)
+
+    # The server filter narrows the lines to the web servers, and the table to its web rows.
+    field = chrome.find_element(By.ID, "d-filter")
+    field.send_keys(Keys.CONTROL, "a", Keys.DELETE)
+    field.send_keys(f"web{tag}-*", Keys.ENTER)
+    narrowed = wait(lambda d: (f := drawn(d)) and len(_panel(f, lines_id)) == 3 and f)
+    assert _panel(narrowed, lines_id) == list(reversed(web))
+    assert _panel(narrowed, table_id)[0][2] == [web[2], "(others)"]
+    notes = dict(chrome.execute_script(_NOTES))
+    assert f"server filter 'web{tag}-*': 3 of its 5 servers match" in _panel(notes, lines_id)
+    assert "1 of the 3 ranked servers match" in _panel(notes, table_id)
+    if shot := os.environ.get("APM_TEST_DASHBOARD_PNG"):
+        chrome.save_screenshot(shot.replace(".png", "-servers.png"))
+
+    # The share link, signed out: the same servers under the saved filter, with its notes.
+    url = api.post(f"/api/dashboards/{board['id']}/share").json()["url"]
+    chrome.delete_all_cookies()
+    chrome.get(served.url + url)
+    names = f"return (document.getElementById('s-plot-{lines_id}').data || []).map(t => t.name);"
+    assert wait(lambda d: d.execute_script(names)) == list(reversed(web))
+    assert "3 of its 5 servers match" in _text(chrome, f"s-notes-{lines_id}")
+    # The chart page draws the same per-server lines and says which.
+    login(path=f"/chart?q={split.id}")
+    wait(lambda d: "all 5 servers drawn" in _text(d, "c-servers"))
+    # The builder composes the split: a ranking's clause shows in its preview.
+    login(path="/")
+    wait(lambda d: d.find_elements(By.ID, "b-split"))
+    _radio(chrome, "b-split", "per server, and rank the highest n (TOP n BY f)")
+    wait(lambda d: _text(d, "b-preview").endswith("BY server TOP 10 BY avg"))

@@ -24,8 +24,14 @@ def _stored(texts: list[str]) -> list[StoredQuery]:
 def test_the_example_covers_every_example_query_in_a_valid_grid() -> None:
     board = example_board(_stored(EXAMPLE_QUERIES))
     assert board.name == EXAMPLE_NAME
-    assert {q for p in board.panels for q in p.queries} == {f"q{i}" for i in range(5)}
-    assert [p.chart for p in board.panels].count("table") == 1
+    assert {q for p in board.panels for q in p.queries} == {f"q{i}" for i in range(7)}
+    assert [p.chart for p in board.panels].count("table") == 2
+    # The fleet's CPU split per server, and its top 10 as a table (issue 26).
+    split, top = (_stored(EXAMPLE_QUERIES)[i].query for i in (5, 6))
+    assert split.by_server and split.top is None
+    assert top.top is not None and top.top.n == 10 and not top.top.bottom
+    charts = {p.queries: p.chart for p in board.panels}
+    assert charts[("q5",)] == "lines" and charts[("q6",)] == "table"
     assert all(p.x + p.w <= 12 for p in board.panels)
     # A missing query's panels are left out, the rest stay.
     partial = example_board([None, *_stored(EXAMPLE_QUERIES)[1:]])
@@ -59,4 +65,4 @@ def test_seeding_creates_the_example_once(fresh_repo: Any) -> None:
     assert seed_example(fresh_repo, EXAMPLE_QUERIES) is None  # a dashboard exists: left alone
     stored = DashboardStore(fresh_repo.session, fresh_repo.keyspace).list()
     assert [(b.id, b.body["name"]) for b in stored] == [(board_id, EXAMPLE_NAME)]
-    assert len(stored[0].body["panels"]) == 6
+    assert len(stored[0].body["panels"]) == 8

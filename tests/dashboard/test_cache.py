@@ -73,4 +73,19 @@ def test_eviction_keeps_the_total_bounded() -> None:
     cache = ResultCache(store, max_windows=15)  # type: ignore[arg-type]
     cache.read("a", 0, 100)
     cache.read("b", 0, 100)
-    assert len(cache._entries) == 1 and "b" in cache._entries
+    assert len(cache._entries) == 1 and ("b", "") in cache._entries
+
+
+def test_a_servers_series_is_cached_apart_from_the_querys() -> None:
+    from tests.dashboard.fakes import FakeResults, per_server_rows
+
+    repo = FakeResults()
+    repo.upsert_results(per_server_rows("q", [0.0, 10.0], {"a": 1.0, "b": 2.0}))
+    repo.upsert_results([WindowResult("q", 0.0, 10, {"avg": 9.0}, 1, 0.0)])
+    cache = ResultCache(repo, reread_s=5)  # type: ignore[arg-type]
+    assert [r.values["avg"] for r in cache.read("q", 0, 20, "b")] == [2.0, 3.0]
+    assert [r.values["avg"] for r in cache.read("q", 0, 20)] == [9.0]
+    assert [r.server for r in cache.read("q", 0, 20, "a")] == ["a", "a"]
+    assert len(cache._entries) == 3
+    cache.read("q", 0, 30, "b")  # a refresh re-reads that server's tail only
+    assert repo.reads[-1] == ("read_server_results", "q", "b")

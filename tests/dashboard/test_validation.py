@@ -57,6 +57,24 @@ def test_errors_land_beside_the_field_at_fault(
     assert _field_of(servers, metric, window, functions, percentiles) == field
 
 
+def test_the_split_composes_by_server_and_a_ranking_and_its_errors_land_on_it() -> None:
+    base = (["web-*"], "cpu", "10s", ["avg", "max"], "99")
+    split = validate(compose(*base, "server").text)
+    assert split.by_server and split.top is None
+    top = compose(*base, "top", 10, "avg")
+    assert top.text.endswith("COMPUTE avg, max, percentile(99) BY server TOP 10 BY avg")
+    q = validate(top.text)
+    assert q.by_server and q.top is not None and (q.top.n, q.top.function.key) == (10, "avg")
+    assert validate(compose(*base, "bottom", "3", "p99").text).top.bottom  # type: ignore[union-attr]
+    for n, by in [(0, "avg"), (10**9, "avg"), ("", "avg"), (10, "min"), (10, "")]:
+        found = check_builder(compose(*base, "top", n, by))
+        assert found is not None and found[0] == "split", (n, by, found)
+    # No split: an error at the end of the text is the functions' (as before there was one).
+    found = check_builder(compose(["*"], "cpu", "10s", [], "abc"))
+    assert found is not None and found[0] == "functions"
+    assert compose(*base, "").spans["split"] == (len(compose(*base).text),) * 2
+
+
 def test_an_empty_field_gets_the_parsers_message_for_what_is_missing() -> None:
     found = check_builder(compose(["*"], None, "10s", ["avg"], ""))
     assert found is not None and found[0] == "metric"

@@ -14,7 +14,7 @@ from apm.model import server_name_error
 from apm.query import WindowResult
 from apm.ranking import Ranked
 from storage import codec
-from storage.rankings import ranked_error, ranking_error
+from storage.rankings import checked_rankings
 from storage.reader import bucket_span, ms_ceil, span_ms
 
 __all__ = ["FakeServerSeries"]
@@ -83,22 +83,12 @@ class FakeServerSeries:
         )
 
     def upsert_ranked(self, rows: Iterable[Ranked]) -> int:
-        windows: dict[tuple[str, int], list[Ranked]] = {}
-        for i, row in enumerate(rows):
-            if (err := ranked_error(row)) is not None:
-                raise ValueError(f"ranked row {i}: {err}")
-            ranked = Ranked(*row)
-            windows.setdefault((ranked.query_id, codec.to_ms(ranked.window_start)), []).append(
-                ranked
-            )
-        for (qid, ms), ranking in windows.items():
-            if (err := ranking_error(ranking)) is not None:
-                raise ValueError(f"ranking of query {qid!r}, window {ms / 1000:g}: {err}")
+        windows = checked_rankings(rows)
         for key, ranking in windows.items():
             old = self.rankings.get(key)
             version = max(r.updated_at for r in ranking)
             if old is None or version >= max(r.updated_at for r in old):
-                self.rankings[key] = sorted(ranking, key=lambda r: r.rank)
+                self.rankings[key] = ranking
         return len(windows)
 
     def read_ranked(self, query_id: str, start: float, end: float) -> Iterator[Ranked]:
