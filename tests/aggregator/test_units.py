@@ -60,6 +60,7 @@ def test_results_hold_exactly_the_querys_functions_in_order():
     q = parse("FROM * SELECT cpu WINDOW 10s COMPUTE p99, count, percentile(12.5), max")
     row = {
         "query_id": "q",
+        "server": "",  # the query's one series (evaluate splits the series column)
         "window_seconds": 10,
         "window_start": 1_700_000_000,
         "n": 7,
@@ -281,6 +282,7 @@ def test_an_overflowing_sum_leaves_sum_and_avg_out_with_a_counted_marker(total):
     q = parse("FROM * SELECT cpu WINDOW 10s COMPUTE avg, sum, max, p50, count")
     row = {
         "query_id": "q",
+        "server": "",  # the query's one series (evaluate splits the series column)
         "window_seconds": 10,
         "window_start": 1_700_000_000,
         "n": 2,

@@ -53,6 +53,7 @@ def _row(values: np.ndarray, query: Query, sketch: bool = True) -> dict[str, obj
     low, high = float(values.min()), float(values.max())
     return {
         "query_id": "q",
+        "server": "",
         "window_seconds": 10,
         "window_start": 1_700_000_000,
         "n": int(values.size),
