@@ -71,6 +71,9 @@ class _MemResults:
             yield WindowResult(query_id, t, WINDOW, {"avg": value(k)}, 10, t + WINDOW)
             t += WINDOW
 
+    def read_window_servers(self, query_id: str, window_start: float) -> Any:
+        return iter(())  # these queries have one series each, no per-server one
+
     def list_servers(self) -> dict[str, float]:
         return {}
 

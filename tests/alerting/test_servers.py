@@ -1,0 +1,232 @@
+"""A rule on a ``BY server`` query (alerting/servers.py): one alert per server, each judged on
+its own series, with the ``server`` label in its notices and its own resolution; the windows
+read once per window for every server; a server that stops reporting; the query's kind edited.
+Unit tests over the in-memory store and tables (tests/support/evaluator.py), and one through
+Cassandra's real tables."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+
+from alerting.evaluator import Evaluator
+from alerting.servers import gone_after
+from alerting.settings import AlertingSettings
+from apm.query import WindowResult
+from tests.alerting.conftest import BASE
+from tests.support.evaluator import MemResults, MemTables
+
+BY_SERVER = "FROM web-* SELECT cpu.util WINDOW 10s COMPUTE avg BY server"
+PLAIN = "FROM web-* SELECT cpu.util WINDOW 10s COMPUTE avg"
+
+
+def _body(query_id: str, **over: Any) -> dict[str, Any]:
+    return {
+        "name": "cpu high",
+        "query_id": query_id,
+        "function": "avg",
+        "comparison": ">",
+        "thresholds": {"warning": 80},
+        "for_s": 20,
+        "nodata_windows": 1000,
+        "created_at": BASE,
+        **over,
+    }
+
+
+def _windows(
+    store: Any, query_id: str, server: str, start: float, values: Sequence[float | None]
+) -> None:
+    """Consecutive 10 s windows of one server from ``start`` (None: no row)."""
+    store.upsert_results(
+        WindowResult(query_id, start + 10 * i, 10, {"avg": v}, 5, BASE, server)
+        for i, v in enumerate(values)
+        if v is not None
+    )
+
+
+@pytest.fixture
+def mem() -> Callable[..., tuple[MemResults, MemTables, Evaluator]]:
+    def make(text: str = BY_SERVER, **rule: Any) -> tuple[MemResults, MemTables, Evaluator]:
+        results, tables = MemResults(), MemTables()
+        results.save_query(text, "q1", active_from=BASE)
+        tables.rule_bodies["r1"] = _body("q1", **rule)
+        settings = AlertingSettings(settle_s=0, lateness_s=600, renotify_s=10_000)
+        return results, tables, Evaluator(results, tables, settings, ("webhook",))
+
+    return make
+
+
+def _states(tables: MemTables) -> dict[str, str]:
+    return {i: row["latest"]["state"] for (r, i), row in sorted(tables.rows.items()) if r == "r1"}
+
+
+def _sent(tables: MemTables) -> list[tuple[str, str | None, str]]:
+    """(status, server label, severity label) of each notice, in outbox id order."""
+    return [
+        (b["status"], b["labels"].get("server"), b["labels"]["severity"])
+        for _, b in sorted(tables.outbox.items())
+    ]
+
+
+def _changes(tables: MemTables) -> list[tuple[str, float, str]]:
+    return sorted(
+        (i, t - BASE, h.state) for (r, t, i), h in tables.history.items() if h.changed and r == "r1"
+    )
+
+
+@pytest.mark.unit
+def test_each_server_is_judged_on_its_own_series(mem) -> None:
+    results, tables, ev = mem()
+    _windows(results, "q1", "web-1", BASE, [85, 85, 85])
+    _windows(results, "q1", "web-2", BASE, [50, 50, 50])
+    for i in range(3):
+        ev.run_once(BASE + 10 * i + 10)
+    # No alert over the whole selection (a BY server query has no such series): one per server.
+    assert _states(tables) == {"web-1": "firing", "web-2": "normal"}
+    assert _changes(tables) == [("web-1", 0, "pending"), ("web-1", 10, "firing")]
+    assert _sent(tables) == [("firing", "web-1", "warning")]
+    (body,) = tables.outbox.values()
+    assert body["labels"]["alertname"] == "cpu high" and body["labels"]["apm_rule_id"] == "r1"
+
+
+@pytest.mark.unit
+def test_one_server_resolves_while_another_keeps_firing(mem) -> None:
+    results, tables, ev = mem()
+    _windows(results, "q1", "web-1", BASE, [85, 85, 85, 50])
+    _windows(results, "q1", "web-2", BASE, [85, 85, 85, 85])
+    for i in range(4):
+        ev.run_once(BASE + 10 * i + 10)
+    assert _states(tables) == {"web-1": "normal", "web-2": "firing"}
+    assert sorted(_sent(tables)) == [
+        ("firing", "web-1", "warning"),
+        ("firing", "web-2", "warning"),
+        ("resolved", "web-1", "warning"),
+    ]
+    resolved = [b for b in tables.outbox.values() if b["status"] == "resolved"]
+    assert resolved[0]["endsAt"] == BASE + 40  # the end of the window that resolved it
+
+
+@pytest.mark.unit
+def test_a_cycle_reads_each_window_once_for_every_server(mem) -> None:
+    results, _, ev = mem()
+    for n in range(300):
+        _windows(results, "q1", f"web-{n}", BASE, [90 if n % 100 == 0 else 10] * 3)
+    report = ev.run_once(BASE + 30)  # three windows complete
+    assert results.reads["read_window_servers"] == 3  # per window, not per server
+    assert results.reads["read_server_results"] == 0 and results.reads["read_results"] == 0
+    assert report.windows == 900 and report.states["firing"] == 3
+    results.reads.clear()
+    ev.run_once(BASE + 40)  # the open windows again (late data), and the new one: once each
+    assert results.reads["read_window_servers"] == 4
+
+
+@pytest.mark.unit
+def test_a_server_that_appears_later_starts_at_its_first_window(mem) -> None:
+    results, tables, ev = mem(nodata_windows=1, nodata_policy="alert")
+    _windows(results, "q1", "web-1", BASE, [50] * 6)
+    _windows(results, "q1", "web-2", BASE + 40, [50, 50])
+    for i in range(6):
+        ev.run_once(BASE + 10 * i + 10)
+    # web-2's windows before it existed are not "no data".
+    assert _states(tables) == {"web-1": "normal", "web-2": "normal"}
+    assert tables.rows[("r1", "web-2")]["checkpoint"]["window_start"] is None
+    assert _sent(tables) == []
+
+
+@pytest.mark.unit
+def test_a_silent_server_follows_the_nodata_policy_then_is_gone(mem) -> None:
+    results, tables, ev = mem(nodata_windows=3, nodata_policy="alert")
+    _windows(results, "q1", "web-1", BASE, [85] * 3)  # fires, then says nothing
+    _windows(results, "q1", "web-2", BASE, [50] * 500)
+    for i in range(6):
+        ev.run_once(BASE + 10 * i + 10)
+    assert _states(tables) == {"web-1": "nodata", "web-2": "normal"}
+    assert _sent(tables)[-1] == ("firing", "web-1", "nodata")
+    ev.run_once(BASE + 30 + gone_after(600))  # an hour after its last window
+    row = tables.rows[("r1", "web-1")]
+    assert row["gone"] and row["latest"]["state"] == "normal"
+    assert "taken as gone" in row["latest"]["reason"]
+    resolved = [s for s in _sent(tables) if s[0] == "resolved"]
+    assert resolved == [("resolved", "web-1", "warning"), ("resolved", "web-1", "nodata")]
+    assert _changes(tables)[-1][0::2] == ("web-1", "normal")
+    # Gone: no longer evaluated; back with a newer window, a new alert starts.
+    before = len(tables.outbox)
+    ev.run_once(BASE + 40 + gone_after(600))
+    assert len(tables.outbox) == before and tables.rows[("r1", "web-1")]["gone"]
+    back = BASE + 40 + gone_after(600)
+    _windows(results, "q1", "web-1", back, [85, 85])
+    ev.run_once(back + 20)
+    assert not tables.rows[("r1", "web-1")].get("gone")
+    assert _states(tables)["web-1"] == "firing"
+
+
+@pytest.mark.unit
+def test_a_query_edited_out_of_by_server_ends_the_servers_alerts(mem) -> None:
+    results, tables, ev = mem()
+    _windows(results, "q1", "web-1", BASE, [85] * 3)
+    for i in range(3):
+        ev.run_once(BASE + 10 * i + 10)
+    results.save_query(PLAIN, "q1", active_from=BASE)  # as Repository.update_query does
+    _windows(results, "q1", "", BASE + 30, [85, 85, 85])
+    for i in range(3, 6):
+        ev.run_once(BASE + 10 * i + 10)
+    assert _states(tables) == {"": "firing", "web-1": "normal"}
+    assert tables.rows[("r1", "web-1")]["gone"]
+    assert sorted(_sent(tables), key=lambda s: (s[0], s[1] or "")) == [
+        ("firing", None, "warning"),
+        ("firing", "web-1", "warning"),
+        ("resolved", "web-1", "warning"),
+    ]
+
+
+@pytest.mark.unit
+def test_a_deleted_query_puts_each_server_in_error(mem) -> None:
+    results, tables, ev = mem()
+    _windows(results, "q1", "web-1", BASE, [85] * 2)
+    _windows(results, "q1", "web-2", BASE, [50] * 2)
+    for i in range(2):
+        ev.run_once(BASE + 10 * i + 10)
+    del results.queries["q1"]
+    ev.run_once(BASE + 30)
+    assert _states(tables) == {"web-1": "error", "web-2": "error"}
+    assert ("r1", "") not in tables.rows
+
+
+@pytest.mark.integration
+def test_per_server_alerts_through_cassandra(repo, tables) -> None:
+    """Per-server results written and read by the real Repository, alert rows, history and
+    outbox in the real alert tables."""
+    from alerting.rulebook import Rulebook
+
+    query = repo.save_query(BY_SERVER)
+    rule = Rulebook(repo, tables).create(_body(query.id), BASE)
+    _windows(repo, query.id, "web-1", BASE, [85, 85, 85, 50])
+    _windows(repo, query.id, "web-2", BASE, [50, 50, 50, 50])
+    settings = AlertingSettings(settle_s=0, lateness_s=600, renotify_s=10_000)
+    ev = Evaluator(repo, tables, settings, ("webhook",))
+    for i in range(4):
+        ev.run_once(BASE + 10 * i + 10)
+    current = {i: row for (r, i), row in tables.current().items() if r == rule.id}
+    assert {i: row["latest"]["state"] for i, row in current.items()} == {
+        "web-1": "normal",
+        "web-2": "normal",
+    }
+    changed = [
+        (h.instance, h.window_start - BASE, h.state)
+        for h in tables.history(rule.id, BASE, BASE + 3600)
+        if h.changed
+    ]
+    assert sorted(changed) == [
+        ("web-1", 0, "pending"),
+        ("web-1", 10, "firing"),
+        ("web-1", 30, "normal"),
+    ]
+    sent = sorted(
+        (r.body["status"], r.body["labels"].get("server"))
+        for r in tables.pending("webhook")
+        if r.body["labels"]["apm_rule_id"] == rule.id
+    )
+    assert sent == [("firing", "web-1"), ("resolved", "web-1")]
