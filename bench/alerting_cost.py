@@ -37,6 +37,7 @@ __all__ = [
     "QUERIES",
     "RULES",
     "Cost",
+    "MemTables",
     "cost_in_memory",
     "cost_on_cassandra",
     "rows",
@@ -81,7 +82,7 @@ class _MemResults:
         return {}
 
 
-class _MemTables:
+class MemTables:
     def __init__(self, rules: dict[str, dict[str, Any]]) -> None:
         self._rules = rules
         self._current: dict[tuple[str, str], dict[str, Any]] = {}
@@ -145,7 +146,7 @@ def _now() -> float:
 def cost_in_memory() -> Cost:
     now = _now()
     results = _MemResults(QUERIES, now - 600)
-    tables = _MemTables(_rule_bodies(list(results.stored), now))
+    tables = MemTables(_rule_bodies(list(results.stored), now))
     return _cycles(Evaluator(results, tables, AlertingSettings(settle_s=0)), now)
 
 
