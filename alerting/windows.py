@@ -43,7 +43,6 @@ class Windows:
         self._series: dict[tuple[str, str], dict[float, WindowResult]] = {}
         self._servers: dict[str, set[str]] = {}
         self._ranges: set[tuple[str, float, float]] = set()
-        self._made: dict[tuple[str, str, str, float, float], list[Observation]] = {}
         self._encoded: dict[tuple[str, str, str, float, float], list[Any]] = {}
 
     def new_cycle(self) -> None:
@@ -51,7 +50,6 @@ class Windows:
         self._series.clear()
         self._servers.clear()
         self._ranges.clear()
-        self._made.clear()
         self._encoded.clear()
 
     def servers(self, query_id: str, first: float, last: float) -> dict[str, float]:
@@ -65,7 +63,7 @@ class Windows:
                 out[server] = min(starts)
         return out
 
-    def observations(
+    def values(
         self,
         rule: Rule,
         stored: StoredQuery | None,
@@ -73,40 +71,43 @@ class Windows:
         last: float,
         ws: int,
         instance: str = "",
-    ) -> list[Observation]:
-        """One observation per window from ``first`` to ``last``: its value, None (no
-        samples), or an error (the query is gone, or does not compute the function).
-        ``instance``: a server of a ``BY server`` query (its series read by prefetch_servers)."""
+    ) -> list[Any]:
+        """One input per window from ``first`` to ``last``, as the alert's row stores them: its
+        value, None (no samples), or ``!`` + an error (the query is gone, or does not compute
+        the function). ``instance``: a server of a ``BY server`` query (read by
+        prefetch_servers). Rules on one query and function share one list per cycle (read only:
+        the row keeps a slice); Observations are made only for the windows folded (:func:`_obs`).
+        """
         if stored is None:
-            why = f"query {rule.query_id} does not exist (deleted?)"
-            return [Observation(first + i * ws, ws, None, why) for i in _count(first, last, ws)]
-        made = self._made.get((rule.query_id, rule.function, instance, first, last))
-        if made is not None:  # rules on one query and function share one list per cycle
+            return [f"!query {rule.query_id} does not exist (deleted?)"] * len(
+                _count(first, last, ws)
+            )
+        key = (rule.query_id, rule.function, instance, first, last)
+        made = self._encoded.get(key)
+        if made is not None:
             return made
         if instance:
             if not any(q == rule.query_id and a <= first and last <= b for q, a, b in self._ranges):
                 self.prefetch_servers({(rule.query_id, first, last, ws)})
-            values = self._series.get((rule.query_id, instance), {})
+            got = self._series.get((rule.query_id, instance), {})
         else:
-            key = (rule.query_id, first, last)
-            if key not in self._cache:  # rules on one query share the read within a cycle
-                self._cache[key] = {
+            ckey = (rule.query_id, first, last)
+            if ckey not in self._cache:  # rules on one query share the read within a cycle
+                self._cache[ckey] = {
                     r.window_start: r
                     for r in self.results.read_results(rule.query_id, first, last + ws)
                 }
-            values = self._cache[key]
-        out: list[Observation] = []
-        self._made[(rule.query_id, rule.function, instance, first, last)] = out
+            got = self._cache[ckey]
+        f, missing = rule.function, f"!query {rule.query_id} does not compute {rule.function}"
+        out: list[Any] = []
         for i in _count(first, last, ws):
-            t = first + i * ws
-            got = values.get(t)
-            if got is None or got.samples == 0:
-                out.append(Observation(t, ws, None))
-            elif rule.function not in got.values:
-                why = f"query {rule.query_id} does not compute {rule.function}"
-                out.append(Observation(t, ws, None, error=why))
+            r = got.get(first + i * ws)
+            if r is None or r.samples == 0:
+                out.append(None)
             else:
-                out.append(Observation(t, ws, float(got.values[rule.function])))
+                v = r.values.get(f)
+                out.append(missing if v is None else float(v))
+        self._encoded[key] = out
         return out
 
     def _first(
@@ -185,23 +186,26 @@ class Windows:
         s = self.settings
         ws, last, first, upto = self.bounds(stored, row, now, body)
         checkpoint = state_of(row.get("checkpoint"))
-        obs = self.observations(rule, stored, first, upto, ws, instance) if upto >= first else []
-        new_values = self._values(rule, stored, first, upto, obs, instance)
+        new_values = self.values(rule, stored, first, upto, ws, instance) if upto >= first else []
+        n = len(new_values)
         old_values: list[Any] = row.get("open", []) if row.get("start") == first else []
         k = len(old_values)
         if new_values[:k] != old_values:  # refined: find the first window that changed
             pairs = enumerate(zip(old_values, new_values, strict=False))
-            k = next((i for i, (a, b) in pairs if a != b), min(k, len(new_values)))
+            k = next((i for i, (a, b) in pairs if a != b), min(k, n))
         if k == len(old_values):  # nothing refined: go on from the newest state
             before = state_of(row.get("latest")) if old_values else checkpoint
         else:  # window k was refined by late data: refold from the state before it
-            before = fold(rule, checkpoint, obs[:k])[-1] if k else checkpoint
-        tail = fold(rule, before, obs[k:])
+            before = (
+                fold(rule, checkpoint, _obs(first, ws, new_values, 0, k))[-1] if k else checkpoint
+            )
+        folded = _obs(first, ws, new_values, k, n)
+        tail = fold(rule, before, folded)
         # History keeps the transitions. After a refinement every row from the refined window
         # on is rewritten, so a transition that no longer happens is overwritten, not left.
         refined = k < len(old_values)
         history, prev = [], before
-        for o, st in zip(obs[k:], tail, strict=True):
+        for o, st in zip(folded, tail, strict=True):
             changed = st.state != prev.state
             if changed or refined:
                 d = dict(vars(st))
@@ -209,50 +213,44 @@ class Windows:
             prev = st
         # Windows past the lateness horizon are final: fold them into the checkpoint.
         horizon = now - s.settle_s - s.lateness_s
-        m = max(0, min(len(obs), math.floor((horizon - first) / ws)))
+        m = max(0, min(n, math.floor((horizon - first) / ws)))
         through = row.get("through")
         if m:
-            checkpoint = fold(rule, checkpoint, obs[:m])[-1] if m <= k else tail[m - k - 1]
-            through = obs[m - 1].window_start
+            final = (
+                tail[m - k - 1]
+                if m > k
+                else fold(rule, checkpoint, _obs(first, ws, new_values, 0, m))[-1]
+            )
+            checkpoint, through = final, first + (m - 1) * ws
         latest = tail[-1] if tail else state_of(row.get("latest")) if row else checkpoint
         new_row = {
             "checkpoint": dict(vars(checkpoint)),
             "through": through,
-            "start": obs[m].window_start if m < len(obs) else None,
+            "start": first + m * ws if m < n else None,
             "open": new_values[m:],
             "latest": dict(vars(latest)),
             "window_seconds": ws,
             "evaluated_through": upto if upto >= first else row.get("evaluated_through"),
         }
         if instance:  # a server's newest window with samples: gone after a silent hour
-            seen = [o.window_start for o in obs if o.value is not None]
-            new_row["seen"] = seen[-1] if seen else row.get("seen", first)
+            seen = [i for i, v in enumerate(new_values) if v is not None and not isinstance(v, str)]
+            new_row["seen"] = first + seen[-1] * ws if seen else row.get("seen", first)
         lag = max(0.0, last - upto) if upto >= first else 0.0
         return new_row, history, tail, lag
-
-    def _values(
-        self,
-        rule: Rule,
-        stored: StoredQuery | None,
-        first: float,
-        last: float,
-        obs: list,
-        instance: str,
-    ) -> list[Any]:
-        """The windows' inputs as the row stores them; rules on one query and function share
-        one list per cycle (read only: the row keeps a slice)."""
-        if stored is None:
-            return [_encode(o) for o in obs]
-        key = (rule.query_id, rule.function, instance, first, last)
-        if key not in self._encoded:
-            self._encoded[key] = [_encode(o) for o in obs]
-        return self._encoded[key]
 
 
 def _count(first: float, last: float, ws: int) -> range:
     return range(max(0, int((last - first) // ws) + 1))
 
 
-def _encode(o: Observation) -> float | str | None:
-    """A window's input as stored in the alert's row: its value, None, or ``!`` + the error."""
-    return "!" + o.error if o.error is not None else o.value
+def _obs(first: float, ws: int, values: list[Any], lo: int, hi: int) -> list[Observation]:
+    """The Observations of windows ``lo`` to ``hi`` (excluded) of ``values`` (as
+    :meth:`Windows.values` gives them) from ``first``."""
+    out = []
+    for i in range(lo, hi):
+        v = values[i]
+        if isinstance(v, str):  # "!" + an error
+            out.append(Observation(first + i * ws, ws, None, v[1:]))
+        else:
+            out.append(Observation(first + i * ws, ws, v))
+    return out
