@@ -110,6 +110,24 @@ def test_one_server_resolves_while_another_keeps_firing(mem) -> None:
 
 
 @pytest.mark.unit
+def test_a_silence_on_a_server_glob_holds_back_only_that_servers_alert(mem) -> None:
+    results, tables, ev = mem()
+    tables.silence_bodies["s1"] = {
+        "rule_id": "r1",
+        "server_glob": "web-1",
+        "starts_at": BASE,
+        "ends_at": BASE + 3600,
+    }
+    _windows(results, "q1", "web-1", BASE, [85] * 3)
+    _windows(results, "q1", "web-2", BASE, [85] * 3)
+    for i in range(3):
+        ev.run_once(BASE + 10 * i + 10)
+    assert _states(tables) == {"web-1": "firing", "web-2": "firing"}
+    assert _sent(tables) == [("firing", "web-2", "warning")]
+    assert [x["server"] for x in tables.suppressed["s1"]] == ["web-1"]
+
+
+@pytest.mark.unit
 def test_a_cycle_reads_each_window_once_for_every_server(mem) -> None:
     results, _, ev = mem()
     for n in range(300):
@@ -132,7 +150,7 @@ def test_a_server_that_appears_later_starts_at_its_first_window(mem) -> None:
         ev.run_once(BASE + 10 * i + 10)
     # web-2's windows before it existed are not "no data".
     assert _states(tables) == {"web-1": "normal", "web-2": "normal"}
-    assert tables.rows[("r1", "web-2")]["checkpoint"]["window_start"] is None
+    assert tables.rows[("r1", "web-2")]["start"] == BASE + 40  # its first window
     assert _sent(tables) == []
 
 

@@ -98,6 +98,8 @@ class MemTables:
 
     def __init__(self) -> None:
         self.rule_bodies: dict[str, dict[str, Any]] = {}
+        self.silence_bodies: dict[str, dict[str, Any]] = {}
+        self.suppressed: dict[str, list[Any]] = {}
         self.rows: dict[tuple[str, str], dict[str, Any]] = {}
         self.history: dict[tuple[str, float, str], Any] = {}
         self.outbox: dict[tuple[str, str], dict[str, Any]] = {}
@@ -106,7 +108,7 @@ class MemTables:
         return dict(self.rule_bodies)
 
     def silences(self) -> dict[str, tuple[dict[str, Any], list[Any]]]:
-        return {}
+        return {k: (b, self.suppressed.get(k, [])) for k, b in self.silence_bodies.items()}
 
     def current(self) -> dict[tuple[str, str], dict[str, Any]]:
         return dict(self.rows)
@@ -124,7 +126,7 @@ class MemTables:
         self.outbox.update({(o.receiver, o.id): o.body for o in rows})
 
     def set_suppressed(self, silence_id: str, suppressed: list[Any]) -> None:
-        pass
+        self.suppressed[silence_id] = list(suppressed)
 
 
 def wait_for(check: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
