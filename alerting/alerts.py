@@ -54,8 +54,9 @@ class Alerts:
             self.end(
                 cyc, rule, "", plain, [], "the query is now BY server: one alert per server", text
             )
-        _, first, upto = read_range(self.windows, stored, rows, cyc.now, body)
-        seen = self.windows.servers(rule.query_id, first, upto) if stored else {}
+        _, first, upto, done = read_range(self.windows, stored, rows, cyc.now, body)
+        reads = self.windows.server_reads
+        seen = reads.servers(rule.query_id, first, upto, done) if stored else {}
         for server, row in instances(rows, seen).items():
             self.evaluate(cyc, rule, body, stored, server, row, text)
 

@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 Plan = tuple[Rule, dict[str, Any], StoredQuery | None]
 Reads = set[tuple[str, float, float, int]]
+ServerRanges = set[tuple[str, float, float, int, float | None]]
 
 
 class Evaluator:
@@ -63,6 +64,7 @@ class Evaluator:
         since (this one has just taken the lease over)."""
         self._current = None
         self.writes.forget()
+        self.windows.server_reads.forget()  # read every open window again
 
     def run_once(self, now: float) -> CycleReport:
         try:
@@ -77,7 +79,7 @@ class Evaluator:
             cyc, plans, stored_rules, reads, server_reads = self._plan(now, report)
         with report.timed("read"):
             self.windows.prefetch(reads)
-            self.windows.prefetch_servers(server_reads)
+            self.windows.server_reads.prefetch(server_reads)
         with report.timed("fold"):
             for rule, body, stored in plans:
                 self.alerts.of_rule(cyc, rule, body, stored)
@@ -106,7 +108,7 @@ class Evaluator:
 
     def _plan(
         self, now: float, report: CycleReport
-    ) -> tuple[Cycle, list[Plan], set[str], Reads, Reads]:
+    ) -> tuple[Cycle, list[Plan], set[str], Reads, ServerRanges]:
         """The cycle's silences and rows, its threshold rules (server-silent ones are evaluated
         here, on the servers' last sightings) and the result ranges they read: of queries' one
         series, and of ``BY server`` queries' per-server series."""
@@ -137,13 +139,14 @@ class Evaluator:
                 self.alerts.presence(cyc, rule, ages, float(rule.silent_after_s), "no sample")
             else:
                 plans.append((rule, body, queries.get(rule.query_id)))
-        reads, server_reads = set(), set()
+        reads: Reads = set()
+        server_reads: ServerRanges = set()
         for rule, body, stored in plans:
             rows = cyc.servers.get(rule.id, {})
             if stored is not None and per_server(stored, rows):
-                ws, first, upto = read_range(self.windows, stored, rows, now, body)
+                ws, first, upto, done = read_range(self.windows, stored, rows, now, body)
                 if upto >= first:
-                    server_reads.add((rule.query_id, first, upto, ws))
+                    server_reads.add((rule.query_id, first, upto, ws, done))
                 continue
             row = cyc.current.get((rule.id, ""), {})
             ws, _, first, upto = self.windows.bounds(stored, row, now, body)

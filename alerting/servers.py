@@ -4,11 +4,13 @@ state row, history, notices and resolution (alerting/evaluator.py folds each as 
 query's one series).
 
 - **Which servers.** The servers with an alert row that is not *gone*, and every server with
-  samples in the windows read this cycle. A new server's alert starts at its first window with
-  samples (the windows before it are not "no data": it did not exist yet).
+  samples in a new window (one its rule's alerts had not evaluated yet). A new server's alert
+  starts at its first window with samples (the windows before it are not "no data": it did not
+  exist yet).
 - **What a cycle reads.** One range of windows per rule, from the oldest open window of its
-  servers to the newest complete one, read one window at a time with every server of the window
-  in one read (``read_window_servers``): the reads grow with the windows, not the servers.
+  servers to the newest complete one, read by window with every server of the window in one
+  read, and of the older open windows only a share each cycle (alerting/server_reads.py): the
+  reads grow with the windows, not the servers.
 - **A server that stops reporting.** Its windows have no samples: after ``nodata_windows`` the
   rule's no-data policy applies to its alert alone (``keep``: the state stays, ``alert``:
   ``nodata`` and notified, ``ok``: normal). Once it has sent nothing for :func:`gone_after`
@@ -56,13 +58,16 @@ def per_server(stored: StoredQuery | None, rows: dict[str, Row]) -> bool:
 
 def read_range(
     windows: Bounds, stored: StoredQuery | None, rows: dict[str, Row], now: float, body: Row
-) -> tuple[int, float, float]:
-    """The window size and the first and last window a per-server rule reads this cycle: from
-    the oldest open window of its servers (a rule without any yet: its backfill) to the newest
-    that any of them evaluates."""
-    spans = [windows.bounds(stored, r, now, body) for r in live(rows).values()]
+) -> tuple[int, float, float, float | None]:
+    """The window size, the first and last window a per-server rule reads this cycle (from the
+    oldest open window of its servers, or its backfill without any, to the newest that any of
+    them evaluates) and the oldest window they all evaluated already (None: not all did)."""
+    alive = live(rows).values()
+    spans = [windows.bounds(stored, r, now, body) for r in alive]
     spans = spans or [windows.bounds(stored, {}, now, body)]
-    return spans[0][0], min(s[2] for s in spans), max(s[3] for s in spans)
+    done = [r.get("evaluated_through") for r in alive]
+    oldest = min(float(d) for d in done if d is not None) if done and None not in done else None
+    return spans[0][0], min(s[2] for s in spans), max(s[3] for s in spans), oldest
 
 
 def instances(rows: dict[str, Row], seen: dict[str, float]) -> dict[str, Row]:

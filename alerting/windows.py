@@ -3,9 +3,8 @@ refold of the open ones from the checkpoint over the stored results (see alertin
 for the order of writes). Rules on one query share one read of its results per cycle.
 
 An alert is one *instance* of a rule: "" for a query's one series, a server's name for a series
-of a ``BY server`` query (alerting/servers.py). Per-server results are read one window at a
-time, every server of the window in one read (``read_window_servers``): a cycle's reads grow
-with its windows, never with its servers."""
+of a ``BY server`` query (alerting/servers.py), whose results are read by window for every
+server at once (alerting/server_reads.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ from typing import Any, Protocol
 
 from alerting.machine import AlertState, Observation, fold
 from alerting.rules import Rule
+from alerting.server_reads import ServerReads
 from alerting.settings import AlertingSettings
 from apm.query import StoredQuery, WindowResult
 from storage.alerts import HistoryRow
@@ -38,30 +38,13 @@ class Windows:
     def __init__(self, results: Results, settings: AlertingSettings) -> None:
         self.results, self.settings = results, settings
         self._cache: dict[tuple[str, float, float], dict[float, WindowResult]] = {}
-        # Per-server series read this cycle: (query, server) -> window start -> result, and the
-        # (query, first, last) ranges read into it.
-        self._series: dict[tuple[str, str], dict[float, WindowResult]] = {}
-        self._servers: dict[str, set[str]] = {}
-        self._ranges: set[tuple[str, float, float]] = set()
+        self.server_reads = ServerReads(results, settings)  # of BY server queries
         self._encoded: dict[tuple[str, str, str, float, float], list[Any]] = {}
 
     def new_cycle(self) -> None:
         self._cache.clear()
-        self._series.clear()
-        self._servers.clear()
-        self._ranges.clear()
+        self.server_reads.new_cycle()
         self._encoded.clear()
-
-    def servers(self, query_id: str, first: float, last: float) -> dict[str, float]:
-        """server -> its first window with samples in [first, last], of the per-server results
-        read this cycle."""
-        out = {}
-        for server in self._servers.get(query_id, ()):
-            got = self._series[(query_id, server)]
-            starts = [t for t, r in got.items() if first <= t <= last and r.samples > 0]
-            if starts:
-                out[server] = min(starts)
-        return out
 
     def values(
         self,
@@ -71,13 +54,14 @@ class Windows:
         last: float,
         ws: int,
         instance: str = "",
+        row: dict[str, Any] | None = None,
     ) -> list[Any]:
         """One input per window from ``first`` to ``last``, as the alert's row stores them: its
         value, None (no samples), or ``!`` + an error (the query is gone, or does not compute
-        the function). ``instance``: a server of a ``BY server`` query (read by
-        prefetch_servers). Rules on one query and function share one list per cycle (read only:
-        the row keeps a slice); Observations are made only for the windows folded (:func:`_obs`).
-        """
+        the function). ``instance``: a server of a ``BY server`` query (its alert's ``row``
+        gives the windows not read this cycle: alerting/server_reads.py). Rules on one query
+        and function share one list per cycle (read only: the row keeps a slice); Observations
+        are made only for the windows folded (:func:`_obs`)."""
         if stored is None:
             return [f"!query {rule.query_id} does not exist (deleted?)"] * len(
                 _count(first, last, ws)
@@ -87,9 +71,7 @@ class Windows:
         if made is not None:
             return made
         if instance:
-            if not any(q == rule.query_id and a <= first and last <= b for q, a, b in self._ranges):
-                self.prefetch_servers({(rule.query_id, first, last, ws)})
-            got = self._series.get((rule.query_id, instance), {})
+            return self._server_values(rule, first, last, ws, instance, row or {})
         else:
             ckey = (rule.query_id, first, last)
             if ckey not in self._cache:  # rules on one query share the read within a cycle
@@ -151,23 +133,30 @@ class Windows:
         with ThreadPoolExecutor(max_workers=PREFETCH_THREADS) as pool:
             list(pool.map(read, [k for k in reads if k[:3] not in self._cache]))
 
-    def prefetch_servers(self, reads: set[tuple[str, float, float, int]]) -> None:
-        """Reads every server's results of the windows of several (query, first, last, window)
-        ranges of ``BY server`` queries: one read per window, concurrently (at 10,000 servers,
-        never 10,000 reads)."""
-        todo = sorted(k for k in reads if k[:3] not in self._ranges)
-        starts = sorted({(k[0], k[1] + i * k[3]) for k in todo for i in _count(*k[1:])})
-
-        def read(at: tuple[str, float]) -> list[WindowResult]:
-            return list(self.results.read_window_servers(*at))
-
-        with ThreadPoolExecutor(max_workers=PREFETCH_THREADS) as pool:
-            for (qid, _), rows in zip(starts, pool.map(read, starts), strict=True):
-                for r in rows:
-                    if r.server:
-                        self._series.setdefault((qid, r.server), {})[r.window_start] = r
-                        self._servers.setdefault(qid, set()).add(r.server)
-        self._ranges.update(k[:3] for k in todo)
+    def _server_values(
+        self, rule: Rule, first: float, last: float, ws: int, server: str, row: dict[str, Any]
+    ) -> list[Any]:
+        reads = self.server_reads
+        if reads.read_windows(rule.query_id) is None:  # not planned: read the whole range
+            reads.prefetch({(rule.query_id, first, last, ws, None)})
+        read, got = reads.read_windows(rule.query_id) or set(), reads.series(rule.query_id, server)
+        old, start = row.get("open") or [], row.get("start")
+        f, missing = rule.function, f"!query {rule.query_id} does not compute {rule.function}"
+        out: list[Any] = []
+        for i in _count(first, last, ws):
+            t = first + i * ws
+            if t not in read:  # not read again this cycle: as the alert last saw it
+                j = -1 if start is None else round((t - start) / ws)
+                out.append(old[j] if 0 <= j < len(old) else None)
+                continue
+            r = got.get(t)
+            if r is None or r.samples == 0:
+                out.append(None)
+            else:
+                v = r.values.get(f)
+                out.append(missing if v is None else float(v))
+        self._encoded[(rule.query_id, f, server, first, last)] = out
+        return out
 
     def refold(
         self,
@@ -186,7 +175,9 @@ class Windows:
         s = self.settings
         ws, last, first, upto = self.bounds(stored, row, now, body)
         checkpoint = state_of(row.get("checkpoint"))
-        new_values = self.values(rule, stored, first, upto, ws, instance) if upto >= first else []
+        new_values = (
+            self.values(rule, stored, first, upto, ws, instance, row) if upto >= first else []
+        )
         n = len(new_values)
         old_values: list[Any] = row.get("open", []) if row.get("start") == first else []
         k = len(old_values)
