@@ -10,8 +10,8 @@ its own (dropped after) and Debian's prometheus-alertmanager on a free port:
 3. the cost of the evaluation for 10,000 rules over 1,000 queries, per cycle, per rule and per
    phase, in memory and against Cassandra (bench/alerting_cost.py, its own section;
    ``--cost-only`` runs only this part and 4.);
-4. the cost of one rule on a ``BY server`` query over 1,000 and 10,000 servers, in memory, and
-   over 1,000 against Cassandra (bench/alerting_servers.py, its own section).
+4. the cost of one rule on a ``BY server`` query over 1,000 and 10,000 servers in memory and
+   over 10,000 against Cassandra (bench/alerting_servers.py, its own section).
 
     .venv/bin/python -m bench.alerting [--rate N] [--cost-only]
 """
