@@ -147,7 +147,7 @@ def _reads_per_cycle(mem, servers: int) -> list[int]:
 
 @pytest.mark.unit
 def test_a_cycle_reads_by_window_whatever_the_number_of_servers(mem) -> None:
-    few, many = _reads_per_cycle(mem, 3), _reads_per_cycle(mem, 300)
+    few, many = _reads_per_cycle(mem, 3), _reads_per_cycle(mem, 100)
     assert few == many  # per window, every server in one read: never one read per server
     assert many[0] == 3  # the first cycle: every window
     # Then the new window and a share of the open ones (each again once per recheck period).
@@ -250,7 +250,7 @@ def test_a_deleted_query_puts_each_server_in_error(mem) -> None:
 @pytest.mark.integration
 def test_per_server_alerts_through_cassandra(repo, tables) -> None:
     """Per-server results written and read by the real Repository, alert rows, history and
-    outbox in the real alert tables."""
+    outbox in the real alert tables, across a restart of the evaluator."""
     from alerting.rulebook import Rulebook
 
     query = repo.save_query(BY_SERVER)
@@ -258,8 +258,9 @@ def test_per_server_alerts_through_cassandra(repo, tables) -> None:
     _windows(repo, query.id, "web-1", BASE, [85, 85, 85, 50])
     _windows(repo, query.id, "web-2", BASE, [50, 50, 50, 50])
     settings = AlertingSettings(settle_s=0, lateness_s=600, renotify_s=10_000)
-    ev = Evaluator(repo, tables, settings, ("webhook",))
     for i in range(4):
+        if i in (0, 2):  # a start, then a restart from the rows written (as after a kill -9)
+            ev = Evaluator(repo, tables, settings, ("webhook",))
         ev.run_once(BASE + 10 * i + 10)
     current = {i: row for (r, i), row in tables.current().items() if r == rule.id}
     assert {i: row["latest"]["state"] for i, row in current.items()} == {
