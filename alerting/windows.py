@@ -39,7 +39,7 @@ class Windows:
         self.results, self.settings = results, settings
         self._cache: dict[tuple[str, float, float], dict[float, WindowResult]] = {}
         self.server_reads = ServerReads(results, settings)  # of BY server queries
-        self._encoded: dict[tuple[str, str, str, float, float], list[Any]] = {}
+        self._encoded: dict[tuple[str, str, float, float], list[Any]] = {}
 
     def new_cycle(self) -> None:
         self._cache.clear()
@@ -59,19 +59,19 @@ class Windows:
         """One input per window from ``first`` to ``last``, as the alert's row stores them: its
         value, None (no samples), or ``!`` + an error (the query is gone, or does not compute
         the function). ``instance``: a server of a ``BY server`` query (its alert's ``row``
-        gives the windows not read this cycle: alerting/server_reads.py). Rules on one query
-        and function share one list per cycle (read only: the row keeps a slice); Observations
-        are made only for the windows folded (:func:`_obs`)."""
+        gives the windows not read this cycle: alerting/server_reads.py). Rules on one query's
+        one series and function share one list per cycle (read only: the row keeps a slice);
+        Observations are made only for the windows folded (:func:`_obs`)."""
         if stored is None:
             return [f"!query {rule.query_id} does not exist (deleted?)"] * len(
                 _count(first, last, ws)
             )
-        key = (rule.query_id, rule.function, instance, first, last)
+        if instance:  # its own: windows not read this cycle come from the alert's own row
+            return self._server_values(rule, first, last, ws, instance, row or {})
+        key = (rule.query_id, rule.function, first, last)
         made = self._encoded.get(key)
         if made is not None:
             return made
-        if instance:
-            return self._server_values(rule, first, last, ws, instance, row or {})
         else:
             ckey = (rule.query_id, first, last)
             if ckey not in self._cache:  # rules on one query share the read within a cycle
@@ -155,7 +155,6 @@ class Windows:
             else:
                 v = r.values.get(f)
                 out.append(missing if v is None else float(v))
-        self._encoded[(rule.query_id, f, server, first, last)] = out
         return out
 
     def refold(

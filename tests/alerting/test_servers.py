@@ -98,6 +98,24 @@ def test_each_server_is_judged_on_its_own_series(mem) -> None:
 
 
 @pytest.mark.unit
+def test_two_rules_on_one_query_judge_each_server_by_their_own_thresholds(mem) -> None:
+    results, tables, ev = mem()
+    tables.rule_bodies["r2"] = _body("q1", name="cpu warm", thresholds={"warning": 60})
+    _windows(results, "q1", "web-1", BASE, [85] * 3)
+    _windows(results, "q1", "web-2", BASE, [70] * 3)
+    for i in range(3):
+        ev.run_once(BASE + 10 * i + 10)
+    states = {k: row["latest"]["state"] for k, row in tables.rows.items() if k[1]}
+    assert {k: v for k, v in states.items() if k[0] != "apm-meta-freshness"} == {
+        ("r1", "web-1"): "firing",
+        ("r1", "web-2"): "normal",
+        ("r2", "web-1"): "firing",
+        ("r2", "web-2"): "firing",
+    }
+    assert len(tables.outbox) == 3  # one firing notice per (rule, server) alert
+
+
+@pytest.mark.unit
 def test_one_server_resolves_while_another_keeps_firing(mem) -> None:
     results, tables, ev = mem()
     _windows(results, "q1", "web-1", BASE, [85, 85, 85, 50])
