@@ -16,20 +16,21 @@ from typing import IO, Any
 
 from apm.query import StoredQuery, WindowResult, parse
 from launch.probe import free_port
+from tests.support.servers import FakeServerSeries
 
 __all__ = ["MemResults", "MemTables", "evaluator_env", "start_evaluator", "wait_for"]
 
 
-class MemResults:
-    """The results side of ``storage.repository.Repository`` in memory, with its edges: ranges
-    are [start, end) of window starts; a query's one series (server "") and its per-server
-    series are apart (``read_results`` never returns a server's row); per-server reads come
-    ordered by server (one window) or by window (one server); of two versions of a window the
-    later ``updated_at`` wins. Each read is counted in ``reads`` by method name."""
+class MemResults(FakeServerSeries):
+    """The results side of ``storage.repository.Repository`` in memory: a query's one series
+    (server "") here, its per-server series in storage's own fake (tests/support/servers.py,
+    with the repository's edges); ranges are [start, end) of window starts, of two versions of
+    a window the later ``updated_at`` wins. Each read is counted in ``reads`` by method name."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.queries: dict[str, StoredQuery] = {}
-        self.rows: dict[tuple[str, str, float], WindowResult] = {}
+        self.plain: dict[tuple[str, float], WindowResult] = {}
         self.reads: Counter[str] = Counter()
 
     def save_query(self, text: str, query_id: str, active_from: float = 0.0) -> StoredQuery:
@@ -39,50 +40,35 @@ class MemResults:
         return stored
 
     def upsert_results(self, rows: Iterable[WindowResult]) -> int:
-        n = 0
-        for r in rows:
-            key = (r.query_id, r.server, float(r.window_start))
-            if key not in self.rows or r.updated_at >= self.rows[key].updated_at:
-                self.rows[key] = r
-            n += 1
-        return n
+        plain, n = self.upsert_server_rows(rows)
+        for r in plain:
+            key = (r.query_id, float(r.window_start))
+            if key not in self.plain or r.updated_at >= self.plain[key].updated_at:
+                self.plain[key] = r
+        return n + len({(r.query_id, r.window_start) for r in plain})
 
     def list_queries(self) -> list[StoredQuery]:
         self.reads["list_queries"] += 1
         return list(self.queries.values())
 
-    def _series(self, query_id: str, server: str, start: float, end: float) -> list[WindowResult]:
-        return sorted(
-            (r for (q, s, t), r in self.rows.items() if q == query_id and s == server),
-            key=lambda r: r.window_start,
-        )
-
     def read_results(self, query_id: str, start: float, end: float) -> Iterator[WindowResult]:
         self.reads["read_results"] += 1
-        rows = self._series(query_id, "", start, end)
-        return iter([r for r in rows if start <= r.window_start < end])
+        got = [r for (q, t), r in self.plain.items() if q == query_id and start <= t < end]
+        return iter(sorted(got, key=lambda r: r.window_start))
 
     def read_server_results(
-        self, query_id: str, server: str, start: float, end: float
+        self, query_id: str, server: str, start: float, end: float, page_size: int = 5000
     ) -> Iterator[WindowResult]:
         self.reads["read_server_results"] += 1
-        if not server:
-            raise ValueError("a server's series needs a server name")
-        rows = self._series(query_id, server, start, end)
-        return iter([r for r in rows if start <= r.window_start < end])
+        return super().read_server_results(query_id, server, start, end, page_size)
 
     def read_window_servers(self, query_id: str, window_start: float) -> Iterator[WindowResult]:
         self.reads["read_window_servers"] += 1
-        got = [
-            r
-            for (q, s, t), r in self.rows.items()
-            if q == query_id and s and t == float(window_start)
-        ]
-        return iter(sorted(got, key=lambda r: r.server))
+        return super().read_window_servers(query_id, window_start)
 
     def list_result_servers(self, query_id: str, start: float, end: float) -> list[str]:
         self.reads["list_result_servers"] += 1
-        return sorted({s for (q, s, t) in self.rows if q == query_id and s and start <= t < end})
+        return super().list_result_servers(query_id, start, end)
 
     def list_servers(self) -> dict[str, float]:
         return {}
