@@ -253,6 +253,19 @@ def test_a_query_edited_out_of_by_server_ends_the_servers_alerts(mem) -> None:
 
 
 @pytest.mark.unit
+def test_a_deleted_rule_resolves_each_servers_alert_and_drops_its_rows(mem) -> None:
+    results, tables, ev = mem()
+    _windows(results, "q1", "web-1", BASE, [85] * 3)
+    _windows(results, "q1", "web-2", BASE, [50] * 3)
+    for i in range(3):
+        ev.run_once(BASE + 10 * i + 10)
+    del tables.rule_bodies["r1"]
+    ev.run_once(BASE + 40)
+    assert _states(tables) == {}
+    assert _sent(tables) == [("firing", "web-1", "warning"), ("resolved", "web-1", "warning")]
+
+
+@pytest.mark.unit
 def test_a_deleted_query_puts_each_server_in_error(mem) -> None:
     results, tables, ev = mem()
     _windows(results, "q1", "web-1", BASE, [85] * 2)
