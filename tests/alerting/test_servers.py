@@ -22,20 +22,6 @@ BY_SERVER = "FROM web-* SELECT cpu.util WINDOW 10s COMPUTE avg BY server"
 PLAIN = "FROM web-* SELECT cpu.util WINDOW 10s COMPUTE avg"
 
 
-def _body(query_id: str, **over: Any) -> dict[str, Any]:
-    return {
-        "name": "cpu high",
-        "query_id": query_id,
-        "function": "avg",
-        "comparison": ">",
-        "thresholds": {"warning": 80},
-        "for_s": 20,
-        "nodata_windows": 1000,
-        "created_at": BASE,
-        **over,
-    }
-
-
 def _windows(
     store: Any, query_id: str, server: str, start: float, values: Sequence[float | None]
 ) -> None:
@@ -48,11 +34,11 @@ def _windows(
 
 
 @pytest.fixture
-def mem() -> Callable[..., tuple[MemResults, MemTables, Evaluator]]:
+def mem(make_rule_body) -> Callable[..., tuple[MemResults, MemTables, Evaluator]]:
     def make(text: str = BY_SERVER, **rule: Any) -> tuple[MemResults, MemTables, Evaluator]:
         results, tables = MemResults(), MemTables()
         results.save_query(text, "q1", active_from=BASE)
-        tables.rule_bodies["r1"] = _body("q1", **rule)
+        tables.rule_bodies["r1"] = make_rule_body("q1", created_at=BASE, **rule)
         settings = AlertingSettings(settle_s=0, lateness_s=600, renotify_s=10_000)
         return results, tables, Evaluator(results, tables, settings, ("webhook",))
 
@@ -98,9 +84,12 @@ def test_each_server_is_judged_on_its_own_series(mem) -> None:
 
 
 @pytest.mark.unit
-def test_two_rules_on_one_query_judge_each_server_by_their_own_thresholds(mem) -> None:
+def test_two_rules_on_one_query_judge_each_server_by_their_own_thresholds(
+    mem, make_rule_body
+) -> None:
     results, tables, ev = mem()
-    tables.rule_bodies["r2"] = _body("q1", name="cpu warm", thresholds={"warning": 60})
+    warm = make_rule_body("q1", name="cpu warm", thresholds={"warning": 60}, created_at=BASE)
+    tables.rule_bodies["r2"] = warm
     _windows(results, "q1", "web-1", BASE, [85] * 3)
     _windows(results, "q1", "web-2", BASE, [70] * 3)
     for i in range(3):
@@ -279,13 +268,13 @@ def test_a_deleted_query_puts_each_server_in_error(mem) -> None:
 
 
 @pytest.mark.integration
-def test_per_server_alerts_through_cassandra(repo, tables) -> None:
+def test_per_server_alerts_through_cassandra(repo, tables, make_rule_body) -> None:
     """Per-server results written and read by the real Repository, alert rows, history and
     outbox in the real alert tables, across a restart of the evaluator."""
     from alerting.rulebook import Rulebook
 
     query = repo.save_query(BY_SERVER)
-    rule = Rulebook(repo, tables).create(_body(query.id), BASE)
+    rule = Rulebook(repo, tables).create(make_rule_body(query.id), BASE)
     _windows(repo, query.id, "web-1", BASE, [85, 85, 85, 50])
     _windows(repo, query.id, "web-2", BASE, [50, 50, 50, 50])
     settings = AlertingSettings(settle_s=0, lateness_s=600, renotify_s=10_000)
