@@ -144,7 +144,7 @@ bench-storage: up
 
 # The pipeline load the latency is measured under again; override: make bench-alerting ALERTING_RATE=20000
 ALERTING_RATE ?= 50000
-bench-alerting: up jars debs  ## window end -> Alertmanager latency, quiet and under ALERTING_RATE samples/s; one evaluation cycle of 10,000 rules over 1,000 queries
+bench-alerting: up jars debs  ## window end -> Alertmanager latency, quiet and under ALERTING_RATE samples/s; one evaluation cycle of 10,000 rules over 1,000 queries; one rule on a BY server query over 1,000 and 10,000 servers
 	$(PY) -m bench.alerting --rate $(ALERTING_RATE)
 
 bench-loadgen: up  ## the load generator's own CPU at 200k samples/s, generating and replaying

@@ -24,6 +24,7 @@ PHASES = ("plan", "read", "fold", "history", "state")
 class ResultsReader(Protocol):
     def list_queries(self) -> list[StoredQuery]: ...
     def read_results(self, query_id: str, start: float, end: float) -> Iterator[WindowResult]: ...
+    def read_window_servers(self, query_id: str, window_start: float) -> Iterator[WindowResult]: ...
     def list_servers(self) -> dict[str, float]: ...
     def get_status(self) -> dict[str, dict]: ...
 
@@ -70,6 +71,8 @@ class Cycle:
     silences: list[Silence]
     suppressed: dict[str, list[Any]]
     current: dict[tuple[str, str], dict[str, Any]]
+    # rule -> server -> its alert row: the per-server alerts (alerting/servers.py) by rule
+    servers: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     rows: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
     history: list[HistoryRow] = field(default_factory=list)
     outbox: list[OutboxRow] = field(default_factory=list)

@@ -16,25 +16,28 @@ behind it is shows as ``apm_alerting_lag_seconds``.
 from __future__ import annotations
 
 import logging
-import math
-from dataclasses import asdict
 from typing import Any
 
+from alerting.alerts import Alerts
 from alerting.cycle import AlertTables, Cycle, CycleReport, ResultsReader
-from alerting.machine import AlertState
-from alerting.notices import decide, labels_of, resolution
+from alerting.notices import resolution
 from alerting.persist import StateWrites
-from alerting.presence import META_RULE_ID, meta_ages, meta_rule, presence_state, silent_ages
+from alerting.presence import META_RULE_ID, meta_ages, meta_rule, silent_ages
 from alerting.rules import Rule, RuleError, rule_from_dict
+from alerting.servers import per_server, read_range
 from alerting.settings import AlertingSettings
 from alerting.silences import Silence, SilenceError, silence_from_dict
-from alerting.windows import Windows, state_of
+from alerting.windows import Windows
 from apm.query import StoredQuery
-from storage.alerts import HistoryRow, OutboxRow
+from storage.alerts import OutboxRow
 
 __all__ = ["CycleReport", "Evaluator", "ResultsReader"]
 
 log = logging.getLogger(__name__)
+
+Plan = tuple[Rule, dict[str, Any], StoredQuery | None]
+Reads = set[tuple[str, float, float, int]]
+ServerRanges = set[tuple[str, float, float, int, float | None]]
 
 
 class Evaluator:
@@ -48,6 +51,7 @@ class Evaluator:
         self.results, self.tables, self.settings = results, tables, settings
         self.receivers = receivers
         self.windows = Windows(results, settings)
+        self.alerts = Alerts(self.windows, settings, receivers)
         self.writes = StateWrites(settings.state_refresh_s)
         self._rules: dict[str, tuple[dict[str, Any], Rule]] = {}
         # The alert rows as this process last computed them: read from Cassandra once at start
@@ -60,6 +64,7 @@ class Evaluator:
         since (this one has just taken the lease over)."""
         self._current = None
         self.writes.forget()
+        self.windows.server_reads.forget()  # read every open window again
 
     def run_once(self, now: float) -> CycleReport:
         try:
@@ -71,22 +76,13 @@ class Evaluator:
     def _run_once(self, now: float) -> CycleReport:
         report = CycleReport()
         with report.timed("plan"):
-            cyc, plans, stored_rules, reads = self._plan(now, report)
+            cyc, plans, stored_rules, reads, server_reads = self._plan(now, report)
         with report.timed("read"):
             self.windows.prefetch(reads)
+            self.windows.server_reads.prefetch(server_reads)
         with report.timed("fold"):
             for rule, body, stored in plans:
-                row = cyc.current.get((rule.id, ""), {})
-                new_row, hist, news, lag = self.windows.refold(rule, stored, row, now, body)
-                report.windows += len(news)
-                report.lag_s = max(report.lag_s, lag)
-                cyc.history += hist
-                # Each new window's state in turn (a catch-up after an outage still sends the
-                # firing and the resolution it passed over), else the refolded newest one.
-                done = row.get("evaluated_through")
-                fresh = [st for st in news if done is None or (st.window_start or 0) > done]
-                text = stored.text if stored else rule.query_id
-                self._notify(cyc, rule, "", row, new_row, fresh, text)
+                self.alerts.of_rule(cyc, rule, body, stored)
             self._meta(cyc)
             gone = self._resolve_deleted(cyc, set(stored_rules))
             touched = {(h.rule_id, h.instance) for h in cyc.history}
@@ -112,14 +108,18 @@ class Evaluator:
 
     def _plan(
         self, now: float, report: CycleReport
-    ) -> tuple[Cycle, list[tuple[Rule, dict[str, Any], StoredQuery | None]], set[str], set[Any]]:
+    ) -> tuple[Cycle, list[Plan], set[str], Reads, ServerRanges]:
         """The cycle's silences and rows, its threshold rules (server-silent ones are evaluated
-        here, on the servers' last sightings) and the result ranges they read."""
+        here, on the servers' last sightings) and the result ranges they read: of queries' one
+        series, and of ``BY server`` queries' per-server series."""
         self.windows.new_cycle()
         silences = self._silences()
         if self._current is None:
             self._current = self.tables.current()
         cyc = Cycle(now, report, silences, {s.id: [] for s in silences}, self._current)
+        for (rule_id, instance), row in self._current.items():  # one pass, not one per rule
+            if instance:
+                cyc.servers.setdefault(rule_id, {})[instance] = row
         # One scan of the stored queries, not one read per query.
         queries: dict[str, StoredQuery] = {q.id: q for q in self.results.list_queries()}
         servers: dict[str, float] | None = None
@@ -136,60 +136,23 @@ class Evaluator:
             if rule.kind == "server_silent":
                 servers = self.results.list_servers() if servers is None else servers
                 ages = silent_ages(rule, servers, now)
-                self._presence(cyc, rule, ages, float(rule.silent_after_s), "no sample")
+                self.alerts.presence(cyc, rule, ages, float(rule.silent_after_s), "no sample")
             else:
                 plans.append((rule, body, queries.get(rule.query_id)))
-        reads = set()
+        reads: Reads = set()
+        server_reads: ServerRanges = set()
         for rule, body, stored in plans:
+            rows = cyc.servers.get(rule.id, {})
+            if stored is not None and per_server(stored, rows):
+                ws, first, upto, done = read_range(self.windows, stored, rows, now, body)
+                if upto >= first:
+                    server_reads.add((rule.query_id, first, upto, ws, done))
+                continue
             row = cyc.current.get((rule.id, ""), {})
             ws, _, first, upto = self.windows.bounds(stored, row, now, body)
             if stored is not None and upto >= first:
                 reads.add((rule.query_id, first, upto, ws))
-        return cyc, plans, set(stored_rules), reads
-
-    def _notify(
-        self,
-        cyc: Cycle,
-        rule: Rule,
-        instance: str,
-        row: dict[str, Any],
-        new_row: dict[str, Any],
-        fresh: list[AlertState],
-        query_text: str,
-    ) -> None:
-        """Decides the notices of one alert over its new states and records its row."""
-        latest = state_of(new_row["latest"])
-        labels = labels_of(rule, latest, instance)
-        hits = [
-            s
-            for s in cyc.silences
-            if s.active(cyc.now) and s.matches(rule.id, labels, instance or None)
-        ]
-        if latest.active and hits:
-            cyc.report.suppressed += 1
-            for s in hits:
-                cyc.suppressed[s.id].append(
-                    {"rule_id": rule.id, "server": instance, "fired_at": latest.fired_at}
-                )
-        notified = row.get("notified")
-        for st in fresh or [latest]:
-            notices, notified = decide(
-                rule,
-                instance,
-                st,
-                notified,
-                now=cyc.now,
-                renotify_s=self.settings.renotify_s,
-                silenced=bool(hits),
-                query_text=query_text,
-            )
-            routed = [r for r in self.receivers if rule.routes_to(r)]
-            cyc.outbox += [OutboxRow(r, n.id, n.body) for n in notices for r in routed]
-        if notified:  # so a resolution after the rule's deletion goes where the firing went
-            notified = {**notified, "receivers": list(rule.receivers)}
-        new_row["notified"] = notified
-        cyc.rows.append((rule.id, instance, new_row))
-        cyc.report.states[latest.state] = cyc.report.states.get(latest.state, 0) + 1
+        return cyc, plans, set(stored_rules), reads, server_reads
 
     def _resolve_deleted(self, cyc: Cycle, stored: set[str]) -> set[str]:
         """The rules with alert rows but no longer stored (deleted): each notified alert of
@@ -203,25 +166,6 @@ class Evaluator:
                 cyc.outbox += [OutboxRow(r, n.id, n.body) for r in self.receivers if r in routed]
         return gone
 
-    def _presence(
-        self, cyc: Cycle, rule: Rule, ages: dict[str, float], bound: float, what: str
-    ) -> None:
-        """One alert per instance (a server, an aggregator) on its age, at this cycle's tick;
-        an instance no longer listed resolves."""
-        tick = math.floor(cyc.now / self.settings.interval_s) * self.settings.interval_s
-        known = {i for (r, i) in cyc.current if r == rule.id}
-        for instance in sorted(known | set(ages)):
-            row = cyc.current.get((rule.id, instance), {})
-            prior = state_of(row.get("latest"))
-            age = ages.get(instance)
-            if age is None and not prior.active:
-                continue  # gone and quiet: nothing to resolve, nothing to record
-            state = presence_state(prior, tick, age or 0.0, bound, f"{what} from {instance}")
-            if state.state != prior.state:
-                d = asdict(state)
-                cyc.history.append(HistoryRow(rule.id, tick, instance, state.state, True, d))
-            self._notify(cyc, rule, instance, row, {**row, "latest": asdict(state)}, [], "")
-
     def _meta(self, cyc: Cycle) -> None:
         bound = self.settings.freshness_bound_s
         try:
@@ -230,7 +174,7 @@ class Evaluator:
             log.warning("cannot read the aggregator's status: %s", exc)
             ages = {}
         ages["evaluator"] = cyc.report.lag_s
-        self._presence(cyc, meta_rule(bound), ages, bound, "behind")
+        self.alerts.presence(cyc, meta_rule(bound), ages, bound, "behind")
 
     def _rule(self, rule_id: str, body: dict[str, Any]) -> Rule:
         """The rule of a stored body, parsed again only when the body changed."""

@@ -82,8 +82,9 @@ class Rulebook:
         return True
 
     def rules(self) -> list[dict[str, Any]]:
-        """Each rule with its alert's newest state (per server for ``server_silent`` rules, in
-        ``instances``), then the built-in freshness meta-alert's instances."""
+        """Each rule with its alert's newest state (per server for ``server_silent`` rules and
+        rules on a ``BY server`` query, in ``instances``; a server taken as gone is there,
+        ``normal``, with the reason), then the built-in freshness meta-alert's instances."""
         current = self.tables.current()
         instances: dict[str, dict[str, Any]] = {}
         for (rule_id, instance), row in current.items():
@@ -92,6 +93,7 @@ class Rulebook:
         out = []
         for rule_id, body in sorted(self.tables.rules().items()):
             row = current.get((rule_id, ""), {})
+            row = {} if row.get("gone") else row  # its query became BY server: see instances
             out.append(
                 {
                     **body,

@@ -34,6 +34,10 @@ class AlertingSettings(BaseSettings):
     # rewritten at least this often; a restart refolds at most this much more (0: every cycle;
     # alerting/persist.py).
     state_refresh_s: float = Field(default=60.0, ge=0, le=3600)
+    # A rule on a BY server query reads each open window again (late data) at least this often,
+    # not every cycle; new windows every cycle (0: every window every cycle;
+    # alerting/server_reads.py).
+    server_recheck_s: float = Field(default=60.0, ge=0, le=3600)
     # Receivers: each one set gets every notice.
     alertmanager_url: str = ""
     webhook_url: str = ""

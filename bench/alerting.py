@@ -9,7 +9,9 @@ its own (dropped after) and Debian's prometheus-alertmanager on a free port:
    bench/alerting_load.py);
 3. the cost of the evaluation for 10,000 rules over 1,000 queries, per cycle, per rule and per
    phase, in memory and against Cassandra (bench/alerting_cost.py, its own section;
-   ``--cost-only`` runs only this part).
+   ``--cost-only`` runs only this part and 4.);
+4. the cost of one rule on a ``BY server`` query over 1,000 and 10,000 servers in memory and
+   over 10,000 against Cassandra (bench/alerting_servers.py, its own section).
 
     .venv/bin/python -m bench.alerting [--rate N] [--cost-only]
 """
@@ -33,7 +35,7 @@ from typing import Any
 
 from alerting.settings import AlertingSettings
 from apm.query import WindowResult
-from bench import alerting_cost
+from bench import alerting_cost, alerting_servers
 from bench.alerting_load import under_load
 from bench.base import percentile, progress, publish
 
@@ -132,7 +134,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
     if args.cost_only:
-        return alerting_cost.main(f"{alerting_cost.MODULE_COMMAND} --cost-only")
+        command = f"{alerting_cost.MODULE_COMMAND} --cost-only"
+        return alerting_cost.main(command) or alerting_servers.main(command, [])
     quiet_load = os.getloadavg()[0]
     from storage.alerts import AlertStore, migrate_alerts
     from storage.repository import Repository
@@ -189,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     command = COMMAND.format(rate=args.rate)
     publish("alerting", "Alerting: latency", command, rows, notes)
-    return alerting_cost.main(command)
+    return alerting_cost.main(command) or alerting_servers.main(command, [])
 
 
 if __name__ == "__main__":

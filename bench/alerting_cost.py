@@ -37,6 +37,7 @@ __all__ = [
     "QUERIES",
     "RULES",
     "Cost",
+    "MemTables",
     "cost_in_memory",
     "cost_on_cassandra",
     "rows",
@@ -71,6 +72,9 @@ class _MemResults:
             yield WindowResult(query_id, t, WINDOW, {"avg": value(k)}, 10, t + WINDOW)
             t += WINDOW
 
+    def read_window_servers(self, query_id: str, window_start: float) -> Any:
+        return iter(())  # these queries have one series each, no per-server one
+
     def list_servers(self) -> dict[str, float]:
         return {}
 
@@ -78,7 +82,7 @@ class _MemResults:
         return {}
 
 
-class _MemTables:
+class MemTables:
     def __init__(self, rules: dict[str, dict[str, Any]]) -> None:
         self._rules = rules
         self._current: dict[tuple[str, str], dict[str, Any]] = {}
@@ -142,7 +146,7 @@ def _now() -> float:
 def cost_in_memory() -> Cost:
     now = _now()
     results = _MemResults(QUERIES, now - 600)
-    tables = _MemTables(_rule_bodies(list(results.stored), now))
+    tables = MemTables(_rule_bodies(list(results.stored), now))
     return _cycles(Evaluator(results, tables, AlertingSettings(settle_s=0)), now)
 
 
