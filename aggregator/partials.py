@@ -47,6 +47,7 @@ def _selections(spark: SparkSession, queries: DataFrame) -> object:
                 row["metric"],
                 row["window_seconds"],
                 row["wants_sketch"],
+                row["sketch_k"],
                 row["by_server"],
                 row["all_servers"],
                 list(row["names"]),

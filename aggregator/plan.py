@@ -37,7 +37,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from aggregator.quantiles import KLL_K, levels
+from aggregator.quantiles import KLL_K, levels, sketch_k
 from aggregator.records import decode, packs
 from aggregator.series import SERIES_SEPARATOR
 from aggregator.skew import on_time
@@ -76,7 +76,7 @@ QUERY_SCHEMA = (
     "query_id string, metric string, all_servers boolean, names array<string>, "
     "prefix string, prefixes array<string>, server_regex string, "
     "window_seconds int, wants_sketch boolean, since double, levels array<double>, "
-    "by_server boolean"
+    "by_server boolean, sketch_k int"
 )
 _JOIN_COLUMNS = (
     "query_id",
@@ -94,7 +94,9 @@ _JOIN_COLUMNS = (
 # selectors is set) into it, which is why it selects the server "": a broadcast join with an
 # empty build side skips its stream side, the dedup operator below it would then not commit
 # its state store, and Spark fails the batch (STATE_STORE_COMMIT_VALIDATION_FAILED).
-_SENTINEL: tuple[object, ...] = ("", "", False, [""], None, [], None, 1, False, 0.0, [], False)
+_SENTINEL: tuple[object, ...] = (
+    *("", "", False, [""], None, [], None, 1, False, 0.0, [], False, KLL_K),
+)
 _GLOB_CHARS = frozenset("*?[")
 
 
@@ -144,6 +146,7 @@ def query_row(stored: StoredQuery) -> tuple[object, ...]:
         stored.active_from or 0.0,
         levels(q),
         q.by_server,
+        sketch_k(q),
     )
 
 
@@ -232,7 +235,10 @@ def window_summaries(
         )
         partials = window_partials(timed, queries, late)
         end = F.timestamp_seconds("window_end_s").alias("window_end", metadata=mark)
-        # kll_merge_agg_double keeps k: exact while a window holds at most KLL_K values.
+        # kll_merge_agg_double without k adopts the first partial's, which is its series'
+        # (quantiles.sketch_k: KLL_K, less for a server's series): exact while a window holds
+        # at most that many values. With k given it would allocate a sketch of that k for every
+        # window of every batch, 80 KB each at KLL_K, also for a server's 10 values.
         merged = {
             "n": [F.sum("n").alias("n")],
             "sum": [
@@ -242,7 +248,7 @@ def window_summaries(
             ],
             "min": [F.min("min").alias("min")],
             "max": [F.max("max").alias("max")],
-            "sketch": [F.kll_merge_agg_double("sketch", KLL_K).alias("sketch")],
+            "sketch": [F.kll_merge_agg_double("sketch").alias("sketch")],
         }
         keyed = partials.select("query_id", "window_seconds", end, *PARTIAL_COLUMNS)
         return _per_window(keyed.withWatermark("window_end", delay), merged)

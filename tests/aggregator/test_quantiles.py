@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from datasketches import kll_doubles_sketch
 
-from aggregator.quantiles import KLL_K, percentiles
+from aggregator.quantiles import KLL_K, percentiles, sketch_k
+from apm.query import parse
 
 pytestmark = pytest.mark.unit
 
@@ -97,3 +98,12 @@ def test_lerp_is_numpys_interpolation_bit_for_bit_where_the_span_is_finite():
         a, b = sorted((float(a), float(b)))
         want = float(np.percentile([a, b], 100 * float(t)))
         assert lerp(a, b, (2 - 1) * (100 * float(t) / 100.0)) == want
+
+
+@pytest.mark.parametrize(
+    ("window", "k"), [("10s", 1024), ("5m", 1024), ("9m", 2048), ("1h", 8192), ("1d", KLL_K)]
+)
+def test_a_server_series_sketches_at_twice_its_windows_seconds_within_bounds(window, k):
+    text = f"FROM * SELECT cpu WINDOW {window} COMPUTE p99"
+    assert sketch_k(parse(text)) == KLL_K, "a query's one series keeps KLL_K"
+    assert sketch_k(parse(f"{text} BY server")) == k

@@ -180,7 +180,8 @@ public final class Partials {
       long key = Spread.mix(((long) queryIndex << 40) ^ end); // a bijection: still distinct
       partial = byWindow.get(key);
       if (partial == null || partial.queryIndex != queryIndex || partial.end != end) {
-        partial = new Partial(queryIndex, query, server, end, query.wantsSketch ? sketchK : 0);
+        int k = query.sketchK > 0 ? query.sketchK : sketchK;
+        partial = new Partial(queryIndex, query, server, end, query.wantsSketch ? k : 0);
         byWindow.put(key, partial);
         order.add(partial);
       }
@@ -222,13 +223,8 @@ public final class Partials {
     final Selection query;
     final String server;
     final long end;
+    // Of the series' k (quantiles.sketch_k): the window's merge adopts the first partial's.
     final KllDoublesSketch sketch;
-    // A server's series: its values, sketched when the row is made. A sketch of k = 10,000 is
-    // 80 KB on the heap however few values it holds, and a BY server query over 10,000 servers
-    // has 10,000 partials a batch; one of k = n (at least KLL's 8) holding n values is exact,
-    // and the window's merge into k = KLL_K stays exact up to KLL_K values.
-    double[] values;
-    final int sketchK;
     long n;
     long nFixed;
     long high; // the exact sum, a 128-bit integer at scale 18
@@ -243,10 +239,7 @@ public final class Partials {
       this.query = query;
       this.server = server;
       this.end = end;
-      this.sketchK = sketchK;
-      boolean buffered = sketchK > 0 && server != null;
-      this.sketch = sketchK > 0 && !buffered ? KllDoublesSketch.newHeapInstance(sketchK) : null;
-      this.values = buffered ? new double[8] : null;
+      this.sketch = sketchK > 0 ? KllDoublesSketch.newHeapInstance(sketchK) : null;
     }
 
     void add(double value, long[] exact) {
@@ -264,27 +257,7 @@ public final class Partials {
       }
       if (sketch != null) {
         sketch.update(value);
-      } else if (values != null) {
-        if (n > values.length) {
-          values = java.util.Arrays.copyOf(values, values.length * 2);
-        }
-        values[(int) n - 1] = value;
       }
-    }
-
-    private byte[] sketchBytes() {
-      if (sketch != null) {
-        return sketch.toByteArray();
-      }
-      if (values == null) {
-        return null;
-      }
-      int k = (int) Math.max(8, Math.min(sketchK, n));
-      KllDoublesSketch built = KllDoublesSketch.newHeapInstance(k);
-      for (int i = 0; i < n; i++) {
-        built.update(values[i]);
-      }
-      return built.toByteArray();
     }
 
     Row row() {
@@ -299,7 +272,7 @@ public final class Partials {
           floatSum,
           min,
           max,
-          sketchBytes());
+          sketch == null ? null : sketch.toByteArray());
     }
   }
 }

@@ -20,6 +20,7 @@ public final class Selection implements Serializable {
   final String metric;
   final int windowSeconds;
   final boolean wantsSketch;
+  final int sketchK; // 0: the operator's
   final boolean byServer;
   private final boolean allServers;
   private final Set<String> names;
@@ -35,14 +36,20 @@ public final class Selection implements Serializable {
       List<String> names,
       List<String> prefixes,
       String regex) {
-    this(queryId, metric, windowSeconds, wantsSketch, false, allServers, names, prefixes, regex);
+    this(queryId, metric, windowSeconds, wantsSketch, 0, false, allServers, names, prefixes, regex);
   }
+
+  /**
+   * {@code sketchK}: the k of this query's sketches (quantiles.sketch_k; 0: the operator's);
+   * {@code byServer}: one series per server.
+   */
 
   public Selection(
       String queryId,
       String metric,
       int windowSeconds,
       boolean wantsSketch,
+      int sketchK,
       boolean byServer,
       boolean allServers,
       List<String> names,
@@ -55,6 +62,7 @@ public final class Selection implements Serializable {
     this.metric = metric;
     this.windowSeconds = windowSeconds;
     this.wantsSketch = wantsSketch;
+    this.sketchK = sketchK;
     this.byServer = byServer;
     this.allServers = allServers;
     this.names = new HashSet<>(names);

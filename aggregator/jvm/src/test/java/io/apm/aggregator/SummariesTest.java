@@ -240,7 +240,7 @@ class SummariesTest {
 
   @Test
   void aByServerQueryGetsOneExactSeriesPerServerBesideThePlainOnes() throws Exception {
-    Selection perServer = new Selection("per", "cpu", 10, true, true, true, List.of(), List.of(), null);
+    Selection perServer = new Selection("per", "cpu", 10, true, 64, true, true, List.of(), List.of(), null);
     List<Selection> queries = List.of(QUERIES.get(0), perServer);
     Summaries both = new Summaries(BLOCK_US, 200, queries, PACK, true, late);
     List<Row> rows = new ArrayList<>();
@@ -259,14 +259,16 @@ class SummariesTest {
     assertEquals(1L, db.getLong(3));
     assertEquals(7.0, db.getDouble(7));
     assertFalse(got.containsKey("per"), "a BY server query has no series over all servers");
-    // Each server's sketch holds exactly its own values (no compaction: n <= k), 300 > the k
-    // of 200 given here, so the buffered sketch took k = min(sketchK, n) and compacted only
-    // as a sketch of that k would.
+    // Each server's sketch holds exactly its own values, at the query's k (64), not the
+    // operator's (200): web-1's 300 values are past it, so its sketch estimates.
     KllDoublesSketch dbSketch = KllDoublesSketch.heapify(org.apache.datasketches.memory.Memory.wrap((byte[]) db.get(9)));
     assertEquals(1L, dbSketch.getN());
     assertFalse(dbSketch.isEstimationMode());
     KllDoublesSketch webSketch = KllDoublesSketch.heapify(org.apache.datasketches.memory.Memory.wrap((byte[]) web.get(9)));
     assertEquals(300L, webSketch.getN());
+    assertEquals(64, webSketch.getK());
+    assertTrue(webSketch.isEstimationMode());
+    assertEquals(64, dbSketch.getK());
     assertEquals(0.0, webSketch.getMinItem());
     assertEquals(299.0, webSketch.getMaxItem());
   }
