@@ -22,13 +22,14 @@ alert history) and :mod:`.alert_steps` (its step mapping), :mod:`.settings` and
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from flask import Blueprint
 
 from dashboard.promapi.access import Access
 from dashboard.promapi.routes import build_promapi
 from dashboard.promapi.settings import PromApiSettings
+from dashboard.promapi.store import PromRepository
 
 if TYPE_CHECKING:
     from dashboard.context import AppContext
@@ -50,4 +51,7 @@ def blueprint(
     and the login ``throttle`` are the ones the login page uses)."""
     limits = limits or PromApiSettings()
     access = Access(ctx.settings, sessions, throttle, ctx.metrics, limits.basic_cache_seconds)
-    return build_promapi(ctx.repo, ctx.settings, limits, ctx.metrics, access, ctx.clock)
+    # storage.repository.Repository has the per-server reads; dashboard.ports lists only
+    # what the rest of the dashboard uses.
+    repo = cast(PromRepository, ctx.repo)
+    return build_promapi(repo, ctx.settings, limits, ctx.metrics, access, ctx.clock)

@@ -2,12 +2,14 @@
 each selector's series are chosen as a bare selector's are (at most ``max_series``), series x
 steps is at most ``max_points`` before anything is read, every window read counts against
 ``max_points`` too (an expression reads each selector's windows once, over the range plus its
-look-back or ``[range]``), and the deadline is checked while reading and evaluating."""
+look-back or ``[range]``; one read gives all the functions of a query, or of one server of a
+``BY server`` query), and the deadline is checked while reading and evaluating."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from apm.query import WindowResult
 from dashboard.promapi.evaluate import Deadline, LimitError, Series
 from dashboard.promapi.promql_eval import LOOKBACK_MS, Raw, Row, Steps, evaluate
 from dashboard.promapi.promql_parse import Expr
@@ -17,7 +19,8 @@ from dashboard.promapi.store import Store
 
 __all__ = ["PromqlRunner"]
 
-Select = Callable[[Sequence[Selector], Deadline], list[Series]]
+# (selectors, deadline, [start, end] of the samples wanted, unix ms) -> the series.
+Select = Callable[[Sequence[Selector], Deadline, tuple[int, int]], list[Series]]
 
 
 class PromqlRunner:
@@ -55,7 +58,7 @@ class PromqlRunner:
         budget = [limits.max_points]
 
         def source(selector: Selector, before_ms: int) -> list[Raw]:
-            found = self._select([selector], deadline)
+            found = self._select([selector], deadline, (times[0] - before_ms, times[-1]))
             if len(found) * len(times) > limits.max_points:
                 raise LimitError(
                     f"{len(found)} series x {len(times)} steps is more than "
@@ -73,23 +76,26 @@ class PromqlRunner:
                     f"{budget[0]} left of APM_DASHBOARD_PROM_MAX_POINTS; narrow the selector, "
                     "shorten the range, the [range] of *_over_time() or lookback_delta"
                 )
-            return [
-                self._raw(s, span, budget, deadline) for s, span in zip(found, spans, strict=True)
-            ]
+            read: dict[tuple[str, str], list[WindowResult]] = {}  # (query id, server)
+            for s, span in zip(found, spans, strict=True):
+                if (s.query.id, s.server) not in read:
+                    read[s.query.id, s.server] = self._read(s, span, budget, deadline)
+            return [_raw(s, read[s.query.id, s.server]) for s in found]
 
         return evaluate(expr, Steps(times, source, deadline, limits.max_points, lookback_ms))
 
-    def _raw(
+    def _read(
         self, series: Series, span: tuple[int, int], budget: list[int], deadline: Deadline
-    ) -> Raw:
-        width = series.query.query.window_seconds * 1000
-        lo, hi = span
-        repo = self._store.repo
-        windows = self._store.guard(
-            "read_results", lambda: repo.read_results(series.query.id, lo / 1000, hi / 1000)
-        )
-        stamps: list[int] = []
-        values: list[float] = []
+    ) -> list[WindowResult]:
+        lo, hi = span[0] / 1000, span[1] / 1000
+        repo, qid, server = self._store.repo, series.query.id, series.server
+        if server:
+            windows = self._store.guard(
+                "read_server_results", lambda: repo.read_server_results(qid, server, lo, hi)
+            )
+        else:
+            windows = self._store.guard("read_results", lambda: repo.read_results(qid, lo, hi))
+        out: list[WindowResult] = []
         for i, w in enumerate(windows):
             if i % 1000 == 999:
                 deadline.check()
@@ -99,11 +105,21 @@ class PromqlRunner:
                     "the query read more windows than APM_DASHBOARD_PROM_MAX_POINTS; shorten "
                     "the range, the [range] of *_over_time() or narrow the selector"
                 )
-            v = w.values.get(series.fn)
-            if w.window_seconds * 1000 == width and v is not None:
-                stamps.append(round(w.window_start * 1000) + width)
-                values.append(v)
-        return Raw(dict(series.labels), stamps, values)
+            out.append(w)
+        return out
+
+
+def _raw(series: Series, windows: list[WindowResult]) -> Raw:
+    """``series``' samples among its query's (or server's) ``windows``."""
+    width = series.query.query.window_seconds * 1000
+    stamps: list[int] = []
+    values: list[float] = []
+    for w in windows:
+        v = w.values.get(series.fn)
+        if w.window_seconds * 1000 == width and v is not None:
+            stamps.append(round(w.window_start * 1000) + width)
+            values.append(v)
+    return Raw(dict(series.labels), stamps, values)
 
 
 def _span(series: Series, before_ms: int, times: range) -> tuple[int, int]:

@@ -9,6 +9,10 @@ both the points answered (series x steps) and the windows read, planned before r
 counted while reading (windows of an older definition of a query, of another length, count
 too).
 
+A ``BY server`` query's series (one per server, labelled ``server``) are those of the servers
+with results in the time asked, listed in one call a query; each server's windows are read
+with one range read (storage keeps each server's series apart), counted the same way.
+
 ``ALERTS`` series (:mod:`.alerts`) come from ``alerts``, the rule listing with each alert's
 newest state, for instant queries and the series and label endpoints; a range query's come
 from the alert history (:mod:`.alert_range`)."""
@@ -16,18 +20,20 @@ from the alert history (:mod:`.alert_range`)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from apm.query import WindowResult
+from apm.query import StoredQuery, WindowResult
 from dashboard.promapi.alert_range import AlertRange
 from dashboard.promapi.alerts import alert_labels
 from dashboard.promapi.evaluate import (
     Deadline,
     LimitError,
     Series,
+    Servers,
+    matching,
     points,
     read_window,
     select,
@@ -68,6 +74,14 @@ def planned(window_ms: int, times: range) -> int:
     return whole if len(times) == 1 or whole <= 2 * len(times) else len(times)
 
 
+def reads_of(series: Series, times: range) -> int:
+    """The windows reading ``series``' query (and server) for ``times`` returns at most."""
+    width = series.query.query.window_seconds * 1000
+    if series.server:
+        return windows_in(width, read_window(width, times[0], times[-1]))
+    return planned(width, times)
+
+
 def _check_alerts(found: int, max_series: int) -> None:
     if found > max_series:
         raise LimitError(
@@ -101,11 +115,34 @@ class Evaluator:
         self._alerts, self._history = alerts, history
         self._promql = PromqlRunner(store, self.series)
 
-    def series(self, selectors: Sequence[Selector], deadline: Deadline) -> list[Series]:
+    def series(
+        self, selectors: Sequence[Selector], deadline: Deadline, span: tuple[int, int]
+    ) -> list[Series]:
+        """The ``apm_query`` series any of ``selectors`` matches; a ``BY server`` query's are
+        those of its servers with a window that can give a point in ``span`` ([start, end],
+        unix ms)."""
         if not any(s.may_name(METRIC) for s in selectors):
             return []
         queries = self._guard("list_queries", self._repo.list_queries)
-        return select(queries, selectors, self._limits.max_series, deadline)
+        return select(queries, selectors, self._limits.max_series, deadline, self._lister(span))
+
+    def every(
+        self, selectors: Sequence[Selector], deadline: Deadline, span: tuple[int, int]
+    ) -> Iterator[Series]:
+        """As :meth:`series`, one at a time and without ``max_series``: for the label
+        endpoints, which keep only names or values (10,000 servers make one value each)."""
+        if not any(s.may_name(METRIC) for s in selectors):
+            return iter(())
+        queries = self._guard("list_queries", self._repo.list_queries)
+        return matching(queries, selectors, deadline, self._lister(span))
+
+    def _lister(self, span: tuple[int, int]) -> Servers:
+        def listed(query: StoredQuery) -> list[str]:
+            lo, hi = read_window(query.query.window_seconds * 1000, *span)
+            list_servers = self._repo.list_result_servers
+            return self._guard("list_result_servers", lambda: list_servers(query.id, lo, hi))
+
+        return listed
 
     def alert_series(
         self, selectors: Sequence[Selector], deadline: Deadline, span: tuple[int, int] | None = None
@@ -156,15 +193,14 @@ class Evaluator:
         if isinstance(expr, Constant):
             self._on_points(len(times))
             return matrix([({}, [(t, expr.value) for t in times])])
-        found = self.series([expr], deadline)
+        found = self.series([expr], deadline, (times[0], times[-1]))
         if len(found) * len(times) > self._limits.max_points:
             raise LimitError(
                 f"{len(found)} series x {len(times)} steps is more than "
                 f"{self._limits.max_points} points (APM_DASHBOARD_PROM_MAX_POINTS); "
                 "narrow the selector, shorten the range or raise the step"
             )
-        queries = {s.query.id: s.query.query.window_seconds * 1000 for s in found}
-        reads = sum(planned(w, times) for w in queries.values())
+        reads = sum(reads_of(s, times) for s in {(s.query.id, s.server): s for s in found}.values())
         if reads > self._limits.max_points:
             raise LimitError(
                 f"reading about {reads} windows is more than {self._limits.max_points} "
@@ -188,7 +224,7 @@ class Evaluator:
             return self._promql.instant_query(expr, t_ms, deadline, lookback_ms)
         if isinstance(expr, Constant):
             return {"resultType": "scalar", "result": [format_time(t_ms), format_value(expr.value)]}
-        found = self.series([expr], deadline)
+        found = self.series([expr], deadline, (t_ms, t_ms))
         rows = [
             (labels, p[0]) for labels, p in self._read(found, steps(t_ms, t_ms, 1), deadline) if p
         ]
@@ -199,25 +235,35 @@ class Evaluator:
     def _read(
         self, found: Sequence[Series], times: range, deadline: Deadline
     ) -> list[tuple[dict[str, str], list[Point]]]:
-        by_query: dict[str, list[Series]] = {}
+        by_series: dict[tuple[str, str], list[Series]] = {}  # (query id, server)
         for s in found:
-            by_query.setdefault(s.query.id, []).append(s)
+            by_series.setdefault((s.query.id, s.server), []).append(s)
         rows: list[tuple[dict[str, str], list[Point]]] = []
         budget = _Budget(self._limits.max_points)
-        for qid, group in by_query.items():
+        for (qid, server), group in by_series.items():
             deadline.check()
             query = group[0].query
-            reads = plan(query.query.window_seconds * 1000, times)
-            read = partial(self._collect, qid, reads, budget, deadline)
-            windows = self._guard("read_results", read)
+            width = query.query.window_seconds * 1000
+            reads = read_window(width, times[0], times[-1]) if server else plan(width, times)
+            read = partial(self._collect, qid, server, reads, budget, deadline)
+            windows = self._guard("read_server_results" if server else "read_results", read)
             got = points(windows, query, [s.fn for s in group], times, deadline)
             rows += [(dict(s.labels), got[s.fn]) for s in group]
         return rows
 
     def _collect(
-        self, qid: str, reads: Span | list[float], budget: _Budget, deadline: Deadline
+        self,
+        qid: str,
+        server: str,
+        reads: Span | list[float],
+        budget: _Budget,
+        deadline: Deadline,
     ) -> list[WindowResult]:
-        if isinstance(reads, tuple):
+        found: Iterable[WindowResult]
+        if server:
+            assert isinstance(reads, tuple)
+            found = self._repo.read_server_results(qid, server, *reads)
+        elif isinstance(reads, tuple):
             found = self._repo.read_results(qid, *reads)
         else:
             found = self._repo.read_results_at(qid, reads)
