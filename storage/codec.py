@@ -70,9 +70,12 @@ def _whole(value: object) -> bool:
 def result_error(row: object) -> str | None:
     """Why ``row`` cannot be stored as a window result, or None."""
     if not isinstance(row, WindowResult):
-        if not (isinstance(row, tuple) and len(row) == len(WindowResult._fields)):
+        # A plain tuple may leave out ``server`` (the fields before it came first).
+        if not (isinstance(row, tuple) and len(row) in (6, len(WindowResult._fields))):
             return f"expected a WindowResult, got {type(row).__name__}"
         row = WindowResult(*row)
+    if row.server != "" and (err := server_name_error(row.server)) is not None:
+        return f"server: {err}"  # "" is the query's one series over its whole selection
     if not isinstance(row.query_id, str) or not row.query_id:
         return f"query_id must be a non-empty string, got {row.query_id!r}"
     if not finite(row.window_start) or row.window_start < 0:
@@ -111,7 +114,7 @@ def metric_row_error(metric: object, last_seen: object) -> str | None:
     return _sighting_error("metric", metric, metric_name_error(metric), last_seen)
 
 
-def window_result(query_id: str, row: Sequence[Any]) -> WindowResult:
+def window_result(query_id: str, row: Sequence[Any], server: str = "") -> WindowResult:
     """(window_start, window_seconds, vals, samples, updated_at) -> WindowResult."""
     start, seconds, vals, samples, updated = row
     return WindowResult(
@@ -121,6 +124,7 @@ def window_result(query_id: str, row: Sequence[Any]) -> WindowResult:
         {k: float(v) for k, v in (vals or {}).items()},
         int(samples or 0),
         epoch(updated) or 0.0,
+        server,
     )
 
 

@@ -21,7 +21,15 @@ from storage.schema import BUCKET_SECONDS
 # statement keeps each read one small page (Cassandra warns about large IN lists).
 IN_CHUNK = 100
 
-__all__ = ["IN_CHUNK", "bucket_span", "chunks_at", "ms_ceil", "read_at", "read_range"]
+__all__ = [
+    "IN_CHUNK",
+    "bucket_span",
+    "chunks_at",
+    "ms_ceil",
+    "pipelined",
+    "read_at",
+    "read_range",
+]
 
 
 def ms_ceil(ts: float) -> int:
@@ -62,7 +70,7 @@ def read_at(
     one statement per (bucket, up to IN_CHUNK starts), ``ahead`` of them in flight. ``stmt``
     selects the result columns for (query_id, bucket, [starts]) with ``window_start IN ?``."""
     bound = (stmt.bind((query_id, bucket, starts)) for bucket, starts in chunks_at(starts_ms))
-    return _pipelined(session, bound, query_id, ahead, profile)
+    return (window_result(query_id, row) for row in pipelined(session, bound, ahead, profile))
 
 
 def read_range(
@@ -76,23 +84,27 @@ def read_range(
     page_size: int,
     ahead: int,
     profile: object,
+    server: str = "",
 ) -> Iterator[WindowResult]:
     """Windows of ``query_id`` with lo_ms <= window_start < hi_ms in ``buckets`` (ascending),
     ascending by window_start. ``stmt`` selects (window_start, window_seconds, vals, samples,
-    updated_at) for (query_id, bucket, lo_ms, hi_ms) with ``window_start >= ? AND < ?``."""
+    updated_at) for (query_id, bucket, lo_ms, hi_ms) with ``window_start >= ? AND < ?``; for
+    (query_id, server, bucket, lo_ms, hi_ms) when ``server`` is given (one server's series)."""
+    key = (query_id, server) if server else (query_id,)
 
     def bound() -> Iterator[Any]:
         for bucket in buckets:
-            statement = stmt.bind((query_id, bucket, lo_ms, hi_ms))
+            statement = stmt.bind((*key, bucket, lo_ms, hi_ms))
             statement.fetch_size = page_size
             yield statement
 
-    return _pipelined(session, bound(), query_id, ahead, profile)
+    for row in pipelined(session, bound(), ahead, profile):
+        yield window_result(query_id, row, server)
 
 
-def _pipelined(
-    session: Any, statements: Iterator[Any], query_id: str, ahead: int, profile: object
-) -> Iterator[WindowResult]:
+def pipelined(
+    session: Any, statements: Iterator[Any], ahead: int, profile: object
+) -> Iterator[Any]:
     """The rows of ``statements`` in their order, the next ``ahead`` requested while one is
     consumed (its ResultSet fetches its further pages on demand)."""
     pending: deque[Any] = deque()
@@ -107,5 +119,4 @@ def _pipelined(
     while pending:
         rows = pending.popleft().result()
         submit()
-        for row in rows:
-            yield window_result(query_id, row)
+        yield from rows

@@ -14,20 +14,21 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from apm.model import server_name_error
 from apm.query import QueryError, StoredQuery, WindowResult, parse
+from apm.ranking import Ranked
 from storage import codec
 from storage.driver import execute_many, open_cluster, profile_for
+from storage.rankings import RankingStore
 from storage.reader import bucket_span, ms_ceil, read_at, read_range
-from storage.schema import bucket_of, migrate, missing_tables
+from storage.schema import INDEX_REFRESH_S, IndexRows, bucket_of, migrate, missing_tables
+from storage.servers import ServerStore
 from storage.settings import StorageSettings, keyspace_error
 from storage.statements import Statements
 
 __all__ = ["INDEX_REFRESH_S", "Repository"]
 
 log = logging.getLogger(__name__)
-
-# A writer re-asserts a (query, bucket) index row at most this often (seconds).
-INDEX_REFRESH_S = 3600.0
 
 
 class Repository:
@@ -53,7 +54,13 @@ class Repository:
         self.concurrency, self._owns_cluster = concurrency, owns_cluster
         self.profile = profile_for(session)
         self._cql = Statements(session, keyspace)
-        self._indexed: dict[tuple[str, int], float] = {}  # (query, bucket) -> monotonic time
+        self._indexed = IndexRows(limit=100_000)  # (query, bucket) of result_buckets
+        self._servers = ServerStore(
+            session, keyspace, concurrency=concurrency, profile=self.profile
+        )
+        self._rankings = RankingStore(
+            session, keyspace, self._servers, concurrency=concurrency, profile=self.profile
+        )
 
     @classmethod
     def connect(
@@ -166,17 +173,23 @@ class Repository:
     # -- window results -------------------------------------------------------------------
     def upsert_results(self, rows: Iterable[WindowResult]) -> int:
         """Writes every row (all are checked first: one bad row writes nothing). A window given
-        twice is written once, as its latest version. Returns the number of windows written."""
-        latest: dict[tuple[str, int], WindowResult] = {}
+        twice is written once, as its latest version. Rows with a ``server`` go to the
+        per-server tables (storage.servers). Returns the number of windows written."""
+        latest: dict[tuple[str, str, int], WindowResult] = {}
         for i, row in enumerate(rows):
             if (err := codec.result_error(row)) is not None:
                 raise ValueError(f"result row {i}: {err}")
             result = WindowResult(*row)
-            key = (result.query_id, codec.to_ms(result.window_start))
+            key = (result.query_id, result.server, codec.to_ms(result.window_start))
             if key not in latest or result.updated_at >= latest[key].updated_at:
                 latest[key] = result
+        per_server = {key: r for key, r in latest.items() if r.server}
+        if per_server:
+            self._servers.upsert(per_server)
         partitions: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
-        for (qid, ms), r in latest.items():
+        for (qid, server, ms), r in latest.items():
+            if server:
+                continue
             partitions.setdefault((qid, bucket_of(r.window_start)), []).append(
                 (
                     qid,
@@ -190,28 +203,32 @@ class Repository:
                 )
             )
         # The index first: a reader must never see rows its index does not point to.
-        now = time.monotonic()
-        fresh = [
-            key
-            for key in partitions
-            if now - self._indexed.get(key, -INDEX_REFRESH_S) >= INDEX_REFRESH_S
-        ]
+        fresh = self._indexed.due(partitions)
         self._execute_many(self._cql.index_put, [[key] for key in fresh])
         self._execute_many(self._cql.upsert, list(partitions.values()))
-        if len(self._indexed) > 100_000:
-            self._indexed.clear()
-        self._indexed.update(dict.fromkeys(fresh, now))
+        self._indexed.written(fresh)
         return len(latest)
+
+    @staticmethod
+    def _span(start: float, end: float) -> tuple[int, int]:
+        """[start, end) in epoch seconds -> [lo, hi) in whole ms (hi <= lo: an empty range)."""
+        for name, ts in (("start", start), ("end", end)):
+            if not codec.finite(ts):
+                raise ValueError(f"{name} must be finite epoch seconds, got {ts!r}")
+        return ms_ceil(max(0.0, start)), ms_ceil(end)  # ws >= start <=> ws_ms >= ceil(start)
+
+    @staticmethod
+    def _page_size(page_size: int) -> int:
+        if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+            raise ValueError(f"page_size must be a whole number >= 1, got {page_size!r}")
+        return page_size
 
     def read_results(
         self, query_id: str, start: float, end: float, page_size: int = 5000
     ) -> Iterator[WindowResult]:
-        if not isinstance(page_size, int) or page_size < 1:
-            raise ValueError(f"page_size must be a whole number >= 1, got {page_size!r}")
-        for name, ts in (("start", start), ("end", end)):
-            if not codec.finite(ts):
-                raise ValueError(f"{name} must be finite epoch seconds, got {ts!r}")
-        lo, hi = ms_ceil(max(0.0, start)), ms_ceil(end)  # ws >= start <=> ws_ms >= ceil(start)
+        """The query's one series (server "") with start <= window_start < end, ascending."""
+        self._page_size(page_size)
+        lo, hi = self._span(start, end)
         if hi <= lo:
             return iter(())
         first, last = bucket_span(lo, hi)
@@ -245,12 +262,57 @@ class Repository:
         )
 
     def last_result_at(self, query_id: str) -> float | None:
-        """updated_at of the newest window (None when the query has no results)."""
+        """updated_at of the newest window, its one series' or any server's (None when the
+        query has no results)."""
+        newest = self._servers.newest(query_id)
         for (bucket,) in self._run(self._cql.index_all, (query_id,)):  # newest bucket first
             row = self._run(self._cql.newest, (query_id, bucket)).one()
             if row is not None:
-                return codec.epoch(row[0])
-        return None
+                plain = codec.epoch(row[0])
+                return plain if newest is None or (plain or 0.0) > newest else newest
+        return newest
+
+    # -- per-server series and rankings (storage.servers, storage.rankings) ---------------
+    def read_server_results(
+        self, query_id: str, server: str, start: float, end: float, page_size: int = 5000
+    ) -> Iterator[WindowResult]:
+        """One server's series of a ``BY server`` query, start <= window_start < end,
+        ascending: one partition per day of the range that holds per-server results."""
+        if (err := server_name_error(server)) is not None:
+            raise ValueError(err)
+        page_size, (lo, hi) = self._page_size(page_size), self._span(start, end)
+        if hi <= lo:
+            return iter(())
+        ahead = min(8, self.concurrency)
+        return self._servers.read_series(query_id, server, lo, hi, page_size=page_size, ahead=ahead)
+
+    def read_window_servers(self, query_id: str, window_start: float) -> Iterator[WindowResult]:
+        """Every server's result of one window, by server name (one partition)."""
+        if not codec.finite(window_start) or window_start < 0:
+            raise ValueError(
+                f"window_start must be finite epoch seconds >= 0, got {window_start!r}"
+            )
+        return self._servers.read_window(query_id, ms_ceil(window_start), page_size=5000)
+
+    def list_result_servers(self, query_id: str, start: float, end: float) -> list[str]:
+        """The servers with per-server results of the query in the days [start, end) touches,
+        sorted (day granularity: a server may have no window in the range itself)."""
+        lo, hi = self._span(start, end)
+        if hi <= lo:
+            return []
+        return self._servers.servers(query_id, lo, hi, ahead=min(8, self.concurrency))
+
+    def upsert_ranked(self, rows: Iterable[Ranked]) -> int:
+        """Replaces the ranking of each window given (all rows checked first: one bad row or
+        ranking writes nothing). Returns the number of windows written."""
+        return self._rankings.upsert(rows)
+
+    def read_ranked(self, query_id: str, start: float, end: float) -> Iterator[Ranked]:
+        """Every window's ranking with start <= window_start < end, by window then rank."""
+        lo, hi = self._span(start, end)
+        if hi <= lo:
+            return iter(())
+        return self._rankings.read(query_id, lo, hi, ahead=min(8, self.concurrency))
 
     # -- servers and status ---------------------------------------------------------------
     def _touch(

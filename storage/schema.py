@@ -5,21 +5,27 @@ start (``window_start // 86400``). One day bounds a partition at 86,400 rows eve
 (within Cassandra's ~100k rows / ~100 MB guidance), keeps the largest window (1d) in exactly one
 partition, and lines up with the one-day TimeWindowCompactionStrategy window, so a whole day's
 SSTables expire together. ``result_buckets`` indexes which buckets of a query hold rows, so a
-read of any range costs one index query plus one query per non-empty day. See docs/storage.md.
+read of any range costs one index query plus one query per non-empty day. The per-server
+tables (``storage.server_tables``) are created and migrated with these. See docs/storage.md.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
+from storage.server_tables import SERVER_TABLES, server_ddl
 from storage.settings import DEFAULT_REPLICATION, keyspace_error
 
 __all__ = [
     "ADDED_COLUMNS",
     "BUCKET_SECONDS",
     "INDEX_EXTRA_TTL_S",
+    "INDEX_REFRESH_S",
     "TABLES",
+    "IndexRows",
     "bucket_of",
     "migrate",
     "missing_tables",
@@ -28,17 +34,53 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 BUCKET_SECONDS = 86_400
-TABLES = ("queries", "results", "result_buckets", "servers", "metrics", "status")
+TABLES = (
+    "queries",
+    "results",
+    "result_buckets",
+    "servers",
+    "metrics",
+    "status",
+    *SERVER_TABLES,
+)
 # Columns added after a table was first released: migrate adds them to an older table.
 ADDED_COLUMNS = {"queries": {"active_since": "timestamp"}}
 # The bucket index outlives the newest row of its bucket: index rows are refreshed at most hourly
 # by a writer, results rows expire one retention after their own write.
 INDEX_EXTRA_TTL_S = 86_400
+# A writer re-asserts an index row at most this often (seconds): well within the extra day.
+INDEX_REFRESH_S = 3600.0
 # Rows only ever expire (no deletes, frozen maps), so tombstones need little grace time.
 _RESULTS_GC_GRACE_S = 3 * 3600
 
 
-_TTL_TABLES = {"results": 0, "result_buckets": INDEX_EXTRA_TTL_S, "servers": 0, "metrics": 0}
+_TTL_TABLES = {
+    "results": 0,
+    "result_buckets": INDEX_EXTRA_TTL_S,
+    "servers": 0,
+    "metrics": 0,
+    **{table: INDEX_EXTRA_TTL_S if index else 0 for table, index in SERVER_TABLES.items()},
+}
+
+
+class IndexRows:
+    """The index rows this process wrote lately, so that each is re-asserted at most every
+    INDEX_REFRESH_S rather than with every window. Bounded: cleared past ``limit`` keys (the
+    cost is one more write of each)."""
+
+    def __init__(self, limit: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self._at: dict[Hashable, float] = {}
+        self._limit, self._clock = limit, clock
+
+    def due(self, keys: Iterable[Hashable]) -> list[Any]:
+        """The keys of ``keys`` not written within INDEX_REFRESH_S."""
+        now = self._clock()
+        return [k for k in keys if now - self._at.get(k, -INDEX_REFRESH_S) >= INDEX_REFRESH_S]
+
+    def written(self, keys: Iterable[Hashable]) -> None:
+        if len(self._at) > self._limit:
+            self._at.clear()
+        self._at.update(dict.fromkeys(keys, self._clock()))
 
 
 def bucket_of(window_start: float) -> int:
@@ -47,6 +89,10 @@ def bucket_of(window_start: float) -> int:
 
 
 def _ddl(keyspace: str, ttl_s: int) -> dict[str, str]:
+    return {**_results_ddl(keyspace, ttl_s), **server_ddl(keyspace, ttl_s, INDEX_EXTRA_TTL_S)}
+
+
+def _results_ddl(keyspace: str, ttl_s: int) -> dict[str, str]:
     return {
         "queries": f"""
             CREATE TABLE IF NOT EXISTS {keyspace}.queries (

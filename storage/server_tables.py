@@ -1,0 +1,80 @@
+"""The tables of per-server series (a ``BY server`` query) and of their top-N rankings.
+
+Created and migrated by ``storage.schema.migrate`` with the results tables (this module only
+holds their DDL, so that ``schema`` can import it without a circle). Sizes at 10,000 servers
+are in docs/storage.md, "Per-server series":
+
+- ``server_results``: one server's series, partition (query_id, server, day): a 24 h chart of
+  one server reads one partition (8,640 rows for 10 s windows).
+- ``window_servers``: every server's result of one window, partition (query_id, window_start),
+  clustering server: ~10,000 rows, what the aggregator re-ranks a window from.
+- ``result_servers``: the servers of a query per day, partition (query_id, day).
+- ``server_buckets``: the days that hold a query's per-server results or rankings (the index
+  every read starts from, as ``result_buckets`` is for the results), and in its static column
+  ``newest`` the updated_at of the query's newest per-server row (``last_result_at``).
+- ``rankings``: one row per window, the whole ranking as one frozen list, partition
+  (query_id, hour). One cell per window means a re-ranking replaces the previous ranking whole
+  (a window re-ranked with fewer rows keeps no stale rank) without a delete, so no tombstones
+  under TWCS; the hour bucket keeps a partition at n = 100 and 10 s windows near 5 MB where a
+  day would be ~90 MB, at Cassandra's ~100 MB guidance.
+"""
+
+from __future__ import annotations
+
+__all__ = ["RANKING_BUCKET_SECONDS", "SERVER_TABLES", "server_ddl"]
+
+# table -> True for an index (it outlives the rows it points to: retention + index extra).
+SERVER_TABLES = {
+    "server_results": False,
+    "window_servers": False,
+    "result_servers": True,
+    "server_buckets": True,
+    "rankings": False,
+}
+RANKING_BUCKET_SECONDS = 3600
+
+_TWCS = (
+    "compaction = {'class': 'TimeWindowCompactionStrategy', "
+    "'compaction_window_unit': 'DAYS', 'compaction_window_size': 1}"
+)
+# As for results: rows only expire (frozen values, no deletes), so little grace is needed.
+_GC_GRACE_S = 3 * 3600
+_VALUES = "window_seconds int, vals frozen<map<text, double>>, samples bigint, updated_at timestamp"
+
+
+def server_ddl(keyspace: str, ttl_s: int, index_extra_s: int) -> dict[str, str]:
+    """table -> its CREATE TABLE IF NOT EXISTS, rows expiring ``ttl_s`` after their write."""
+    ks, expiring = keyspace, f"default_time_to_live = {ttl_s} AND gc_grace_seconds = {_GC_GRACE_S}"
+    index_ttl = f"default_time_to_live = {ttl_s + index_extra_s}"
+    return {
+        "server_results": f"""
+            CREATE TABLE IF NOT EXISTS {ks}.server_results (
+                query_id text, server text, bucket int, window_start timestamp, {_VALUES},
+                PRIMARY KEY ((query_id, server, bucket), window_start))
+            WITH CLUSTERING ORDER BY (window_start DESC) AND {_TWCS} AND {expiring}""",
+        "window_servers": f"""
+            CREATE TABLE IF NOT EXISTS {ks}.window_servers (
+                query_id text, window_start timestamp, server text, {_VALUES},
+                PRIMARY KEY ((query_id, window_start), server))
+            WITH {_TWCS} AND {expiring}""",
+        "result_servers": f"""
+            CREATE TABLE IF NOT EXISTS {ks}.result_servers (
+                query_id text, bucket int, server text,
+                PRIMARY KEY ((query_id, bucket), server))
+            WITH {index_ttl}""",
+        "server_buckets": f"""
+            CREATE TABLE IF NOT EXISTS {ks}.server_buckets (
+                query_id text, bucket int, newest timestamp static,
+                PRIMARY KEY ((query_id), bucket))
+            WITH CLUSTERING ORDER BY (bucket DESC) AND {index_ttl}""",
+        # ranking: (server, vals, samples, updated_at) by rank, 1 first; updated_at is the
+        # ranking's version (the newest of its rows), also its write timestamp.
+        "rankings": f"""
+            CREATE TABLE IF NOT EXISTS {ks}.rankings (
+                query_id text, hour int, window_start timestamp, window_seconds int,
+                ranking frozen<list<frozen<tuple<text, frozen<map<text, double>>, bigint,
+                                                 timestamp>>>>,
+                updated_at timestamp,
+                PRIMARY KEY ((query_id, hour), window_start))
+            WITH CLUSTERING ORDER BY (window_start DESC) AND {_TWCS} AND {expiring}""",
+    }

@@ -1,0 +1,160 @@
+"""Writes and reads of the per-server series of ``BY server`` queries (the tables of
+``storage.server_tables``); ``storage.repository.Repository`` delegates to :class:`ServerStore`.
+
+A per-server row is written twice: to its server's series (``server_results``, what a chart of
+one server reads) and to its window's partition (``window_servers``, what a re-ranking reads),
+each ``USING TIMESTAMP`` = its updated_at like the results, so a replayed older version never
+overwrites a newer one. The indexes are written first, a reader never sees rows they do not
+point to: ``server_buckets`` (the query's days) and ``result_servers`` (a day's servers), each
+row re-asserted at most hourly by a writer (``storage.schema.IndexRows``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from apm.query import WindowResult
+from storage import codec
+from storage.driver import execute_many
+from storage.reader import bucket_span, pipelined, read_range
+from storage.schema import IndexRows, bucket_of
+
+__all__ = ["ServerStore"]
+
+_COLS = "window_start, window_seconds, vals, samples, updated_at"
+_VALUES = "window_seconds, vals, samples, updated_at"
+
+
+class ServerStore:
+    """The per-server tables of ``keyspace``, statements prepared once."""
+
+    def __init__(self, session: Any, keyspace: str, *, concurrency: int, profile: object) -> None:
+        self.session, self.concurrency, self.profile = session, concurrency, profile
+        ks = keyspace
+        self._put_series = self._prep(
+            f"INSERT INTO {ks}.server_results (query_id, server, bucket, window_start, {_VALUES}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?"
+        )
+        self._put_window = self._prep(
+            f"INSERT INTO {ks}.window_servers (query_id, window_start, server, {_VALUES}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?"
+        )
+        self._put_server = self._prep(
+            f"INSERT INTO {ks}.result_servers (query_id, bucket, server) VALUES (?, ?, ?)"
+        )
+        self._put_bucket = self._prep(
+            f"INSERT INTO {ks}.server_buckets (query_id, bucket) VALUES (?, ?)"
+        )
+        # Static: one cell per query, the newest version wins whatever order writes land in.
+        self._put_newest = self._prep(
+            f"UPDATE {ks}.server_buckets USING TIMESTAMP ? SET newest = ? WHERE query_id = ?"
+        )
+        self._series = self._prep(
+            f"SELECT {_COLS} FROM {ks}.server_results WHERE query_id = ? AND server = ? "
+            "AND bucket = ? AND window_start >= ? AND window_start < ? ORDER BY window_start ASC"
+        )
+        self._window = self._prep(
+            f"SELECT server, {_COLS} FROM {ks}.window_servers "
+            "WHERE query_id = ? AND window_start = ?"
+        )
+        self._servers = self._prep(
+            f"SELECT server FROM {ks}.result_servers WHERE query_id = ? AND bucket = ?"
+        )
+        self._buckets = self._prep(
+            f"SELECT bucket FROM {ks}.server_buckets "
+            "WHERE query_id = ? AND bucket >= ? AND bucket <= ?"
+        )
+        self._newest = self._prep(
+            f"SELECT newest FROM {ks}.server_buckets WHERE query_id = ? LIMIT 1"
+        )
+        # (query, day) of server_buckets and (query, day, server) of result_servers
+        self._indexed = IndexRows(limit=200_000)
+
+    def _prep(self, cql: str) -> Any:
+        stmt = self.session.prepare(cql)
+        stmt.is_idempotent = True  # every statement here: writes are keyed and timestamped
+        return stmt
+
+    def _many(self, stmt: Any, groups: list[list[tuple[Any, ...]]]) -> None:
+        execute_many(self.session, stmt, groups, concurrency=self.concurrency, profile=self.profile)
+
+    # -- writes ---------------------------------------------------------------------------
+    def index_days(self, days: Iterable[tuple[str, int]]) -> None:
+        """Records that these (query, day) hold per-server results or rankings."""
+        fresh = self._indexed.due(set(days))
+        self._many(self._put_bucket, [[key] for key in fresh])
+        self._indexed.written(fresh)
+
+    def upsert(self, rows: Mapping[tuple[str, str, int], WindowResult]) -> None:
+        """Writes checked rows, one per (query_id, server, window_start in ms)."""
+        days = {(qid, bucket_of(r.window_start)) for (qid, _, _), r in rows.items()}
+        servers = self._indexed.due(
+            {(qid, bucket_of(r.window_start), s) for (qid, s, _), r in rows.items()}
+        )
+        self.index_days(days)
+        self._many(self._put_server, [[key] for key in servers])
+        self._indexed.written(servers)
+        series: dict[tuple[str, str, int], list[tuple[Any, ...]]] = {}
+        windows: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
+        newest: dict[str, float] = {}
+        for (qid, server, ms), r in rows.items():
+            values = (
+                int(r.window_seconds),
+                {k: float(v) for k, v in r.values.items()},
+                int(r.samples),
+                codec.to_ms(r.updated_at),
+                codec.to_us(r.updated_at),
+            )
+            bucket = bucket_of(r.window_start)
+            series.setdefault((qid, server, bucket), []).append((qid, server, bucket, ms, *values))
+            windows.setdefault((qid, ms), []).append((qid, ms, server, *values))
+            newest[qid] = max(newest.get(qid, 0.0), r.updated_at)
+        self._many(self._put_series, list(series.values()))
+        self._many(self._put_window, list(windows.values()))
+        self._many(
+            self._put_newest,
+            [[(codec.to_us(ts), codec.to_ms(ts), qid)] for qid, ts in newest.items()],
+        )
+
+    # -- reads ----------------------------------------------------------------------------
+    def days(self, query_id: str, lo_ms: int, hi_ms: int) -> list[int]:
+        """The indexed days of ``query_id`` that [lo_ms, hi_ms) touches, ascending."""
+        first, last = bucket_span(lo_ms, hi_ms)
+        rows = self.session.execute(
+            self._buckets, (query_id, first, last), execution_profile=self.profile
+        )
+        return sorted(row[0] for row in rows)
+
+    def read_series(
+        self, query_id: str, server: str, lo_ms: int, hi_ms: int, *, page_size: int, ahead: int
+    ) -> Iterator[WindowResult]:
+        return read_range(
+            self.session,
+            self._series,
+            query_id,
+            self.days(query_id, lo_ms, hi_ms),
+            lo_ms,
+            hi_ms,
+            page_size=page_size,
+            ahead=ahead,
+            profile=self.profile,
+            server=server,
+        )
+
+    def read_window(self, query_id: str, ms: int, *, page_size: int) -> Iterator[WindowResult]:
+        """Every server's row of one window, by server name (one partition, paged)."""
+        statement = self._window.bind((query_id, ms))
+        statement.fetch_size = page_size
+        for server, *row in self.session.execute(statement, execution_profile=self.profile):
+            yield codec.window_result(query_id, row, server)
+
+    def servers(self, query_id: str, lo_ms: int, hi_ms: int, *, ahead: int) -> list[str]:
+        """The servers with per-server rows in the days [lo_ms, hi_ms) touches, sorted."""
+        bound = (self._servers.bind((query_id, d)) for d in self.days(query_id, lo_ms, hi_ms))
+        return sorted({row[0] for row in pipelined(self.session, bound, ahead, self.profile)})
+
+    def newest(self, query_id: str) -> float | None:
+        """updated_at of the query's newest per-server row (None if it has none)."""
+        row = self.session.execute(self._newest, (query_id,), execution_profile=self.profile).one()
+        return None if row is None else codec.epoch(row[0])
