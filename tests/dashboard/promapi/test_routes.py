@@ -18,7 +18,8 @@ from apm.query import StoredQuery, WindowResult, parse
 from dashboard.app import create_app
 from dashboard.context import AppContext
 from dashboard.settings import DashboardSettings
-from storage.reader import ms_ceil
+from storage.reader import bucket_span, ms_ceil
+from storage.schema import bucket_of
 from tests.dashboard.test_api_errors import MemoryRepo, _Scraper, _Topics
 
 pytestmark = pytest.mark.unit
@@ -31,7 +32,7 @@ T0 = 1_700_000_000
 class ResultRepo(MemoryRepo):
     """MemoryRepo with windows: read_results and read_server_results as the repository bounds
     them (whole ms, lo <= window_start < hi, ascending), list_result_servers as it lists (the
-    servers with a window starting in the range, sorted); ``reads``, ``server_reads`` and
+    servers with a window in a day the range touches, sorted); ``reads``, ``server_reads`` and
     ``listings`` record each call."""
 
     def __init__(self) -> None:
@@ -59,10 +60,11 @@ class ResultRepo(MemoryRepo):
     def list_result_servers(self, query_id: str, start: float, end: float) -> list[str]:
         self._check(query_id)
         self.listings.append(query_id)
+        first, last = bucket_span(ms_ceil(max(0.0, start)), ms_ceil(end))
         return sorted(
             server
             for (qid, server), rows in self.per_server.items()
-            if qid == query_id and _between(rows, start, end)
+            if qid == query_id and any(first <= bucket_of(w.window_start) <= last for w in rows)
         )
 
     def add(self, text: str, qid: str) -> StoredQuery:
@@ -493,8 +495,10 @@ def test_requests_are_counted_by_endpoint_and_code(api: Any) -> None:
 
 def _fleet(repo: ResultRepo) -> None:
     """``qs``, a BY server query over three servers: web-1 in every window of T0..T0+100,
-    web-2 in the first five only, web-3 in the last five only (it appears as web-2 vanishes)."""
+    web-2 in the first five only, web-3 in the last five only (it appears as web-2 vanishes);
+    web-0 two days before."""
     repo.add("FROM web-* SELECT cpu WINDOW 10s COMPUTE avg, max BY server", "qs")
+    repo.add_windows([WindowResult("qs", T0 - 2 * 86_400.0, 10, {"avg": 0.0}, 1, 1.0, "web-0")])
     present = {"web-1": range(10), "web-2": range(5), "web-3": range(5, 10)}
     repo.add_windows(
         [
@@ -513,13 +517,12 @@ def _by_server(found: list[dict[str, Any]]) -> dict[tuple[str, str], Any]:
 
 def test_a_by_server_querys_series_carry_a_server_label(api: Any, repo: ResultRepo) -> None:
     _fleet(repo)
-    first = {"start": T0, "end": T0 + 50}  # windows ending by T0 + 50: web-3 has none
+    # The servers with results on the days the span touches (web-3's first window ends at
+    # T0 + 60, the same day): not web-0's, two days before.
+    first = {"start": T0, "end": T0 + 50}
     series = _ok(api.get("/api/v1/series", query_string={"match[]": 'apm_query{id="qs"}', **first}))
     assert sorted((s["server"], s["fn"]) for s in series) == [
-        ("web-1", "avg"),
-        ("web-1", "max"),
-        ("web-2", "avg"),
-        ("web-2", "max"),
+        (server, fn) for server in ("web-1", "web-2", "web-3") for fn in ("avg", "max")
     ]
     assert series[0] == {
         "__name__": "apm_query",
@@ -551,14 +554,14 @@ def test_a_by_server_querys_series_carry_a_server_label(api: Any, repo: ResultRe
         api.get("/api/v1/labels", query_string={"match[]": 'apm_query{id="qa"}'})
     )
     values = "/api/v1/label/server/values"
-    assert _ok(api.get(values, query_string={"start": T0, "end": T0 + 100})) == [
+    assert _ok(api.get(values, query_string={"start": T0 - 3 * 86_400, "end": T0})) == [
+        "web-0",
         "web-1",
         "web-2",
         "web-3",
     ]
-    assert _ok(api.get(values, query_string={"match[]": 'apm_query{server!~"web-1"}', **last})) == [
-        "web-3"
-    ]
+    narrowed = {"match[]": 'apm_query{server!~"web-1"}', **last}
+    assert _ok(api.get(values, query_string=narrowed)) == ["web-2", "web-3"]
     # Without start and end: servers with results in the last day (T0 is long ago).
     assert _ok(api.get(values)) == []
 
