@@ -1,17 +1,12 @@
 """Evaluating one request against storage: select the series, check the limits before any
-result is read, then read each query's windows once (all its functions come from them).
-
-A query reads only what its steps need: the whole range when its windows are no more than two
-per step, else the one window a step that can give that step's point, by its start, in one
-statement per day and 100 starts (a 30-day range at a 1 h step over 10 s windows reads 720
-windows in 30 statements, not 259,200 windows, nor 720 range reads). ``max_points`` bounds
-both the points answered (series x steps) and the windows read, planned before reading and
-counted while reading (windows of an older definition of a query, of another length, count
-too).
+result is read, then read each query's windows once (all its functions come from them), or
+each server's of a ``BY server`` query, as :mod:`.plan` plans. ``max_points`` bounds both the
+points answered (series x steps) and the windows read, planned before reading and counted
+while reading (windows of an older definition of a query, of another length, count too).
 
 A ``BY server`` query's series (one per server, labelled ``server``) are those of the servers
-with results in the time asked, listed in one call a query; each server's windows are read
-with one range read (storage keeps each server's series apart), counted the same way.
+with results in the time asked, listed in one call a query and narrowed by the ``server``
+matchers before any read.
 
 ``ALERTS`` series (:mod:`.alerts`) come from ``alerts``, the rule listing with each alert's
 newest state, for instant queries and the series and label endpoints; a range query's come
@@ -19,7 +14,6 @@ from the alert history (:mod:`.alert_range`)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -39,6 +33,7 @@ from dashboard.promapi.evaluate import (
     select,
     steps,
 )
+from dashboard.promapi.plan import Span, plan, reads_of
 from dashboard.promapi.promql_eval import LOOKBACK_MS
 from dashboard.promapi.promql_parse import Expr
 from dashboard.promapi.promql_run import PromqlRunner
@@ -47,39 +42,6 @@ from dashboard.promapi.shape import Point, format_time, format_value, matrix, ve
 from dashboard.promapi.store import Store
 
 __all__ = ["Evaluator"]
-
-Span = tuple[float, float]  # [from, to) of window starts, epoch seconds
-
-
-def plan(window_ms: int, times: range) -> Span | list[float]:
-    """The reads one query needs for ``times``: the span of starts over the range when that is
-    at most two windows a step, else the one start a step that can give its point (windows are
-    tumbling and aligned to the epoch: the window ending in (t - w, t] starts at
-    floor((t - w) / w) w), read together in a few statements."""
-    whole = read_window(window_ms, times[0], times[-1])
-    if len(times) == 1 or windows_in(window_ms, whole) <= 2 * len(times):
-        return whole
-    starts = {(t - window_ms) // window_ms * window_ms for t in times}
-    return sorted(s / 1000 for s in starts if s >= 0)
-
-
-def windows_in(window_ms: int, span: Span) -> int:
-    """Windows of ``window_ms`` whose starts fall in ``span`` (at most)."""
-    return max(0, math.ceil((span[1] - span[0]) * 1000 / window_ms))
-
-
-def planned(window_ms: int, times: range) -> int:
-    """The windows :func:`plan`'s reads return at most (without :func:`plan`'s list)."""
-    whole = windows_in(window_ms, read_window(window_ms, times[0], times[-1]))
-    return whole if len(times) == 1 or whole <= 2 * len(times) else len(times)
-
-
-def reads_of(series: Series, times: range) -> int:
-    """The windows reading ``series``' query (and server) for ``times`` returns at most."""
-    width = series.query.query.window_seconds * 1000
-    if series.server:
-        return windows_in(width, read_window(width, times[0], times[-1]))
-    return planned(width, times)
 
 
 def _check_alerts(found: int, max_series: int) -> None:

@@ -1,7 +1,8 @@
 """What answering a query from storage needs, one object for both evaluators
 (:class:`~.run.Evaluator` for selectors, :class:`~.promql_run.PromqlRunner` for
 expressions): the repository, the API's limits, the guard every storage call goes through
-(its telemetry and its errors as 503), and the counter of points answered."""
+(its telemetry and its errors as 503), and the counter of points answered; and
+:class:`PromRepository`, the reads it makes."""
 
 from __future__ import annotations
 
