@@ -64,6 +64,7 @@ class Series:
     fn: str  # the result key: min, p99, p99.9
     labels: Mapping[str, str]
     server: str = ""  # a BY server query's series: its server (WindowResult.server)
+    fleet: int = 0  # ... and how many servers its query has in the time asked
 
 
 # A BY server query -> the servers with results in the time asked (one storage call).
@@ -131,7 +132,7 @@ def matching(
                 deadline.check()
             labels = {**series.labels, "server": name}
             if any(s.matches(labels) for s in narrow):
-                yield Series(series.query, series.fn, labels, name)
+                yield Series(series.query, series.fn, labels, name, len(listed[qid]))
 
 
 def _may_match(selector: Selector, labels: Mapping[str, str]) -> bool:

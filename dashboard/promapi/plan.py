@@ -4,17 +4,18 @@
 A query reads only what its steps need: the whole range when its windows are no more than two
 per step, else the one window a step that can give that step's point, by its start, in one
 statement per day and 100 starts (a 30-day range at a 1 h step over 10 s windows reads 720
-windows in 30 statements, not 259,200 windows, nor 720 range reads). One server's series of a
-``BY server`` query is read over the whole range, from its own partitions (storage has no
-read of exact starts per server)."""
+windows in 30 statements, not 259,200 windows, nor 720 range reads). A ``BY server`` query's
+servers are read over the whole range, per server or per window (:mod:`.server_reads`)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from dashboard.promapi.evaluate import Series, read_window
+from dashboard.promapi.server_reads import planned_rows
 
-__all__ = ["Span", "plan", "planned", "reads_of", "windows_in"]
+__all__ = ["Span", "by_query", "plan", "planned", "reads_of", "windows_in"]
 
 Span = tuple[float, float]  # [from, to) of window starts, epoch seconds
 
@@ -42,9 +43,22 @@ def planned(window_ms: int, times: range) -> int:
     return whole if len(times) == 1 or whole <= 2 * len(times) else len(times)
 
 
-def reads_of(series: Series, times: range) -> int:
-    """The windows reading ``series``' query (and server) for ``times`` returns at most."""
-    width = series.query.query.window_seconds * 1000
-    if series.server:
-        return windows_in(width, read_window(width, times[0], times[-1]))
-    return planned(width, times)
+def reads_of(found: Sequence[Series], times: range) -> int:
+    """The windows reading the queries of ``found`` (a query's windows once for all its
+    functions, a ``BY server`` query's for all its servers selected) returns at most."""
+    total = 0
+    for group in by_query(found).values():
+        width = group[0].query.query.window_seconds * 1000
+        if group[0].server:
+            span = read_window(width, times[0], times[-1])
+            total += planned_rows(width, span, len({s.server for s in group}), group[0].fleet)
+        else:
+            total += planned(width, times)
+    return total
+
+
+def by_query(found: Sequence[Series]) -> dict[str, list[Series]]:
+    out: dict[str, list[Series]] = {}
+    for s in found:
+        out.setdefault(s.query.id, []).append(s)
+    return out

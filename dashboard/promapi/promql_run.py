@@ -8,12 +8,15 @@ look-back or ``[range]``; one read gives all the functions of a query, or of one
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from apm.query import WindowResult
 from dashboard.promapi.evaluate import Deadline, LimitError, Series
+from dashboard.promapi.plan import by_query
 from dashboard.promapi.promql_eval import LOOKBACK_MS, Raw, Row, Steps, evaluate
 from dashboard.promapi.promql_parse import Expr
 from dashboard.promapi.selector import Selector
+from dashboard.promapi.server_reads import collect, planned_rows, read_servers
 from dashboard.promapi.shape import format_time, format_value, matrix, vector
 from dashboard.promapi.store import Store
 
@@ -65,11 +68,9 @@ class PromqlRunner:
                     f"{limits.max_points} points (APM_DASHBOARD_PROM_MAX_POINTS); "
                     "narrow the selector, shorten the range or raise the step"
                 )
-            spans = [_span(s, before_ms, times) for s in found]
-            planned = sum(
-                (hi - lo) // (s.query.query.window_seconds * 1000) + 1
-                for s, (lo, hi) in zip(found, spans, strict=True)
-            )
+            groups = by_query(found)
+            spans = {qid: _span(group[0], before_ms, times) for qid, group in groups.items()}
+            planned = sum(_planned(group, spans[qid]) for qid, group in groups.items())
             if planned > budget[0]:
                 raise LimitError(
                     f"reading about {planned} windows is more than the "
@@ -77,36 +78,50 @@ class PromqlRunner:
                     "shorten the range, the [range] of *_over_time() or lookback_delta"
                 )
             read: dict[tuple[str, str], list[WindowResult]] = {}  # (query id, server)
-            for s, span in zip(found, spans, strict=True):
-                if (s.query.id, s.server) not in read:
-                    read[s.query.id, s.server] = self._read(s, span, budget, deadline)
+            for qid, group in groups.items():
+                got = self._read(group, spans[qid], partial(_spend, budget), deadline)
+                read.update(((qid, server), rows) for server, rows in got.items())
             return [_raw(s, read[s.query.id, s.server]) for s in found]
 
         return evaluate(expr, Steps(times, source, deadline, limits.max_points, lookback_ms))
 
     def _read(
-        self, series: Series, span: tuple[int, int], budget: list[int], deadline: Deadline
-    ) -> list[WindowResult]:
+        self,
+        group: list[Series],
+        span: tuple[int, int],
+        spend: Callable[[], None],
+        deadline: Deadline,
+    ) -> dict[str, list[WindowResult]]:
+        """server ("" for a plain query) -> the windows of ``group``'s query in ``span``."""
         lo, hi = span[0] / 1000, span[1] / 1000
-        repo, qid, server = self._store.repo, series.query.id, series.server
-        if server:
-            windows = self._store.guard(
-                "read_server_results", lambda: repo.read_server_results(qid, server, lo, hi)
+        store, query = self._store, group[0].query
+        width = query.query.window_seconds * 1000
+        if query.query.by_server:
+            servers = list(dict.fromkeys(s.server for s in group))
+            fleet = group[0].fleet
+            return read_servers(
+                store.repo, store.guard, query.id, servers, fleet, width, (lo, hi), spend, deadline
             )
-        else:
-            windows = self._store.guard("read_results", lambda: repo.read_results(qid, lo, hi))
-        out: list[WindowResult] = []
-        for i, w in enumerate(windows):
-            if i % 1000 == 999:
-                deadline.check()
-            budget[0] -= 1
-            if budget[0] < 0:
-                raise LimitError(
-                    "the query read more windows than APM_DASHBOARD_PROM_MAX_POINTS; shorten "
-                    "the range, the [range] of *_over_time() or narrow the selector"
-                )
-            out.append(w)
-        return out
+        read = partial(store.repo.read_results, query.id, lo, hi)
+        return {"": store.guard("read_results", partial(collect, read, spend, deadline))}
+
+
+def _spend(budget: list[int]) -> None:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise LimitError(
+            "the query read more windows than APM_DASHBOARD_PROM_MAX_POINTS; shorten "
+            "the range, the [range] of *_over_time() or narrow the selector"
+        )
+
+
+def _planned(group: list[Series], span: tuple[int, int]) -> int:
+    """The windows reading ``group``'s query over ``span`` (ms) returns at most."""
+    width = group[0].query.query.window_seconds * 1000
+    if group[0].server:
+        servers = len({s.server for s in group})
+        return planned_rows(width, (span[0] / 1000, span[1] / 1000), servers, group[0].fleet)
+    return (span[1] - span[0]) // width + 1
 
 
 def _raw(series: Series, windows: list[WindowResult]) -> Raw:

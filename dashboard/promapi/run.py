@@ -33,11 +33,12 @@ from dashboard.promapi.evaluate import (
     select,
     steps,
 )
-from dashboard.promapi.plan import Span, plan, reads_of
+from dashboard.promapi.plan import Span, by_query, plan, reads_of
 from dashboard.promapi.promql_eval import LOOKBACK_MS
 from dashboard.promapi.promql_parse import Expr
 from dashboard.promapi.promql_run import PromqlRunner
 from dashboard.promapi.selector import ALERTS, METRIC, Constant, Selector
+from dashboard.promapi.server_reads import read_servers
 from dashboard.promapi.shape import Point, format_time, format_value, matrix, vector
 from dashboard.promapi.store import Store
 
@@ -162,7 +163,7 @@ class Evaluator:
                 f"{self._limits.max_points} points (APM_DASHBOARD_PROM_MAX_POINTS); "
                 "narrow the selector, shorten the range or raise the step"
             )
-        reads = sum(reads_of(s, times) for s in {(s.query.id, s.server): s for s in found}.values())
+        reads = reads_of(found, times)
         if reads > self._limits.max_points:
             raise LimitError(
                 f"reading about {reads} windows is more than {self._limits.max_points} "
@@ -197,35 +198,42 @@ class Evaluator:
     def _read(
         self, found: Sequence[Series], times: range, deadline: Deadline
     ) -> list[tuple[dict[str, str], list[Point]]]:
-        by_series: dict[tuple[str, str], list[Series]] = {}  # (query id, server)
-        for s in found:
-            by_series.setdefault((s.query.id, s.server), []).append(s)
         rows: list[tuple[dict[str, str], list[Point]]] = []
         budget = _Budget(self._limits.max_points)
-        for (qid, server), group in by_series.items():
+        for qid, group in by_query(found).items():
             deadline.check()
             query = group[0].query
             width = query.query.window_seconds * 1000
-            reads = read_window(width, times[0], times[-1]) if server else plan(width, times)
-            read = partial(self._collect, qid, server, reads, budget, deadline)
-            windows = self._guard("read_server_results" if server else "read_results", read)
-            got = points(windows, query, [s.fn for s in group], times, deadline)
-            rows += [(dict(s.labels), got[s.fn]) for s in group]
+            if not query.query.by_server:
+                read = partial(self._collect, qid, plan(width, times), budget, deadline)
+                got = points(
+                    self._guard("read_results", read), query, [s.fn for s in group], times, deadline
+                )
+                rows += [(dict(s.labels), got[s.fn]) for s in group]
+                continue
+            servers = list(dict.fromkeys(s.server for s in group))
+            span = read_window(width, times[0], times[-1])
+            windows = read_servers(
+                self._repo,
+                self._guard,
+                qid,
+                servers,
+                group[0].fleet,
+                width,
+                span,
+                budget.spend,
+                deadline,
+            )
+            for s in group:
+                got = points(windows[s.server], query, [s.fn], times, deadline)
+                rows.append((dict(s.labels), got[s.fn]))
         return rows
 
     def _collect(
-        self,
-        qid: str,
-        server: str,
-        reads: Span | list[float],
-        budget: _Budget,
-        deadline: Deadline,
+        self, qid: str, reads: Span | list[float], budget: _Budget, deadline: Deadline
     ) -> list[WindowResult]:
         found: Iterable[WindowResult]
-        if server:
-            assert isinstance(reads, tuple)
-            found = self._repo.read_server_results(qid, server, *reads)
-        elif isinstance(reads, tuple):
+        if isinstance(reads, tuple):
             found = self._repo.read_results(qid, *reads)
         else:
             found = self._repo.read_results_at(qid, reads)

@@ -29,6 +29,10 @@ class PromRepository(QueryRepository, Protocol):
         """One server's windows of a ``BY server`` query, ascending by start."""
         ...
 
+    def read_window_servers(self, query_id: str, window_start: float) -> Iterator[WindowResult]:
+        """Every server's result of one window of a ``BY server`` query, by server name."""
+        ...
+
     def list_result_servers(self, query_id: str, start: float, end: float) -> list[str]:
         """The servers with results of a ``BY server`` query in the range, sorted."""
         ...

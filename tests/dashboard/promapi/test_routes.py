@@ -33,7 +33,8 @@ class ResultRepo(MemoryRepo):
     """MemoryRepo with windows: read_results and read_server_results as the repository bounds
     them (whole ms, lo <= window_start < hi, ascending), list_result_servers as it lists (the
     servers with a window in a day the range touches, sorted); ``reads``, ``server_reads`` and
-    ``listings`` record each call."""
+    ``window_reads`` and ``listings`` record each call; read_window_servers as it reads one
+    window's servers, by name."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -42,6 +43,7 @@ class ResultRepo(MemoryRepo):
         self.rows_read = 0  # windows handed out, as storage would read them
         self.per_server: dict[tuple[str, str], list[WindowResult]] = {}
         self.server_reads: list[tuple[str, str]] = []
+        self.window_reads: list[tuple[str, float]] = []
         self.listings: list[str] = []
 
     def add_windows(self, rows: list[WindowResult]) -> None:
@@ -56,6 +58,20 @@ class ResultRepo(MemoryRepo):
         found = _between(self.per_server.get((query_id, server), []), start, end)
         self.rows_read += len(found)
         return iter(found)
+
+    def read_window_servers(self, query_id: str, window_start: float) -> Iterator[WindowResult]:
+        self._check(query_id)
+        self.window_reads.append((query_id, window_start))
+        at = ms_ceil(window_start)
+        found = [
+            w
+            for (qid, _), rows in self.per_server.items()
+            if qid == query_id
+            for w in rows
+            if round(w.window_start * 1000) == at
+        ]
+        self.rows_read += len(found)
+        return iter(sorted(found, key=lambda w: w.server))
 
     def list_result_servers(self, query_id: str, start: float, end: float) -> list[str]:
         self._check(query_id)
@@ -639,3 +655,45 @@ def test_a_server_matcher_reads_only_its_servers_of_ten_thousand(
     # Grafana's server variable lists them all: a label's values are not series.
     span = {"start": T0, "end": T0 + 10}
     assert len(_ok(api.get("/api/v1/label/server/values", query_string=span))) == 10_000
+
+
+def test_most_servers_at_few_windows_are_read_a_window_at_a_time(
+    repo: ResultRepo, monkeypatch: Any
+) -> None:
+    """topk over every one of 10,000 servers at an instant reads the windows of its look-back
+    (every server's row of each), not 10,000 partitions; a bare selector, the one window that
+    can give its point."""
+    monkeypatch.setenv("APM_DASHBOARD_PROM_MAX_SERIES", "20000")
+    app = create_app(AppContext(DashboardSettings(token=TOKEN), repo, _Topics(), _Scraper())).server
+    api = app.test_client()
+    api.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {TOKEN}"
+    repo.add("FROM * SELECT cpu WINDOW 10s COMPUTE avg, max BY server", "qs")
+    repo.add_windows(
+        [
+            WindowResult(
+                "qs", float(T0 + 10 * i), 10, {"avg": (n * 7 + i) % 10_000}, 1, 1.0, f"w{n}"
+            )
+            for n in range(10_000)
+            for i in range(10)
+        ]
+    )
+    top = {"query": 'topk(3, apm_query{id="qs", fn="avg"})', "time": T0 + 10}
+    found = _ok(api.get("/api/v1/query", query_string=top))["result"]
+    assert sorted(float(r["value"][1]) for r in found) == [9997.0, 9998.0, 9999.0]
+    assert all(r["metric"]["server"].startswith("w") for r in found)
+    # The 31 windows of the 5-minute look-back (the 30 before T0 are empty), one each.
+    assert repo.window_reads == [("qs", float(T0 - 300 + 10 * i)) for i in range(31)]
+    assert repo.server_reads == []
+    ranged = {
+        "query": 'count(apm_query{id="qs", fn="avg"})',
+        "start": T0 + 10,
+        "end": T0 + 100,
+        "step": 10,
+    }
+    counts = _ok(api.get("/api/v1/query_range", query_string=ranged))["result"]
+    assert [float(v) for _, v in counts[0]["values"]] == [10_000.0] * 10
+    assert repo.server_reads == []
+    assert len(repo.window_reads) == 31 + 40  # the instant's; the range's and its look-back
+    bare = {"query": 'apm_query{id="qs", fn="avg"}', "time": T0 + 20}  # one window, no look-back
+    assert len(_ok(api.get("/api/v1/query", query_string=bare))["result"]) == 10_000
+    assert repo.window_reads[-1] == ("qs", float(T0 + 10)) and len(repo.window_reads) == 72

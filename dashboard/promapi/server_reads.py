@@ -1,0 +1,86 @@
+"""Reading the per-server series of one ``BY server`` query for a request: one range read per
+server selected (``read_server_results``, that server's own partitions), or, when the request
+wants at least half the query's servers over fewer windows than servers, one read per window
+of every server's result (``read_window_servers``, one partition of about as many rows as
+the query has servers). An instant ``topk(10, ...)`` over 10,000 servers then reads the two
+windows that can give its point, not 10,000 partitions; ``server="web-42"`` still reads one
+server. Either way at most twice the rows of the series wanted are read, and every row read
+is counted against the request's budget."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
+
+from apm.query import WindowResult
+from dashboard.promapi.alert_range import Guard
+from dashboard.promapi.evaluate import Deadline
+from dashboard.promapi.store import PromRepository
+
+__all__ = ["by_window", "planned_rows", "read_servers"]
+
+Span = tuple[float, float]  # [from, to) of window starts, epoch seconds
+
+
+def by_window(width_ms: int, span: Span, servers: int, fleet: int) -> list[float] | None:
+    """The window starts to read one partition each (windows are aligned to the epoch), when
+    that is fewer reads than one a server and at most twice the rows (``servers`` of the
+    query's ``fleet`` are wanted); else None: read each server."""
+    lo, hi = math.ceil(round(span[0] * 1000, 3)), math.ceil(round(span[1] * 1000, 3))
+    first = max(0, -(-lo // width_ms) * width_ms)
+    count = max(0, -(-(hi - first) // width_ms))
+    if count >= servers or fleet > 2 * servers:
+        return None
+    return [(first + i * width_ms) / 1000 for i in range(count)]
+
+
+def planned_rows(width_ms: int, span: Span, servers: int, fleet: int) -> int:
+    """The rows :func:`read_servers` reads at most."""
+    starts = by_window(width_ms, span, servers, fleet)
+    if starts is not None:
+        return len(starts) * fleet
+    return servers * max(0, math.ceil((span[1] - span[0]) * 1000 / width_ms))
+
+
+def read_servers(
+    repo: PromRepository,
+    guard: Guard,
+    query_id: str,
+    servers: Sequence[str],
+    fleet: int,
+    width_ms: int,
+    span: Span,
+    spend: Callable[[], None],
+    deadline: Deadline,
+) -> dict[str, list[WindowResult]]:
+    """server -> its windows in ``span``, ascending by start (``spend`` is called for each
+    row read, kept or not)."""
+    out: dict[str, list[WindowResult]] = {s: [] for s in servers}
+    starts = by_window(width_ms, span, len(servers), fleet)
+    if starts is not None:
+        for start in starts:
+            deadline.check()
+            every = partial(repo.read_window_servers, query_id, start)
+            for w in guard("read_window_servers", partial(collect, every, spend, deadline)):
+                if w.server in out:
+                    out[w.server].append(w)
+        return out
+    for server in servers:
+        deadline.check()
+        one = partial(repo.read_server_results, query_id, server, *span)
+        out[server] = guard("read_server_results", partial(collect, one, spend, deadline))
+    return out
+
+
+def collect(
+    read: Callable[[], Iterable[WindowResult]], spend: Callable[[], None], deadline: Deadline
+) -> list[WindowResult]:
+    """``read()``'s windows, each counted with ``spend`` as it comes."""
+    out: list[WindowResult] = []
+    for i, w in enumerate(read()):
+        if i % 1000 == 999:
+            deadline.check()
+        spend()
+        out.append(w)
+    return out
