@@ -60,7 +60,7 @@ class PromqlRunner:
         limits = self._store.limits
         budget = [limits.max_points]
 
-        def source(selector: Selector, before_ms: int) -> list[Raw]:
+        def source(selector: Selector, before_ms: int, newest: bool = False) -> list[Raw]:
             found = self._select([selector], deadline, (times[0] - before_ms, times[-1]))
             if len(found) * len(times) > limits.max_points:
                 raise LimitError(
@@ -79,11 +79,14 @@ class PromqlRunner:
                 )
             read: dict[tuple[str, str], list[WindowResult]] = {}  # (query id, server)
             for qid, group in groups.items():
-                got = self._read(group, spans[qid], partial(_spend, budget), deadline)
+                spend = partial(_spend, budget)
+                got = self._read(group, spans[qid], spend, deadline, newest and len(times) == 1)
                 read.update(((qid, server), rows) for server, rows in got.items())
             return [_raw(s, read[s.query.id, s.server]) for s in found]
 
-        return evaluate(expr, Steps(times, source, deadline, limits.max_points, lookback_ms))
+        latest = partial(source, newest=True)
+        at = Steps(times, source, deadline, limits.max_points, lookback_ms, latest)
+        return evaluate(expr, at)
 
     def _read(
         self,
@@ -91,16 +94,28 @@ class PromqlRunner:
         span: tuple[int, int],
         spend: Callable[[], None],
         deadline: Deadline,
+        newest: bool,
     ) -> dict[str, list[WindowResult]]:
-        """server ("" for a plain query) -> the windows of ``group``'s query in ``span``."""
+        """server ("" for a plain query) -> the windows of ``group``'s query in ``span``
+        (``newest``: at least each server's newest)."""
         lo, hi = span[0] / 1000, span[1] / 1000
         store, query = self._store, group[0].query
         width = query.query.window_seconds * 1000
         if query.query.by_server:
             servers = list(dict.fromkeys(s.server for s in group))
             fleet = group[0].fleet
+            span_s = (lo, hi)
             return read_servers(
-                store.repo, store.guard, query.id, servers, fleet, width, (lo, hi), spend, deadline
+                store.repo,
+                store.guard,
+                query.id,
+                servers,
+                fleet,
+                width,
+                span_s,
+                spend,
+                deadline,
+                newest,
             )
         read = partial(store.repo.read_results, query.id, lo, hi)
         return {"": store.guard("read_results", partial(collect, read, spend, deadline))}

@@ -5,7 +5,9 @@ of every server's result (``read_window_servers``, one partition of about as man
 the query has servers). An instant ``topk(10, ...)`` over 10,000 servers then reads the two
 windows that can give its point, not 10,000 partitions; ``server="web-42"`` still reads one
 server. Either way at most twice the rows of the series wanted are read, and every row read
-is counted against the request's budget."""
+is counted against the request's budget. An instant selector at one time needs only each
+server's newest window in its look-back: read a window at a time, newest first, it stops
+once every server has one (one or two windows of the 31 of a 5-minute look-back)."""
 
 from __future__ import annotations
 
@@ -53,18 +55,29 @@ def read_servers(
     span: Span,
     spend: Callable[[], None],
     deadline: Deadline,
+    newest: bool = False,
 ) -> dict[str, list[WindowResult]]:
     """server -> its windows in ``span``, ascending by start (``spend`` is called for each
-    row read, kept or not)."""
+    row read, kept or not). ``newest``: only each server's newest window is wanted (an
+    instant selector at one time), so windows read one at a time stop, newest first, once
+    every server has one."""
     out: dict[str, list[WindowResult]] = {s: [] for s in servers}
     starts = by_window(width_ms, span, len(servers), fleet)
     if starts is not None:
-        for start in starts:
+        missing = set(servers)
+        for start in reversed(starts) if newest else starts:
             deadline.check()
             every = partial(repo.read_window_servers, query_id, start)
             for w in guard("read_window_servers", partial(collect, every, spend, deadline)):
                 if w.server in out:
                     out[w.server].append(w)
+                    if w.window_seconds * 1000 == width_ms:  # not an older definition's
+                        missing.discard(w.server)
+            if newest and not missing:
+                break
+        if newest:
+            for rows in out.values():
+                rows.reverse()
         return out
     for server in servers:
         deadline.check()

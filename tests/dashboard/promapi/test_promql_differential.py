@@ -11,9 +11,11 @@ selectors inside expressions are compared where the look-back fills a gap, where
 selectors keep their one-window look-back: they equal a second Prometheus started with
 ``--query.lookback-delta=9999ms``, as do expressions asked with ``lookback_delta=9999ms``.
 Query S is ``BY server``: its series carry a ``server`` label, one per server (web-1 in every
-window, web-2 vanishing at window 60, web-3 appearing at window 40, web-4 missing every fifth),
-and expressions group, rank and match on that label. Values are distinct (no ties for
-topk/bottomk)."""
+window, web-2 vanishing at window 60, web-3 appearing at window 40, web-4 missing every fifth,
+and 36 more each missing every eleventh window), and expressions group, rank and match on that
+label; with 40 servers, instants over most of them read one window of every server at a time
+(``read_window_servers``), ranges and instants over a few read each server's own series.
+Values are distinct (no ties for topk/bottomk)."""
 
 from __future__ import annotations
 
@@ -45,6 +47,9 @@ SERVERS = {  # query S's windows of each server
     "web-2": set(range(60)),
     "web-3": set(range(40, WINDOWS)),
     "web-4": {i for i in range(WINDOWS) if i % 5},
+    # More servers than the 31 windows of a 5-minute look-back, so instants over most of them
+    # read a window at a time, newest first, going further back for those a window misses.
+    **{f"db-{n:02}": {i for i in range(WINDOWS) if (i * 7 + n) % 11} for n in range(36)},
 }
 
 EXPRESSIONS = [
@@ -143,6 +148,9 @@ SHORT = [
     ("apm_query{ABC}", {}),
     ("apm_query{S}", {}),
     ("apm_query{SN1}", {}),
+    # Fewer windows than servers: read a window at a time (instants: newest first).
+    ("topk(2, apm_query{SN1})", {"lookback_delta": "9999ms"}),
+    ("count by (fn) (apm_query{SN1})", {"lookback_delta": "9.999"}),
     ("sum by (fn) (apm_query{ABC})", {"lookback_delta": "9999ms"}),
     ("apm_query{ABC} < bool 50", {"lookback_delta": "9.999"}),
 ]

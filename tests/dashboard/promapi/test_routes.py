@@ -660,9 +660,10 @@ def test_a_server_matcher_reads_only_its_servers_of_ten_thousand(
 def test_most_servers_at_few_windows_are_read_a_window_at_a_time(
     repo: ResultRepo, monkeypatch: Any
 ) -> None:
-    """topk over every one of 10,000 servers at an instant reads the windows of its look-back
-    (every server's row of each), not 10,000 partitions; a bare selector, the one window that
-    can give its point."""
+    """topk over every one of 10,000 servers at an instant reads its look-back's windows newest
+    first, each every server's row, until every server has one (here: one window), not
+    10,000 partitions; a range reads each window of the range and its look-back once; a bare
+    selector the one window that can give its point."""
     monkeypatch.setenv("APM_DASHBOARD_PROM_MAX_SERIES", "20000")
     app = create_app(AppContext(DashboardSettings(token=TOKEN), repo, _Topics(), _Scraper())).server
     api = app.test_client()
@@ -681,9 +682,8 @@ def test_most_servers_at_few_windows_are_read_a_window_at_a_time(
     found = _ok(api.get("/api/v1/query", query_string=top))["result"]
     assert sorted(float(r["value"][1]) for r in found) == [9997.0, 9998.0, 9999.0]
     assert all(r["metric"]["server"].startswith("w") for r in found)
-    # The 31 windows of the 5-minute look-back (the 30 before T0 are empty), one each.
-    assert repo.window_reads == [("qs", float(T0 - 300 + 10 * i)) for i in range(31)]
-    assert repo.server_reads == []
+    # Of the 31 windows of the 5-minute look-back, the newest: every server is in it.
+    assert repo.window_reads == [("qs", float(T0))] and repo.server_reads == []
     ranged = {
         "query": 'count(apm_query{id="qs", fn="avg"})',
         "start": T0 + 10,
@@ -693,7 +693,7 @@ def test_most_servers_at_few_windows_are_read_a_window_at_a_time(
     counts = _ok(api.get("/api/v1/query_range", query_string=ranged))["result"]
     assert [float(v) for _, v in counts[0]["values"]] == [10_000.0] * 10
     assert repo.server_reads == []
-    assert len(repo.window_reads) == 31 + 40  # the instant's; the range's and its look-back
+    assert len(repo.window_reads) == 1 + 40  # the instant's; the range's and its look-back
     bare = {"query": 'apm_query{id="qs", fn="avg"}', "time": T0 + 20}  # one window, no look-back
     assert len(_ok(api.get("/api/v1/query", query_string=bare))["result"]) == 10_000
-    assert repo.window_reads[-1] == ("qs", float(T0 + 10)) and len(repo.window_reads) == 72
+    assert repo.window_reads[-1] == ("qs", float(T0 + 10)) and len(repo.window_reads) == 42

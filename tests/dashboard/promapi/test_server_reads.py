@@ -41,10 +41,12 @@ def test_the_choice_between_a_read_a_window_and_a_read_a_server() -> None:
     picked=st.lists(st.booleans(), min_size=30, max_size=30),
     lo=st.integers(-3, 12),
     length=st.integers(0, 14),
+    newest=st.booleans(),
 )
 def test_either_way_each_selected_server_gets_exactly_its_windows(
-    present: list[list[bool]], picked: list[bool], lo: int, length: int
+    present: list[list[bool]], picked: list[bool], lo: int, length: int, newest: bool
 ) -> None:
+    """All of each server's windows in the span; with ``newest``, at least its newest."""
     repo = ResultRepo()
     rows = [
         WindowResult("q", float(T0 + 10 * i), 10, {"avg": float(n * 100 + i)}, 1, 1.0, f"s{n}")
@@ -57,19 +59,25 @@ def test_either_way_each_selected_server_gets_exactly_its_windows(
     servers = [s for s, keep in zip(fleet, picked, strict=False) if keep] or fleet[:1]
     span = (T0 + 10 * lo - 0.5, T0 + 10 * (lo + length) + 0.0)
     spent: list[int] = []
-    got = read_servers(
-        repo, _run, "q", servers, len(fleet), 10_000, span, lambda: spent.append(1), FOREVER
-    )  # type: ignore[arg-type]
+    count = lambda: spent.append(1)  # noqa: E731
+    got = read_servers(repo, _run, "q", servers, len(fleet), 10_000, span, count, FOREVER, newest)  # type: ignore[arg-type]
     want = {
         s: [w for w in rows if w.server == s and span[0] <= w.window_start < span[1]]
         for s in servers
     }
-    assert got == want
+    if newest:  # a suffix of each server's windows, its newest included
+        assert {s: rows[len(rows) - len(got[s]) :] for s, rows in want.items()} == got
+        assert all(bool(got[s]) == bool(want[s]) for s in servers)
+    else:
+        assert got == want
     assert len(spent) == repo.rows_read <= planned_rows(10_000, span, len(servers), len(fleet))
     if by_window(10_000, span, len(servers), len(fleet)) is None:
         assert repo.window_reads == [] and len(repo.server_reads) == len(servers)
     else:
         assert repo.server_reads == [] and len(repo.window_reads) < len(servers)
+        if newest and all(w for w in want.values()):  # stopped at the oldest newest window
+            oldest = min(rows[-1].window_start for rows in want.values())
+            assert min(start for _, start in repo.window_reads) == oldest
 
 
 def test_the_budget_stops_a_read() -> None:
