@@ -14,7 +14,7 @@ from the alert history (:mod:`.alert_range`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -38,7 +38,7 @@ from dashboard.promapi.promql_eval import LOOKBACK_MS
 from dashboard.promapi.promql_parse import Expr
 from dashboard.promapi.promql_run import PromqlRunner
 from dashboard.promapi.selector import ALERTS, METRIC, Constant, Selector
-from dashboard.promapi.server_reads import read_servers
+from dashboard.promapi.server_reads import collect, read_servers
 from dashboard.promapi.shape import Point, format_time, format_value, matrix, vector
 from dashboard.promapi.store import Store
 
@@ -232,15 +232,6 @@ class Evaluator:
     def _collect(
         self, qid: str, reads: Span | list[float], budget: _Budget, deadline: Deadline
     ) -> list[WindowResult]:
-        found: Iterable[WindowResult]
         if isinstance(reads, tuple):
-            found = self._repo.read_results(qid, *reads)
-        else:
-            found = self._repo.read_results_at(qid, reads)
-        out: list[WindowResult] = []
-        for i, w in enumerate(found):
-            if i % 1000 == 999:
-                deadline.check()
-            budget.spend()
-            out.append(w)
-        return out
+            return collect(partial(self._repo.read_results, qid, *reads), budget.spend, deadline)
+        return collect(partial(self._repo.read_results_at, qid, reads), budget.spend, deadline)
