@@ -132,6 +132,8 @@ bench-dashboard-panels: up  ## a saved dashboard of 8 panels over 24 h, drawn co
 
 bench-storage: up
 	$(PY) -m bench.storage
+	$(PY) -m bench.storage_servers
+	$(PY) -m bench.storage_sizes
 
 # The pipeline load the latency is measured under again; override: make bench-alerting ALERTING_RATE=20000
 ALERTING_RATE ?= 50000

@@ -1,4 +1,5 @@
-"""``apm storage migrate`` and ``apm query add|list|pause|resume|delete|results``.
+"""``apm storage migrate`` and ``apm query add|list|pause|resume|delete|results``
+(``results --server NAME`` for one server's series of a ``BY server`` query).
 
 Standard library only at top level: apm.cli imports this module for every command."""
 
@@ -105,6 +106,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="T",
         help="now, epoch seconds or ISO-8601, exclusive (default: now)",
     )
+    results.add_argument("--server", help="a BY server query's series of this server")
     results.add_argument("--json", action="store_true", help="one JSON object per line")
     query.set_defaults(func=_run_query)
 
@@ -237,33 +239,44 @@ def _set_state(repo: Any, args: argparse.Namespace) -> int:
 
 
 def _results(repo: Any, args: argparse.Namespace) -> int:
+    from apm.model import server_name_error
+
     end = args.end if args.end is not None else time.time()
     start = args.start if args.start is not None else end - 3600
     if start >= end:
         return _fail(f"--from ({start}) must be before --to ({end})", EXIT_BAD_INPUT)
-    if (
-        repo.get_query(args.id) is None
-        and next(iter(repo.read_results(args.id, start, end)), None) is None
-    ):
+    if args.server is not None and (err := server_name_error(args.server)) is not None:
+        return _fail(f"--server: {err}", EXIT_BAD_INPUT)
+    stored = repo.get_query(args.id)
+    if args.server is None and stored is not None and stored.query.by_server:
+        servers = repo.list_result_servers(args.id, start, end)
+        listed = ", ".join(servers[:20]) + (f" ... ({len(servers)} in all)" if servers[20:] else "")
+        return _fail(
+            f"query {args.id} has one series per server (BY server): give --server NAME "
+            f"(servers with results on those days: {listed or 'none yet'})",
+            EXIT_BAD_INPUT,
+        )
+
+    def read() -> Any:
+        if args.server is None:
+            return repo.read_results(args.id, start, end)
+        return repo.read_server_results(args.id, args.server, start, end)
+
+    if stored is None and next(iter(read()), None) is None:
         return _fail(f"no query with id {args.id!r} (see `apm query list`)", EXIT_NOT_FOUND)
-    for row in repo.read_results(args.id, start, end):
+    for row in read():
         if args.json:
-            print(
-                json.dumps(
-                    {
-                        "window_start": row.window_start,
-                        "window_seconds": row.window_seconds,
-                        "values": row.values,
-                        "samples": row.samples,
-                        "updated_at": row.updated_at,
-                    }
-                )
-            )
+            keys = ("window_start", "window_seconds", "values", "samples", "updated_at")
+            print(json.dumps({k: getattr(row, k) for k in keys} | _server_key(row)))
         else:
             stamp = datetime.fromtimestamp(row.window_start, UTC).isoformat()
             values = " ".join(f"{k}={v:g}" for k, v in row.values.items())
             print(f"{stamp}  n={row.samples}  {values}")
     return 0
+
+
+def _server_key(row: Any) -> dict[str, str]:
+    return {"server": row.server} if row.server else {}
 
 
 _QUERY_VERBS = {

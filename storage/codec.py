@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,7 +18,9 @@ __all__ = [
     "epoch",
     "finite",
     "from_ms",
+    "latest_results",
     "metric_row_error",
+    "result_columns",
     "result_error",
     "server_row_error",
     "stored_query",
@@ -60,11 +62,15 @@ def _aware(dt: datetime | None) -> datetime | None:
 
 def finite(value: object) -> bool:
     """A finite real number (numpy scalars included), not a bool."""
+    if type(value) is float or type(value) is int:  # the common case, without the ABC checks
+        return math.isfinite(value)
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _whole(value: object) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    return type(value) is int or (
+        isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    )
 
 
 def result_error(row: object) -> str | None:
@@ -94,6 +100,26 @@ def result_error(row: object) -> str | None:
         if not finite(value):
             return f"values[{key!r}] must be a finite number, got {value!r}"
     return None
+
+
+def latest_results(rows: Iterable[object]) -> dict[tuple[str, str, int], WindowResult]:
+    """(query_id, server, window_start ms) -> the newest version of that window in ``rows``,
+    all checked first: the first bad row raises ValueError naming its index."""
+    latest: dict[tuple[str, str, int], WindowResult] = {}
+    for i, row in enumerate(rows):
+        if (err := result_error(row)) is not None:
+            raise ValueError(f"result row {i}: {err}")
+        result = WindowResult(*row)  # type: ignore[misc]
+        key = (result.query_id, result.server, to_ms(result.window_start))
+        if key not in latest or result.updated_at >= latest[key].updated_at:
+            latest[key] = result
+    return latest
+
+
+def result_columns(r: WindowResult) -> tuple[int, dict[str, float], int, int, int]:
+    """(window_seconds, vals, samples, updated_at ms, write timestamp us) of a checked row."""
+    vals = {k: float(v) for k, v in r.values.items()}
+    return int(r.window_seconds), vals, int(r.samples), to_ms(r.updated_at), to_us(r.updated_at)
 
 
 def _sighting_error(

@@ -19,12 +19,12 @@ from apm.query import MAX_TOP, WindowResult
 from apm.ranking import OTHERS, Ranked
 from storage import codec
 from storage.driver import execute_many
-from storage.reader import pipelined
+from storage.reader import pipelined, span_ms
 from storage.schema import BUCKET_SECONDS, bucket_of
 from storage.server_tables import RANKING_BUCKET_SECONDS
 from storage.servers import ServerStore
 
-__all__ = ["RankingStore", "ranked_error", "ranking_error"]
+__all__ = ["RankingStore", "checked_rankings", "ranked_error", "ranking_error"]
 
 _HOUR_MS = RANKING_BUCKET_SECONDS * 1000
 _HOURS_A_DAY = BUCKET_SECONDS // RANKING_BUCKET_SECONDS
@@ -69,6 +69,22 @@ def ranking_error(rows: list[Ranked]) -> str | None:
     return None
 
 
+def checked_rankings(rows: Iterable[object]) -> dict[tuple[str, int], list[Ranked]]:
+    """(query_id, window_start ms) -> that window's rows, by rank; all rows and rankings
+    checked first: the first bad one raises ValueError naming it."""
+    windows: dict[tuple[str, int], list[Ranked]] = {}
+    for i, row in enumerate(rows):
+        if (err := ranked_error(row)) is not None:
+            raise ValueError(f"ranked row {i}: {err}")
+        r = Ranked(*row)  # type: ignore[misc]
+        windows.setdefault((r.query_id, codec.to_ms(r.window_start)), []).append(r)
+    for (qid, ms), ranking in windows.items():
+        if (err := ranking_error(ranking)) is not None:
+            raise ValueError(f"ranking of query {qid!r}, window {ms / 1000:g}: {err}")
+        ranking.sort(key=lambda r: r.rank)
+    return windows
+
+
 class RankingStore:
     """The rankings of ``keyspace``; the days they are in go to ``servers``' index."""
 
@@ -97,19 +113,10 @@ class RankingStore:
     def upsert(self, rows: Iterable[Ranked]) -> int:
         """Checks every row (one bad row or ranking writes nothing), then replaces each window's
         stored ranking with the rows given for it. Returns the number of windows written."""
-        windows: dict[tuple[str, int], list[Ranked]] = {}
-        for i, row in enumerate(rows):
-            if (err := ranked_error(row)) is not None:
-                raise ValueError(f"ranked row {i}: {err}")
-            r = Ranked(*row)
-            windows.setdefault((r.query_id, codec.to_ms(r.window_start)), []).append(r)
-        for (qid, ms), ranking in windows.items():
-            if (err := ranking_error(ranking)) is not None:
-                raise ValueError(f"ranking of query {qid!r}, window {ms / 1000:g}: {err}")
+        windows = checked_rankings(rows)
         self.servers.index_days({(qid, bucket_of(ms / 1000)) for qid, ms in windows})
         params = []
         for (qid, ms), ranking in windows.items():
-            ranking.sort(key=lambda r: r.rank)
             version = max(r.updated_at for r in ranking)
             entries = [
                 (
@@ -143,9 +150,10 @@ class RankingStore:
         )
         return len(windows)
 
-    def read(self, query_id: str, lo_ms: int, hi_ms: int, *, ahead: int) -> Iterator[Ranked]:
-        """Every window's ranking with lo_ms <= window_start < hi_ms, by window then rank: one
+    def read(self, query_id: str, start: float, end: float) -> Iterator[Ranked]:
+        """Every window's ranking with start <= window_start < end, by window then rank: one
         statement per hour of the indexed days in the range."""
+        lo_ms, hi_ms = span_ms(start, end)  # checked now, not at the first next()
 
         def bound() -> Iterator[Any]:
             for day in self.servers.days(query_id, lo_ms, hi_ms):
@@ -154,16 +162,21 @@ class RankingStore:
                 for hour in range(first, last + 1):
                     yield self._range.bind((query_id, hour, lo_ms, hi_ms))
 
-        for start, seconds, ranking in pipelined(self.session, bound(), ahead, self.profile):
-            window_start = codec.epoch(start) or 0.0
-            for i, (server, vals, samples, updated) in enumerate(ranking or ()):
-                yield Ranked(
-                    query_id,
-                    window_start,
-                    int(seconds),
-                    i + 1,
-                    server,
-                    {k: float(v) for k, v in (vals or {}).items()},
-                    int(samples or 0),
-                    codec.epoch(updated) or 0.0,
-                )
+        rows = pipelined(self.session, bound(), self.servers.ahead, self.profile)
+        return (ranked for row in rows for ranked in _expand(query_id, row))
+
+
+def _expand(query_id: str, row: Any) -> Iterator[Ranked]:
+    """A stored (window_start, window_seconds, ranking) row -> its Ranked rows, by rank."""
+    window_start, seconds, ranking = codec.epoch(row[0]) or 0.0, int(row[1]), row[2]
+    for i, (server, vals, samples, updated) in enumerate(ranking or ()):
+        yield Ranked(
+            query_id,
+            window_start,
+            seconds,
+            i + 1,
+            server,
+            {k: float(v) for k, v in (vals or {}).items()},
+            int(samples or 0),
+            codec.epoch(updated) or 0.0,
+        )

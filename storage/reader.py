@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from apm.query import WindowResult
-from storage.codec import window_result
+from storage.codec import finite, window_result
 from storage.schema import BUCKET_SECONDS
 
 # Window starts per IN list: a partition's rows for at most this many clustering keys per
@@ -29,6 +29,7 @@ __all__ = [
     "pipelined",
     "read_at",
     "read_range",
+    "span_ms",
 ]
 
 
@@ -36,6 +37,17 @@ def ms_ceil(ts: float) -> int:
     """The smallest whole millisecond >= ``ts`` seconds (rounded to the microsecond first, so
     that 0.3 s is 300 ms and not 301 through float error)."""
     return -(-round(ts * 1_000_000) // 1000)
+
+
+def span_ms(start: float, end: float, page_size: int = 1) -> tuple[int, int]:
+    """[start, end) in epoch seconds -> [lo, hi) in whole ms (hi <= lo: an empty range), with
+    a clear ValueError for a bound that is not a finite number or a page size < 1."""
+    if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+        raise ValueError(f"page_size must be a whole number >= 1, got {page_size!r}")
+    for name, ts in (("start", start), ("end", end)):
+        if not finite(ts):
+            raise ValueError(f"{name} must be finite epoch seconds, got {ts!r}")
+    return ms_ceil(max(0.0, start)), ms_ceil(end)  # ws >= start <=> ws_ms >= ceil(start)
 
 
 def bucket_span(lo_ms: int, hi_ms: int) -> tuple[int, int]:

@@ -14,13 +14,12 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from apm.model import server_name_error
 from apm.query import QueryError, StoredQuery, WindowResult, parse
 from apm.ranking import Ranked
 from storage import codec
 from storage.driver import execute_many, open_cluster, profile_for
 from storage.rankings import RankingStore
-from storage.reader import bucket_span, ms_ceil, read_at, read_range
+from storage.reader import bucket_span, ms_ceil, read_at, read_range, span_ms
 from storage.schema import INDEX_REFRESH_S, IndexRows, bucket_of, migrate, missing_tables
 from storage.servers import ServerStore
 from storage.settings import StorageSettings, keyspace_error
@@ -175,33 +174,16 @@ class Repository:
         """Writes every row (all are checked first: one bad row writes nothing). A window given
         twice is written once, as its latest version. Rows with a ``server`` go to the
         per-server tables (storage.servers). Returns the number of windows written."""
-        latest: dict[tuple[str, str, int], WindowResult] = {}
-        for i, row in enumerate(rows):
-            if (err := codec.result_error(row)) is not None:
-                raise ValueError(f"result row {i}: {err}")
-            result = WindowResult(*row)
-            key = (result.query_id, result.server, codec.to_ms(result.window_start))
-            if key not in latest or result.updated_at >= latest[key].updated_at:
-                latest[key] = result
-        per_server = {key: r for key, r in latest.items() if r.server}
-        if per_server:
+        latest = codec.latest_results(rows)
+        if per_server := {key: r for key, r in latest.items() if r.server}:
             self._servers.upsert(per_server)
         partitions: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
         for (qid, server, ms), r in latest.items():
-            if server:
-                continue
-            partitions.setdefault((qid, bucket_of(r.window_start)), []).append(
-                (
-                    qid,
-                    bucket_of(r.window_start),
-                    ms,
-                    int(r.window_seconds),
-                    {k: float(v) for k, v in r.values.items()},
-                    int(r.samples),
-                    codec.to_ms(r.updated_at),
-                    codec.to_us(r.updated_at),
+            if not server:
+                bucket = bucket_of(r.window_start)
+                partitions.setdefault((qid, bucket), []).append(
+                    (qid, bucket, ms, *codec.result_columns(r))
                 )
-            )
         # The index first: a reader must never see rows its index does not point to.
         fresh = self._indexed.due(partitions)
         self._execute_many(self._cql.index_put, [[key] for key in fresh])
@@ -209,26 +191,11 @@ class Repository:
         self._indexed.written(fresh)
         return len(latest)
 
-    @staticmethod
-    def _span(start: float, end: float) -> tuple[int, int]:
-        """[start, end) in epoch seconds -> [lo, hi) in whole ms (hi <= lo: an empty range)."""
-        for name, ts in (("start", start), ("end", end)):
-            if not codec.finite(ts):
-                raise ValueError(f"{name} must be finite epoch seconds, got {ts!r}")
-        return ms_ceil(max(0.0, start)), ms_ceil(end)  # ws >= start <=> ws_ms >= ceil(start)
-
-    @staticmethod
-    def _page_size(page_size: int) -> int:
-        if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
-            raise ValueError(f"page_size must be a whole number >= 1, got {page_size!r}")
-        return page_size
-
     def read_results(
         self, query_id: str, start: float, end: float, page_size: int = 5000
     ) -> Iterator[WindowResult]:
         """The query's one series (server "") with start <= window_start < end, ascending."""
-        self._page_size(page_size)
-        lo, hi = self._span(start, end)
+        lo, hi = span_ms(start, end, page_size)
         if hi <= lo:
             return iter(())
         first, last = bucket_span(lo, hi)
@@ -278,41 +245,26 @@ class Repository:
     ) -> Iterator[WindowResult]:
         """One server's series of a ``BY server`` query, start <= window_start < end,
         ascending: one partition per day of the range that holds per-server results."""
-        if (err := server_name_error(server)) is not None:
-            raise ValueError(err)
-        page_size, (lo, hi) = self._page_size(page_size), self._span(start, end)
-        if hi <= lo:
-            return iter(())
-        ahead = min(8, self.concurrency)
-        return self._servers.read_series(query_id, server, lo, hi, page_size=page_size, ahead=ahead)
+        return self._servers.read_series(query_id, server, start, end, page_size)
 
     def read_window_servers(self, query_id: str, window_start: float) -> Iterator[WindowResult]:
         """Every server's result of one window, by server name (one partition)."""
-        if not codec.finite(window_start) or window_start < 0:
-            raise ValueError(
-                f"window_start must be finite epoch seconds >= 0, got {window_start!r}"
-            )
-        return self._servers.read_window(query_id, ms_ceil(window_start), page_size=5000)
+        return self._servers.read_window(query_id, window_start)
 
     def list_result_servers(self, query_id: str, start: float, end: float) -> list[str]:
         """The servers with per-server results of the query in the days [start, end) touches,
         sorted (day granularity: a server may have no window in the range itself)."""
-        lo, hi = self._span(start, end)
-        if hi <= lo:
-            return []
-        return self._servers.servers(query_id, lo, hi, ahead=min(8, self.concurrency))
+        return self._servers.servers(query_id, start, end)
 
     def upsert_ranked(self, rows: Iterable[Ranked]) -> int:
         """Replaces the ranking of each window given (all rows checked first: one bad row or
-        ranking writes nothing). Returns the number of windows written."""
+        ranking writes nothing) unless the stored one is newer (its newest row's updated_at;
+        at the same version Cassandra's tie rule decides). Returns the windows written."""
         return self._rankings.upsert(rows)
 
     def read_ranked(self, query_id: str, start: float, end: float) -> Iterator[Ranked]:
         """Every window's ranking with start <= window_start < end, by window then rank."""
-        lo, hi = self._span(start, end)
-        if hi <= lo:
-            return iter(())
-        return self._rankings.read(query_id, lo, hi, ahead=min(8, self.concurrency))
+        return self._rankings.read(query_id, start, end)
 
     # -- servers and status ---------------------------------------------------------------
     def _touch(

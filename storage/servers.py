@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from apm.model import server_name_error
 from apm.query import WindowResult
 from storage import codec
-from storage.driver import execute_many
-from storage.reader import bucket_span, pipelined, read_range
+from storage.driver import execute_many, execute_spread
+from storage.reader import bucket_span, ms_ceil, pipelined, read_range, span_ms
 from storage.schema import IndexRows, bucket_of
 
 __all__ = ["ServerStore"]
@@ -31,6 +32,8 @@ class ServerStore:
 
     def __init__(self, session: Any, keyspace: str, *, concurrency: int, profile: object) -> None:
         self.session, self.concurrency, self.profile = session, concurrency, profile
+        self.keyspace = keyspace
+        self.ahead = min(8, concurrency)  # partitions read ahead (storage.reader)
         ks = keyspace
         self._put_series = self._prep(
             f"INSERT INTO {ks}.server_results (query_id, server, bucket, window_start, {_VALUES}) "
@@ -93,24 +96,29 @@ class ServerStore:
             {(qid, bucket_of(r.window_start), s) for (qid, s, _), r in rows.items()}
         )
         self.index_days(days)
-        self._many(self._put_server, [[key] for key in servers])
+        days_servers: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
+        for qid, day, server in servers:  # one partition a day: batched
+            days_servers.setdefault((qid, day), []).append((qid, day, server))
+        self._many(self._put_server, list(days_servers.values()))
         self._indexed.written(servers)
         series: dict[tuple[str, str, int], list[tuple[Any, ...]]] = {}
         windows: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
         newest: dict[str, float] = {}
         for (qid, server, ms), r in rows.items():
-            values = (
-                int(r.window_seconds),
-                {k: float(v) for k, v in r.values.items()},
-                int(r.samples),
-                codec.to_ms(r.updated_at),
-                codec.to_us(r.updated_at),
-            )
-            bucket = bucket_of(r.window_start)
+            values, bucket = codec.result_columns(r), bucket_of(r.window_start)
             series.setdefault((qid, server, bucket), []).append((qid, server, bucket, ms, *values))
             windows.setdefault((qid, ms), []).append((qid, ms, server, *values))
             newest[qid] = max(newest.get(qid, 0.0), r.updated_at)
-        self._many(self._put_series, list(series.values()))
+        # Mostly one row per partition (one window of each server): batched by replicas.
+        flat = [p for group in series.values() for p in group]
+        execute_spread(
+            self.session,
+            self._put_series,
+            flat,
+            keyspace=self.keyspace,
+            concurrency=self.concurrency,
+            profile=self.profile,
+        )
         self._many(self._put_window, list(windows.values()))
         self._many(
             self._put_newest,
@@ -120,6 +128,8 @@ class ServerStore:
     # -- reads ----------------------------------------------------------------------------
     def days(self, query_id: str, lo_ms: int, hi_ms: int) -> list[int]:
         """The indexed days of ``query_id`` that [lo_ms, hi_ms) touches, ascending."""
+        if hi_ms <= lo_ms:
+            return []
         first, last = bucket_span(lo_ms, hi_ms)
         rows = self.session.execute(
             self._buckets, (query_id, first, last), execution_profile=self.profile
@@ -127,32 +137,42 @@ class ServerStore:
         return sorted(row[0] for row in rows)
 
     def read_series(
-        self, query_id: str, server: str, lo_ms: int, hi_ms: int, *, page_size: int, ahead: int
+        self, query_id: str, server: str, start: float, end: float, page_size: int
     ) -> Iterator[WindowResult]:
+        if (err := server_name_error(server)) is not None:
+            raise ValueError(err)
+        lo, hi = span_ms(start, end, page_size)
         return read_range(
             self.session,
             self._series,
             query_id,
-            self.days(query_id, lo_ms, hi_ms),
-            lo_ms,
-            hi_ms,
+            self.days(query_id, lo, hi),
+            lo,
+            hi,
             page_size=page_size,
-            ahead=ahead,
+            ahead=self.ahead,
             profile=self.profile,
             server=server,
         )
 
-    def read_window(self, query_id: str, ms: int, *, page_size: int) -> Iterator[WindowResult]:
+    def read_window(self, query_id: str, window_start: float) -> Iterator[WindowResult]:
         """Every server's row of one window, by server name (one partition, paged)."""
-        statement = self._window.bind((query_id, ms))
-        statement.fetch_size = page_size
-        for server, *row in self.session.execute(statement, execution_profile=self.profile):
-            yield codec.window_result(query_id, row, server)
+        if not codec.finite(window_start) or window_start < 0:
+            raise ValueError(
+                f"window_start must be finite epoch seconds >= 0, got {window_start!r}"
+            )
+        statement = self._window.bind((query_id, ms_ceil(window_start)))
+        statement.fetch_size = 5000
+        return (
+            codec.window_result(query_id, row, server)
+            for server, *row in self.session.execute(statement, execution_profile=self.profile)
+        )
 
-    def servers(self, query_id: str, lo_ms: int, hi_ms: int, *, ahead: int) -> list[str]:
-        """The servers with per-server rows in the days [lo_ms, hi_ms) touches, sorted."""
-        bound = (self._servers.bind((query_id, d)) for d in self.days(query_id, lo_ms, hi_ms))
-        return sorted({row[0] for row in pipelined(self.session, bound, ahead, self.profile)})
+    def servers(self, query_id: str, start: float, end: float) -> list[str]:
+        """The servers with per-server rows in the days [start, end) touches, sorted."""
+        lo, hi = span_ms(start, end)
+        bound = (self._servers.bind((query_id, d)) for d in self.days(query_id, lo, hi))
+        return sorted({row[0] for row in pipelined(self.session, bound, self.ahead, self.profile)})
 
     def newest(self, query_id: str) -> float | None:
         """updated_at of the query's newest per-server row (None if it has none)."""

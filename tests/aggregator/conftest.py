@@ -12,6 +12,7 @@ import pytest
 
 from apm.functions import truth
 from apm.query import Query, StoredQuery, WindowResult, parse
+from tests.support.servers import FakeServerSeries
 
 BASE = 1_699_999_200  # epoch seconds, a multiple of 3600
 
@@ -19,8 +20,9 @@ Row = tuple[str, float, float]  # server, ts, value
 
 
 @dataclass
-class FakeStore:
-    """The AggregatorStore protocol in memory: the last upsert of each window wins."""
+class FakeStore(FakeServerSeries):
+    """The AggregatorStore protocol in memory: the last upsert of each window wins. Rows with
+    a server and rankings behave as the repository's (tests.support.servers)."""
 
     queries: dict[str, StoredQuery] = field(default_factory=dict)
     results: dict[tuple[str, float], WindowResult] = field(default_factory=dict)
@@ -38,7 +40,7 @@ class FakeStore:
         return [q for q in self.queries.values() if include_paused or not q.paused]
 
     def upsert_results(self, rows: Iterable[WindowResult]) -> int:
-        n = 0
+        rows, n = self.upsert_server_rows(rows)
         for row in rows:
             self.results[(row.query_id, row.window_start)] = row
             n += 1

@@ -169,6 +169,30 @@ def test_results_as_json_between_epoch_or_iso_times(apm, make_repo, make_results
     assert code == 1 and "no query with id" in err
 
 
+def test_results_of_a_by_server_query_need_a_server_and_list_them(apm, make_repo):
+    code, out, _ = apm("query", "add", "FROM web-* SELECT cpu WINDOW 10s COMPUTE avg BY server")
+    from apm.query import WindowResult
+
+    qid = out.strip()
+    start, stamp = 20_600 * DAY, 20_600 * DAY + 100.5
+    make_repo().upsert_results(
+        WindowResult(qid, start + 10 * i, 10, {"avg": i + k}, 1, stamp, f"web-{k}")
+        for i in range(3)
+        for k in range(2)
+    )
+    span = ("--from", str(start), "--to", str(start + 30))
+    code, _, err = apm("query", "results", qid, *span)
+    assert code == 2 and "give --server NAME" in err and "web-0, web-1" in err
+    code, out, err = apm("query", "results", qid, *span, "--server", "web-1", "--json")
+    assert code == 0, err
+    got = [json.loads(line) for line in out.splitlines()]
+    assert [(g["server"], g["values"]["avg"]) for g in got] == [
+        ("web-1", i + 1.0) for i in range(3)
+    ]
+    code, _, err = apm("query", "results", qid, *span, "--server", "no such!")
+    assert code == 2 and "--server: server name" in err
+
+
 def test_migrate_creates_a_keyspace_and_reports_nothing_to_do_next_time(
     apm, fresh_keyspace, cassandra_session
 ):

@@ -58,6 +58,7 @@ def test_migrate_creates_the_contract_schema_once(cassandra_session, fresh_keysp
 
 def test_migrate_aligns_the_ttl_with_a_new_retention(cassandra_session, fresh_keyspace):
     from storage.schema import migrate
+    from storage.server_tables import SERVER_TABLES
 
     keyspace = fresh_keyspace()
     migrate(cassandra_session, keyspace, retention_days=30)
@@ -67,6 +68,11 @@ def test_migrate_aligns_the_ttl_with_a_new_retention(cassandra_session, fresh_ke
     assert _table(cassandra_session, keyspace, "servers").default_time_to_live == 2 * 86_400
     # The bucket index outlives the rows it points to.
     assert _table(cassandra_session, keyspace, "result_buckets").default_time_to_live == 3 * 86_400
+    for table, index in SERVER_TABLES.items():  # the per-server tables follow the retention too
+        options = _table(cassandra_session, keyspace, table)
+        assert options.default_time_to_live == (3 if index else 2) * 86_400, table
+        if not index:
+            assert options.compaction["class"].endswith("TimeWindowCompactionStrategy"), table
     assert migrate(cassandra_session, keyspace, retention_days=2) == []
 
 

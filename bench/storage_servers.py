@@ -1,0 +1,179 @@
+"""Per-server storage benchmark (issue 26) against the running Cassandra, in a keyspace of its
+own (dropped after): per-server upserts of a 10,000-server fleet beside plain ones, one
+server's 24 h, one window's 10,000 servers, the servers of a day, and top-100 rankings.
+
+    .venv/bin/python -m bench.storage_servers
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from functools import partial
+
+from apm.query import WindowResult
+from apm.ranking import OTHERS, Ranked
+from bench.base import progress, publish
+from storage.codec import result_columns
+from storage.driver import execute_many
+from storage.repository import Repository
+from storage.settings import StorageSettings
+
+__all__ = ["main"]
+
+COMMAND = ".venv/bin/python -m bench.storage_servers"
+REPEATS = 3
+PAIRS = 5  # interleaved runs of the three upserts compared
+DAY = 86_400
+SERVERS = 10_000
+TOP = 100
+VALUES = {"min": 1.0, "max": 2.0, "avg": 1.5, "p99": 1.99}
+
+
+def _fleet(qid: str, start: int, now: float) -> list[WindowResult]:
+    """One 10 s window of every server of the fleet."""
+    return [
+        WindowResult(qid, start, 10, {**VALUES, "avg": i / SERVERS}, 10, now, f"web-{i:05d}")
+        for i in range(SERVERS)
+    ]
+
+
+def _ranking(qid: str, start: int, now: float) -> list[Ranked]:
+    return [
+        Ranked(qid, start, 10, i + 1, f"web-{i:05d}" if i < TOP else OTHERS, VALUES, 10, now)
+        for i in range(TOP + 1)
+    ]
+
+
+def _one_per_row(repo: Repository, rows: list[WindowResult]) -> None:
+    """What upsert_results writes for ``rows`` (indexes aside), but the series rows one
+    request each instead of storage.driver.execute_spread's batches."""
+    store = repo._servers  # the comparison needs the statements themselves
+    series, window = [], []
+    for r in rows:
+        ms, cols = round(r.window_start * 1000), result_columns(r)
+        series.append([(r.query_id, r.server, int(r.window_start // DAY), ms, *cols)])
+        window.append((r.query_id, ms, r.server, *cols))
+    many = {"concurrency": repo.concurrency, "profile": repo.profile}
+    execute_many(repo.session, store._put_series, series, **many)  # type: ignore[arg-type]
+    execute_many(repo.session, store._put_window, [window], **many)  # type: ignore[arg-type]
+
+
+def _timed(run: Callable[[], object]) -> float:
+    began = time.perf_counter()
+    run()
+    return time.perf_counter() - began
+
+
+def _median_s(run: Callable[[], object]) -> float:
+    return statistics.median(_timed(run) for _ in range(REPEATS))
+
+
+def _count(rows: Iterable[object]) -> int:
+    return sum(1 for _ in rows)
+
+
+def main() -> int:
+    keyspace = f"bench_servers_{uuid.uuid4().hex[:8]}"
+    repo = Repository.connect(StorageSettings.model_validate({"keyspace": keyspace}))
+    try:
+        today, now = int(time.time() // DAY) * DAY, round(time.time(), 3)
+        fleet_q, plain_q, day_q, rank_q = (str(uuid.uuid4()) for _ in range(4))
+        progress(f"upserting windows of {SERVERS} servers, batched and one request a row")
+        first = _timed(partial(repo.upsert_results, _fleet(fleet_q, today, now)))  # + indexes
+        fleet, single, plain = [], [], []
+        plain_rows = [
+            WindowResult(f"{plain_q}-{i % 100}", today + 10 * (i // 100), 10, VALUES, 10, now)
+            for i in range(SERVERS)
+        ]
+        for k in range(1, PAIRS + 1):  # interleaved, so that the machine's load hits all three
+            fleet.append(_timed(partial(repo.upsert_results, _fleet(fleet_q, today + 10 * k, now))))
+            later = _fleet(fleet_q, today + 10 * (PAIRS + k), now)
+            single.append(_timed(partial(_one_per_row, repo, later)))
+            plain.append(_timed(partial(repo.upsert_results, plain_rows)))
+        progress("one server's day: 8,640 windows")
+        repo.upsert_results(
+            WindowResult(day_q, today - DAY + 10 * i, 10, VALUES, 10, now, "web-00001")
+            for i in range(8640)
+        )
+        day_s = _median_s(
+            lambda: _count(repo.read_server_results(day_q, "web-00001", today - DAY, today))
+        )
+        window_s = _median_s(lambda: _count(repo.read_window_servers(fleet_q, today)))
+        list_s = _median_s(lambda: repo.list_result_servers(fleet_q, today - DAY, today + DAY))
+        progress("rankings: one hour of 10 s windows at n = 100")
+        hour = [r for k in range(360) for r in _ranking(rank_q, today + 10 * k, now)]
+        ranked_s = _timed(lambda: repo.upsert_ranked(hour))
+        one_s = _median_s(lambda: _count(repo.read_ranked(rank_q, today + 1800, today + 1801)))
+        hour_s = _median_s(lambda: _count(repo.read_ranked(rank_q, today, today + 3600)))
+    finally:
+        repo.session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")
+        repo.close()
+    steady, single_s, plain_s = (statistics.median(t) for t in (fleet, single, plain))
+    rows = [
+        ["operation", "time", "rate"],
+        [
+            f"upsert_results, one window of {SERVERS:,} servers, first of the day (indexes)",
+            f"{first * 1000:.0f} ms",
+            f"{SERVERS / first:,.0f} rows/s",
+        ],
+        [
+            f"same, the next windows (median of {PAIRS})",
+            f"{steady * 1000:.0f} ms",
+            f"{SERVERS / steady:,.0f} rows/s",
+        ],
+        [
+            "same rows, each server's series row one request (no replica batches)",
+            f"{single_s * 1000:.0f} ms",
+            f"{SERVERS / single_s:,.0f} rows/s",
+        ],
+        [
+            f"upsert_results, {SERVERS:,} plain rows (100 queries x 100 windows)",
+            f"{plain_s * 1000:.0f} ms",
+            f"{SERVERS / plain_s:,.0f} rows/s",
+        ],
+        [
+            "read_server_results, one server's 24 h of 10 s windows (8,640 rows)",
+            f"{day_s * 1000:.0f} ms",
+            f"{8640 / day_s:,.0f} rows/s",
+        ],
+        [
+            f"read_window_servers, one window of {SERVERS:,} servers",
+            f"{window_s * 1000:.0f} ms",
+            f"{SERVERS / window_s:,.0f} rows/s",
+        ],
+        [
+            f"list_result_servers, {SERVERS:,} servers over 2 days",
+            f"{list_s * 1000:.0f} ms",
+            "",
+        ],
+        [
+            f"upsert_ranked, 360 windows x {TOP + 1} rows (one hour, n = {TOP})",
+            f"{ranked_s * 1000:.0f} ms",
+            f"{360 / ranked_s:,.0f} windows/s",
+        ],
+        [f"read_ranked, one window ({TOP + 1} rows)", f"{one_s * 1000:.1f} ms", ""],
+        [
+            f"read_ranked, one hour ({360 * (TOP + 1):,} rows)",
+            f"{hour_s * 1000:.0f} ms",
+            f"{360 * (TOP + 1) / hour_s:,.0f} rows/s",
+        ],
+    ]
+    notes = (
+        f"Median of {REPEATS} runs (the three upserts compared: of {PAIRS} interleaved runs; "
+        "the first window: one run), local single-node Cassandra 5 (rf 1), one "
+        "client process, concurrency 64, 4 functions a row, on the shared 2-core machine: "
+        "read the same-run ratios (per-server rows against plain ones) more than the absolute "
+        "figures. A per-server row is written twice (its server's series and its window's "
+        "partition), plus the day's server list once an hour per server."
+    )
+    return publish(
+        "storage-servers", "Storage: per-server series and rankings", COMMAND, rows, notes
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
