@@ -18,9 +18,9 @@ from apm.query import StoredQuery, WindowResult, parse
 from dashboard.app import create_app
 from dashboard.context import AppContext
 from dashboard.settings import DashboardSettings
-from storage.reader import bucket_span, ms_ceil
-from storage.schema import bucket_of
+from storage.reader import ms_ceil
 from tests.dashboard.test_api_errors import MemoryRepo, _Scraper, _Topics
+from tests.support.servers import FakeServerSeries
 
 pytestmark = pytest.mark.unit
 
@@ -30,62 +30,27 @@ T0 = 1_700_000_000
 
 
 class ResultRepo(MemoryRepo):
-    """MemoryRepo with windows: read_results and read_server_results as the repository bounds
-    them (whole ms, lo <= window_start < hi, ascending), list_result_servers as it lists (the
-    servers with a window in a day the range touches, sorted); ``reads``, ``server_reads`` and
-    ``window_reads`` and ``listings`` record each call; read_window_servers as it reads one
-    window's servers, by name."""
+    """MemoryRepo with windows: read_results as the repository bounds it (whole ms,
+    lo <= window_start < hi, ascending); per-server series are tests.support.servers' fake of
+    the repository's (contract-tested against it). ``reads``, ``server_reads``,
+    ``window_reads`` and ``listings`` record each call, ``rows_read`` the windows handed out."""
 
     def __init__(self) -> None:
         super().__init__()
         self.windows: dict[str, list[WindowResult]] = {}
         self.reads: list[tuple[str, float, float]] = []
         self.rows_read = 0  # windows handed out, as storage would read them
-        self.per_server: dict[tuple[str, str], list[WindowResult]] = {}
+        self.per_server = FakeServerSeries()
         self.server_reads: list[tuple[str, str]] = []
         self.window_reads: list[tuple[str, float]] = []
         self.listings: list[str] = []
 
-    def add_windows(self, rows: list[WindowResult]) -> None:
-        for w in rows:
-            self.per_server.setdefault((w.query_id, w.server), []).append(w)
-
-    def read_server_results(
-        self, query_id: str, server: str, start: float, end: float
-    ) -> Iterator[WindowResult]:
-        self._check(query_id)
-        self.server_reads.append((query_id, server))
-        found = _between(self.per_server.get((query_id, server), []), start, end)
-        self.rows_read += len(found)
-        return iter(found)
-
-    def read_window_servers(self, query_id: str, window_start: float) -> Iterator[WindowResult]:
-        self._check(query_id)
-        self.window_reads.append((query_id, window_start))
-        at = ms_ceil(window_start)
-        found = [
-            w
-            for (qid, _), rows in self.per_server.items()
-            if qid == query_id
-            for w in rows
-            if round(w.window_start * 1000) == at
-        ]
-        self.rows_read += len(found)
-        return iter(sorted(found, key=lambda w: w.server))
-
-    def list_result_servers(self, query_id: str, start: float, end: float) -> list[str]:
-        self._check(query_id)
-        self.listings.append(query_id)
-        first, last = bucket_span(ms_ceil(max(0.0, start)), ms_ceil(end))
-        return sorted(
-            server
-            for (qid, server), rows in self.per_server.items()
-            if qid == query_id and any(first <= bucket_of(w.window_start) <= last for w in rows)
-        )
-
     def add(self, text: str, qid: str) -> StoredQuery:
         self.queries[qid] = StoredQuery(qid, parse(text))
         return self.queries[qid]
+
+    def add_windows(self, rows: list[WindowResult]) -> None:
+        self.per_server.upsert_server_rows(rows)
 
     def read_results(
         self, query_id: str, start: float, end: float, page_size: int = 5000
@@ -99,11 +64,27 @@ class ResultRepo(MemoryRepo):
         self.rows_read += len(found)
         return iter(sorted(found, key=lambda w: w.window_start))
 
+    def read_server_results(
+        self, query_id: str, server: str, start: float, end: float
+    ) -> Iterator[WindowResult]:
+        self._check(query_id)
+        self.server_reads.append((query_id, server))
+        return self._count(self.per_server.read_server_results(query_id, server, start, end))
 
-def _between(rows: list[WindowResult], start: float, end: float) -> list[WindowResult]:
-    lo, hi = ms_ceil(max(0.0, start)), ms_ceil(end)
-    found = [w for w in rows if lo <= round(w.window_start * 1000) < hi]
-    return sorted(found, key=lambda w: w.window_start)
+    def read_window_servers(self, query_id: str, window_start: float) -> Iterator[WindowResult]:
+        self._check(query_id)
+        self.window_reads.append((query_id, window_start))
+        return self._count(self.per_server.read_window_servers(query_id, window_start))
+
+    def list_result_servers(self, query_id: str, start: float, end: float) -> list[str]:
+        self._check(query_id)
+        self.listings.append(query_id)
+        return self.per_server.list_result_servers(query_id, start, end)
+
+    def _count(self, rows: Iterator[WindowResult]) -> Iterator[WindowResult]:
+        found = list(rows)
+        self.rows_read += len(found)
+        return iter(found)
 
 
 @pytest.fixture
