@@ -70,7 +70,9 @@ class PromqlRunner:
                 )
             groups = by_query(found)
             spans = {qid: _span(group[0], before_ms, times) for qid, group in groups.items()}
-            planned = sum(_planned(group, spans[qid]) for qid, group in groups.items())
+            # Instant selectors want, of the windows ending by the first step, the newest.
+            until = {qid: _until(group, times) if newest else None for qid, group in groups.items()}
+            planned = sum(_planned(g, spans[qid], until[qid]) for qid, g in groups.items())
             if planned > budget[0]:
                 raise LimitError(
                     f"reading about {planned} windows is more than the "
@@ -80,7 +82,7 @@ class PromqlRunner:
             read: dict[tuple[str, str], list[WindowResult]] = {}  # (query id, server)
             for qid, group in groups.items():
                 spend = partial(_spend, budget)
-                got = self._read(group, spans[qid], spend, deadline, newest and len(times) == 1)
+                got = self._read(group, spans[qid], spend, deadline, until[qid])
                 read.update(((qid, server), rows) for server, rows in got.items())
             return [_raw(s, read[s.query.id, s.server]) for s in found]
 
@@ -94,29 +96,17 @@ class PromqlRunner:
         span: tuple[int, int],
         spend: Callable[[], None],
         deadline: Deadline,
-        newest: bool,
+        newest_until: int | None,
     ) -> dict[str, list[WindowResult]]:
         """server ("" for a plain query) -> the windows of ``group``'s query in ``span``
-        (``newest``: at least each server's newest)."""
+        (``newest_until``: of those starting by then, at least each server's newest)."""
         lo, hi = span[0] / 1000, span[1] / 1000
         store, query = self._store, group[0].query
-        width = query.query.window_seconds * 1000
         if query.query.by_server:
             servers = list(dict.fromkeys(s.server for s in group))
-            fleet = group[0].fleet
-            span_s = (lo, hi)
-            return read_servers(
-                store.repo,
-                store.guard,
-                query.id,
-                servers,
-                fleet,
-                width,
-                span_s,
-                spend,
-                deadline,
-                newest,
-            )
+            width, fleet = query.query.window_seconds * 1000, group[0].fleet
+            read_all = partial(read_servers, store.repo, store.guard, query.id, servers, fleet)
+            return read_all(width, (lo, hi), spend, deadline, newest_until)
         read = partial(store.repo.read_results, query.id, lo, hi)
         return {"": store.guard("read_results", partial(collect, read, spend, deadline))}
 
@@ -130,13 +120,22 @@ def _spend(budget: list[int]) -> None:
         )
 
 
-def _planned(group: list[Series], span: tuple[int, int]) -> int:
+def _planned(group: list[Series], span: tuple[int, int], newest_until: int | None) -> int:
     """The windows reading ``group``'s query over ``span`` (ms) returns at most."""
     width = group[0].query.query.window_seconds * 1000
     if group[0].server:
-        servers = len({s.server for s in group})
-        return planned_rows(width, (span[0] / 1000, span[1] / 1000), servers, group[0].fleet)
+        servers, fleet, span_s = (
+            len({s.server for s in group}),
+            group[0].fleet,
+            (span[0] / 1000, span[1] / 1000),
+        )
+        return planned_rows(width, span_s, servers, fleet, newest_until)
     return (span[1] - span[0]) // width + 1
+
+
+def _until(group: list[Series], times: range) -> int:
+    """The start (ms) of the last window that ends by the first step."""
+    return times[0] - group[0].query.query.window_seconds * 1000
 
 
 def _raw(series: Series, windows: list[WindowResult]) -> Raw:

@@ -5,9 +5,10 @@ of every server's result (``read_window_servers``, one partition of about as man
 the query has servers). An instant ``topk(10, ...)`` over 10,000 servers then reads the two
 windows that can give its point, not 10,000 partitions; ``server="web-42"`` still reads one
 server. Either way at most twice the rows of the series wanted are read, and every row read
-is counted against the request's budget. An instant selector at one time needs only each
-server's newest window in its look-back: read a window at a time, newest first, it stops
-once every server has one (one or two windows of the 31 of a 5-minute look-back)."""
+is counted against the request's budget. An instant selector needs, of the windows before its
+first step, only each server's newest (the look-back): read a window at a time, newest first,
+they stop once every server has one (one window of the 31 of a 5-minute look-back when every
+server reports), then every window of the range is read."""
 
 from __future__ import annotations
 
@@ -25,24 +26,30 @@ __all__ = ["by_window", "planned_rows", "read_servers"]
 Span = tuple[float, float]  # [from, to) of window starts, epoch seconds
 
 
-def by_window(width_ms: int, span: Span, servers: int, fleet: int) -> list[float] | None:
-    """The window starts to read one partition each (windows are aligned to the epoch), when
-    that is fewer reads than one a server and at most twice the rows (``servers`` of the
+def by_window(width_ms: int, span: Span, servers: int, fleet: int) -> list[int] | None:
+    """The window starts (ms) to read one partition each (windows are aligned to the epoch),
+    when that is fewer reads than one a server and at most twice the rows (``servers`` of the
     query's ``fleet`` are wanted); else None: read each server."""
     lo, hi = math.ceil(round(span[0] * 1000, 3)), math.ceil(round(span[1] * 1000, 3))
     first = max(0, -(-lo // width_ms) * width_ms)
     count = max(0, -(-(hi - first) // width_ms))
     if count >= servers or fleet > 2 * servers:
         return None
-    return [(first + i * width_ms) / 1000 for i in range(count)]
+    return [first + i * width_ms for i in range(count)]
 
 
-def planned_rows(width_ms: int, span: Span, servers: int, fleet: int) -> int:
-    """The rows :func:`read_servers` reads at most."""
+def planned_rows(
+    width_ms: int, span: Span, servers: int, fleet: int, newest_until: int | None = None
+) -> int:
+    """The rows :func:`read_servers` reads at most; with ``newest_until``, if every server
+    has a window of the look-back in the newest one (past that, the budget stops the read)."""
     starts = by_window(width_ms, span, servers, fleet)
-    if starts is not None:
-        return len(starts) * fleet
-    return servers * max(0, math.ceil((span[1] - span[0]) * 1000 / width_ms))
+    if starts is None:
+        return servers * max(0, math.ceil((span[1] - span[0]) * 1000 / width_ms))
+    if newest_until is not None:
+        ahead = sum(1 for s in starts if s > newest_until)
+        return (ahead + (ahead < len(starts))) * fleet
+    return len(starts) * fleet
 
 
 def read_servers(
@@ -55,35 +62,50 @@ def read_servers(
     span: Span,
     spend: Callable[[], None],
     deadline: Deadline,
-    newest: bool = False,
+    newest_until: int | None = None,
 ) -> dict[str, list[WindowResult]]:
     """server -> its windows in ``span``, ascending by start (``spend`` is called for each
-    row read, kept or not). ``newest``: only each server's newest window is wanted (an
-    instant selector at one time), so windows read one at a time stop, newest first, once
-    every server has one."""
-    out: dict[str, list[WindowResult]] = {s: [] for s in servers}
+    row read, kept or not). ``newest_until`` (ms, instant selectors): of the windows starting
+    at or before it, the look-back of the first step, only each server's newest is wanted,
+    so those are read newest first until every server has one."""
     starts = by_window(width_ms, span, len(servers), fleet)
-    if starts is not None:
-        missing = set(servers)
-        for start in reversed(starts) if newest else starts:
+    if starts is None:
+        out: dict[str, list[WindowResult]] = {}
+        for server in servers:
             deadline.check()
-            every = partial(repo.read_window_servers, query_id, start)
-            for w in guard("read_window_servers", partial(collect, every, spend, deadline)):
-                if w.server in out:
-                    out[w.server].append(w)
-                    if w.window_seconds * 1000 == width_ms:  # not an older definition's
-                        missing.discard(w.server)
-            if newest and not missing:
-                break
-        if newest:
-            for rows in out.values():
-                rows.reverse()
+            one = partial(repo.read_server_results, query_id, server, *span)
+            out[server] = guard("read_server_results", partial(collect, one, spend, deadline))
         return out
-    for server in servers:
-        deadline.check()
-        one = partial(repo.read_server_results, query_id, server, *span)
-        out[server] = guard("read_server_results", partial(collect, one, spend, deadline))
+    cut = -1 if newest_until is None else newest_until  # starts by then: the look-back
+    behind: dict[str, list[WindowResult]] = {s: [] for s in servers}  # newest first
+    missing = set(servers)
+    for start in reversed([s for s in starts if s <= cut]):
+        for w in _window(repo, guard, query_id, start, spend, deadline):
+            if w.server in behind:
+                behind[w.server].append(w)
+                if w.window_seconds * 1000 == width_ms:  # not an older definition's
+                    missing.discard(w.server)
+        if not missing:
+            break
+    out = {s: rows[::-1] for s, rows in behind.items()}
+    for start in (s for s in starts if s > cut):
+        for w in _window(repo, guard, query_id, start, spend, deadline):
+            if w.server in out:
+                out[w.server].append(w)
     return out
+
+
+def _window(
+    repo: PromRepository,
+    guard: Guard,
+    query_id: str,
+    start_ms: int,
+    spend: Callable[[], None],
+    deadline: Deadline,
+) -> list[WindowResult]:
+    deadline.check()
+    every = partial(repo.read_window_servers, query_id, start_ms / 1000)
+    return guard("read_window_servers", partial(collect, every, spend, deadline))
 
 
 def collect(
