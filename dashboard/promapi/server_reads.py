@@ -8,7 +8,8 @@ server. Either way at most twice the rows of the series wanted are read, and eve
 is counted against the request's budget. An instant selector needs, of the windows before its
 first step, only each server's newest (the look-back): read a window at a time, newest first,
 they stop once every server has one (one window of the 31 of a 5-minute look-back when every
-server reports), then every window of the range is read."""
+server reports), or read the few servers still without one on their own (servers that stopped
+earlier in the day), then every window of the range is read."""
 
 from __future__ import annotations
 
@@ -67,7 +68,8 @@ def read_servers(
     """server -> its windows in ``span``, ascending by start (``spend`` is called for each
     row read, kept or not). ``newest_until`` (ms, instant selectors): of the windows starting
     at or before it, the look-back of the first step, only each server's newest is wanted,
-    so those are read newest first until every server has one."""
+    so those are read newest first until every server has one, or, once fewer servers lack
+    one than windows are left, those servers' own series over what is left."""
     starts = by_window(width_ms, span, len(servers), fleet)
     if starts is None:
         out: dict[str, list[WindowResult]] = {}
@@ -79,14 +81,20 @@ def read_servers(
     cut = -1 if newest_until is None else newest_until  # starts by then: the look-back
     behind: dict[str, list[WindowResult]] = {s: [] for s in servers}  # newest first
     missing = set(servers)
-    for start in reversed([s for s in starts if s <= cut]):
-        for w in _window(repo, guard, query_id, start, spend, deadline):
+    left = [s for s in starts if s <= cut]  # the look-back's windows not read yet
+    while left and missing:
+        if len(missing) < len(left):  # a few servers stopped: read just them, further back
+            for server in sorted(missing):
+                span_left = (left[0] / 1000, (left[-1] + 1) / 1000)
+                one = partial(repo.read_server_results, query_id, server, *span_left)
+                rows = guard("read_server_results", partial(collect, one, spend, deadline))
+                behind[server] += rows[::-1]
+            break
+        for w in _window(repo, guard, query_id, left.pop(), spend, deadline):
             if w.server in behind:
                 behind[w.server].append(w)
                 if w.window_seconds * 1000 == width_ms:  # not an older definition's
                     missing.discard(w.server)
-        if not missing:
-            break
     out = {s: rows[::-1] for s, rows in behind.items()}
     for start in (s for s in starts if s > cut):
         for w in _window(repo, guard, query_id, start, spend, deadline):

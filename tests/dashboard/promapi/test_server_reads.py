@@ -92,6 +92,7 @@ def test_either_way_each_selected_server_gets_exactly_its_windows(
 
 
 def test_the_look_back_is_read_newest_first_until_every_server_has_a_window() -> None:
+    """Then the range's windows; a few servers still without one are read on their own."""
     repo = ResultRepo()
     repo.add_windows(
         [
@@ -106,9 +107,27 @@ def test_the_look_back_is_read_newest_first_until_every_server_has_a_window() ->
     got = read_servers(
         repo, _run, "q", servers, 20, 10_000, (T0, T0 + 90.001), lambda: None, FOREVER, until
     )  # type: ignore[arg-type]
+    # The newest look-back window, then s00 alone over the rest of the look-back.
+    assert repo.window_reads == [("q", float(T0 + 10 * i)) for i in (5, 6, 7, 8, 9)]
+    assert repo.server_reads == [("q", "s00")]
+    assert [w.window_start - T0 for w in got["s00"]] == [0, 10, 20, 30, 60, 70, 80, 90]
+    assert [w.window_start - T0 for w in got["s01"]] == [50, 60, 70, 80, 90]
+    # Most servers without a window in the newest: the look-back a window at a time.
+    repo = ResultRepo()
+    repo.add_windows(
+        [
+            WindowResult("q", float(T0 + 10 * i), 10, {"avg": float(i)}, 1, 1.0, f"s{n:02}")
+            for n in range(20)
+            for i in range(10)
+            if not (n < 15 and i in (4, 5))
+        ]
+    )
+    got = read_servers(
+        repo, _run, "q", servers, 20, 10_000, (T0, T0 + 90.001), lambda: None, FOREVER, until
+    )  # type: ignore[arg-type]
     assert repo.window_reads == [("q", float(T0 + 10 * i)) for i in (5, 4, 3, 6, 7, 8, 9)]
+    assert repo.server_reads == []
     assert [w.window_start - T0 for w in got["s00"]] == [30, 60, 70, 80, 90]
-    assert [w.window_start - T0 for w in got["s01"]] == [30, 40, 50, 60, 70, 80, 90]
 
 
 def test_the_budget_stops_a_read() -> None:
