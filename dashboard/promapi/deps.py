@@ -31,11 +31,13 @@ __all__ = [
     "matches",
     "ms",
     "promapi",
+    "recent",
     "span",
 ]
 
 EXTENSION = "apm.promapi"  # the key of the app's PromApi in ``app.extensions``
 MAX_MATCH = 64  # match[] parameters in one request
+RECENT_MS = 86_400_000  # the span of the series and label endpoints asked without one
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,14 @@ def matches(required: bool, limit: Deadline) -> list[Selector]:
 
 def span() -> tuple[int, int] | None:
     """``start`` and ``end`` of the series and label endpoints (unix ms), or None. Every
-    stored query's series is listed whatever its windows in the span; ALERTS series are those
-    on at some time in it, or now without one (docs/interop.md)."""
+    stored plain query's series is listed whatever its windows in the span, a ``BY server``
+    query's for the servers with results in it (:func:`recent` without one); ALERTS series
+    are those on at some time in it, or now without one (docs/interop.md)."""
     return parse_span(request.values.get("start"), request.values.get("end"), promapi().clock())
+
+
+def recent() -> tuple[int, int]:
+    """The span whose servers a ``BY server`` query's series are listed for when the series
+    and label endpoints are asked without one: the last day (unix ms)."""
+    now = ms(promapi().clock())
+    return now - RECENT_MS, now

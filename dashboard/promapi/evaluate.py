@@ -1,14 +1,15 @@
 """From stored queries and their windows to Prometheus series and points.
 
 Every function of every stored query is one series, labelled
-``{__name__="apm_query", id, fn, metric, window}``. A window covering ``[s, s + w)`` is the
-sample at its END, ``s + w``: the value at time ``t`` is that of the window that ended last at
-or before ``t``, and only while ``t`` is inside the next window (``t - end < w``). That is
-Prometheus' model of a step (the newest sample at or before it) with a look-back of exactly
-one window instead of 5 minutes, so a missing window is a missing point, never the previous
-one repeated. (That is a bare selector's; selectors inside an expression look back 5 minutes,
-:mod:`.promql_eval`.) A range query with ``step`` = the window and ``start`` on a window end
-returns each stored window once, at its end.
+``{__name__="apm_query", id, fn, metric, window}``; a ``BY server`` query has one such series
+per server with results in the time asked, labelled ``server`` too (and no series without it).
+A window covering ``[s, s + w)`` is the sample at its END, ``s + w``: the value at time ``t``
+is that of the window that ended last at or before ``t``, and only while ``t`` is inside the
+next window (``t - end < w``). That is Prometheus' model of a step (the newest sample at or
+before it) with a look-back of exactly one window instead of 5 minutes, so a missing window is
+a missing point, never the previous one repeated. (That is a bare selector's; selectors inside
+an expression look back 5 minutes, :mod:`.promql_eval`.) A range query with ``step`` = the
+window and ``start`` on a window end returns each stored window once, at its end.
 
 Times are integer milliseconds inside (as in Prometheus), so steps and window ends compare
 exactly.
@@ -28,8 +29,10 @@ __all__ = [
     "Deadline",
     "LimitError",
     "Series",
+    "Servers",
     "TimedOut",
     "label_sets",
+    "matching",
     "points",
     "read_window",
     "select",
@@ -60,6 +63,12 @@ class Series:
     query: StoredQuery
     fn: str  # the result key: min, p99, p99.9
     labels: Mapping[str, str]
+    server: str = ""  # a BY server query's series: its server (WindowResult.server)
+    fleet: int = 0  # ... and how many servers its query has in the time asked
+
+
+# A BY server query -> the servers with results in the time asked (one storage call).
+Servers = Callable[[StoredQuery], Sequence[str]]
 
 
 def label_sets(queries: Iterable[StoredQuery]) -> Iterator[Series]:
@@ -80,21 +89,56 @@ def select(
     selectors: Sequence[Selector],
     max_series: int,
     deadline: Deadline,
+    servers: Servers = lambda _q: (),
 ) -> list[Series]:
     """The series any of ``selectors`` matches (the union, as ``match[]`` means), at most
     ``max_series`` of them (else LimitError)."""
     out: list[Series] = []
+    for series in matching(queries, selectors, deadline, servers):
+        out.append(series)
+        if len(out) > max_series:
+            raise LimitError(
+                f"the selector matches more than {max_series} series "
+                "(APM_DASHBOARD_PROM_MAX_SERIES); narrow it, e.g. by id or server"
+            )
+    return out
+
+
+def matching(
+    queries: Iterable[StoredQuery],
+    selectors: Sequence[Selector],
+    deadline: Deadline,
+    servers: Servers = lambda _q: (),
+) -> Iterator[Series]:
+    """The series any of ``selectors`` matches, one at a time. A ``BY server`` query's servers
+    are listed only if a selector may match its other labels, once for all its functions,
+    and matched against the ``server`` matchers before anything is read."""
+    listed: dict[str, Sequence[str]] = {}
     for i, series in enumerate(label_sets(queries)):
         if i % 16 == 0:  # a regex over long values may take milliseconds a series
             deadline.check()
-        if any(s.matches(series.labels) for s in selectors):
-            out.append(series)
-            if len(out) > max_series:
-                raise LimitError(
-                    f"the selector matches more than {max_series} series "
-                    "(APM_DASHBOARD_PROM_MAX_SERIES); narrow it, e.g. by id"
-                )
-    return out
+        if not series.query.query.by_server:
+            if any(s.matches(series.labels) for s in selectors):
+                yield series
+            continue
+        narrow = [s for s in selectors if _may_match(s, series.labels)]
+        if not narrow:
+            continue
+        qid = series.query.id
+        if qid not in listed:
+            listed[qid] = servers(series.query)
+        for n, name in enumerate(listed[qid]):
+            if n % 256 == 255:
+                deadline.check()
+            labels = {**series.labels, "server": name}
+            if any(s.matches(labels) for s in narrow):
+                yield Series(series.query, series.fn, labels, name, len(listed[qid]))
+
+
+def _may_match(selector: Selector, labels: Mapping[str, str]) -> bool:
+    """Whether ``selector`` may match one of a BY server query's series: every matcher but
+    those on ``server`` matches ``labels``."""
+    return all(m.matches(labels.get(m.label, "")) for m in selector.matchers if m.label != "server")
 
 
 def steps(start_ms: int, end_ms: int, step_ms: int) -> range:

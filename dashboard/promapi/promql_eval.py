@@ -53,6 +53,9 @@ class Steps:
     deadline: Deadline
     max_points: int = MAX_POINTS
     lookback_ms: int = LOOKBACK_MS
+    # Where an instant selector's samples come from, when only the newest one at or before
+    # each step matters (storage may then read less); None: ``source``.
+    latest: Source | None = None
 
 
 def evaluate(node: Node, at: Steps) -> float | list[Row]:
@@ -62,7 +65,7 @@ def evaluate(node: Node, at: Steps) -> float | list[Row]:
     if isinstance(node, Number):
         return node.value
     if isinstance(node, Vector):
-        found = at.source(node.selector, at.lookback_ms)
+        found = (at.latest or at.source)(node.selector, at.lookback_ms)
         return [_instant(raw, times, at.lookback_ms, deadline) for raw in found]
     if isinstance(node, OverTime):
         found = at.source(node.selector, node.range_ms)

@@ -2,22 +2,28 @@
 each selector's series are chosen as a bare selector's are (at most ``max_series``), series x
 steps is at most ``max_points`` before anything is read, every window read counts against
 ``max_points`` too (an expression reads each selector's windows once, over the range plus its
-look-back or ``[range]``), and the deadline is checked while reading and evaluating."""
+look-back or ``[range]``; one read gives all the functions of a query, or of one server of a
+``BY server`` query), and the deadline is checked while reading and evaluating."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 
+from apm.query import WindowResult
 from dashboard.promapi.evaluate import Deadline, LimitError, Series
+from dashboard.promapi.plan import by_query
 from dashboard.promapi.promql_eval import LOOKBACK_MS, Raw, Row, Steps, evaluate
 from dashboard.promapi.promql_parse import Expr
 from dashboard.promapi.selector import Selector
+from dashboard.promapi.server_reads import collect, planned_rows, read_servers
 from dashboard.promapi.shape import format_time, format_value, matrix, vector
 from dashboard.promapi.store import Store
 
 __all__ = ["PromqlRunner"]
 
-Select = Callable[[Sequence[Selector], Deadline], list[Series]]
+# (selectors, deadline, [start, end] of the samples wanted, unix ms) -> the series.
+Select = Callable[[Sequence[Selector], Deadline, tuple[int, int]], list[Series]]
 
 
 class PromqlRunner:
@@ -54,56 +60,95 @@ class PromqlRunner:
         limits = self._store.limits
         budget = [limits.max_points]
 
-        def source(selector: Selector, before_ms: int) -> list[Raw]:
-            found = self._select([selector], deadline)
+        def source(selector: Selector, before_ms: int, newest: bool = False) -> list[Raw]:
+            found = self._select([selector], deadline, (times[0] - before_ms, times[-1]))
             if len(found) * len(times) > limits.max_points:
                 raise LimitError(
                     f"{len(found)} series x {len(times)} steps is more than "
                     f"{limits.max_points} points (APM_DASHBOARD_PROM_MAX_POINTS); "
                     "narrow the selector, shorten the range or raise the step"
                 )
-            spans = [_span(s, before_ms, times) for s in found]
-            planned = sum(
-                (hi - lo) // (s.query.query.window_seconds * 1000) + 1
-                for s, (lo, hi) in zip(found, spans, strict=True)
-            )
+            groups = by_query(found)
+            spans = {qid: _span(group[0], before_ms, times) for qid, group in groups.items()}
+            # Instant selectors want, of the windows ending by the first step, the newest.
+            until = {qid: _until(group, times) if newest else None for qid, group in groups.items()}
+            planned = sum(_planned(g, spans[qid], until[qid]) for qid, g in groups.items())
             if planned > budget[0]:
                 raise LimitError(
                     f"reading about {planned} windows is more than the "
                     f"{budget[0]} left of APM_DASHBOARD_PROM_MAX_POINTS; narrow the selector, "
                     "shorten the range, the [range] of *_over_time() or lookback_delta"
                 )
-            return [
-                self._raw(s, span, budget, deadline) for s, span in zip(found, spans, strict=True)
-            ]
+            read: dict[tuple[str, str], list[WindowResult]] = {}  # (query id, server)
+            for qid, group in groups.items():
+                spend = partial(_spend, budget)
+                got = self._read(group, spans[qid], spend, deadline, until[qid])
+                read.update(((qid, server), rows) for server, rows in got.items())
+            return [_raw(s, read[s.query.id, s.server]) for s in found]
 
-        return evaluate(expr, Steps(times, source, deadline, limits.max_points, lookback_ms))
+        latest = partial(source, newest=True)
+        at = Steps(times, source, deadline, limits.max_points, lookback_ms, latest)
+        return evaluate(expr, at)
 
-    def _raw(
-        self, series: Series, span: tuple[int, int], budget: list[int], deadline: Deadline
-    ) -> Raw:
-        width = series.query.query.window_seconds * 1000
-        lo, hi = span
-        repo = self._store.repo
-        windows = self._store.guard(
-            "read_results", lambda: repo.read_results(series.query.id, lo / 1000, hi / 1000)
+    def _read(
+        self,
+        group: list[Series],
+        span: tuple[int, int],
+        spend: Callable[[], None],
+        deadline: Deadline,
+        newest_until: int | None,
+    ) -> dict[str, list[WindowResult]]:
+        """server ("" for a plain query) -> the windows of ``group``'s query in ``span``
+        (``newest_until``: of those starting by then, at least each server's newest)."""
+        lo, hi = span[0] / 1000, span[1] / 1000
+        store, query = self._store, group[0].query
+        if query.query.by_server:
+            servers = list(dict.fromkeys(s.server for s in group))
+            width, fleet = query.query.window_seconds * 1000, group[0].fleet
+            read_all = partial(read_servers, store.repo, store.guard, query.id, servers, fleet)
+            return read_all(width, (lo, hi), spend, deadline, newest_until)
+        read = partial(store.repo.read_results, query.id, lo, hi)
+        return {"": store.guard("read_results", partial(collect, read, spend, deadline))}
+
+
+def _spend(budget: list[int]) -> None:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise LimitError(
+            "the query read more windows than APM_DASHBOARD_PROM_MAX_POINTS; shorten "
+            "the range, the [range] of *_over_time() or narrow the selector"
         )
-        stamps: list[int] = []
-        values: list[float] = []
-        for i, w in enumerate(windows):
-            if i % 1000 == 999:
-                deadline.check()
-            budget[0] -= 1
-            if budget[0] < 0:
-                raise LimitError(
-                    "the query read more windows than APM_DASHBOARD_PROM_MAX_POINTS; shorten "
-                    "the range, the [range] of *_over_time() or narrow the selector"
-                )
-            v = w.values.get(series.fn)
-            if w.window_seconds * 1000 == width and v is not None:
-                stamps.append(round(w.window_start * 1000) + width)
-                values.append(v)
-        return Raw(dict(series.labels), stamps, values)
+
+
+def _planned(group: list[Series], span: tuple[int, int], newest_until: int | None) -> int:
+    """The windows reading ``group``'s query over ``span`` (ms) returns at most."""
+    width = group[0].query.query.window_seconds * 1000
+    if group[0].server:
+        servers, fleet, span_s = (
+            len({s.server for s in group}),
+            group[0].fleet,
+            (span[0] / 1000, span[1] / 1000),
+        )
+        return planned_rows(width, span_s, servers, fleet, newest_until)
+    return (span[1] - span[0]) // width + 1
+
+
+def _until(group: list[Series], times: range) -> int:
+    """The start (ms) of the last window that ends by the first step."""
+    return times[0] - group[0].query.query.window_seconds * 1000
+
+
+def _raw(series: Series, windows: list[WindowResult]) -> Raw:
+    """``series``' samples among its query's (or server's) ``windows``."""
+    width = series.query.query.window_seconds * 1000
+    stamps: list[int] = []
+    values: list[float] = []
+    for w in windows:
+        v = w.values.get(series.fn)
+        if w.window_seconds * 1000 == width and v is not None:
+            stamps.append(round(w.window_start * 1000) + width)
+            values.append(v)
+    return Raw(dict(series.labels), stamps, values)
 
 
 def _span(series: Series, before_ms: int, times: range) -> tuple[int, int]:

@@ -18,7 +18,6 @@ from flask import Blueprint, Response, jsonify, request
 from flask.blueprints import BlueprintSetupState
 
 from dashboard.api import guarded
-from dashboard.ports import QueryRepository
 from dashboard.promapi.access import Access
 from dashboard.promapi.alert_range import AlertRange
 from dashboard.promapi.alerts import alerts_of, history_of
@@ -31,6 +30,7 @@ from dashboard.promapi.deps import (
     matches,
     ms,
     promapi,
+    recent,
     span,
 )
 from dashboard.promapi.hooks import register_hooks
@@ -39,7 +39,7 @@ from dashboard.promapi.run import Evaluator
 from dashboard.promapi.selector import ALERTS, LABELS, METRIC, parse_selector
 from dashboard.promapi.settings import PromApiSettings
 from dashboard.promapi.shape import success
-from dashboard.promapi.store import Store
+from dashboard.promapi.store import PromRepository, Store
 from dashboard.promapi.telemetry import PromApiTelemetry
 from dashboard.settings import DashboardSettings
 from dashboard.telemetry import DashboardTelemetry
@@ -91,7 +91,7 @@ def series() -> Response:
     limit = deadline()
     selectors, between = matches(True, limit), span()
     evaluator = promapi().evaluator
-    found = [dict(s.labels) for s in evaluator.series(selectors, limit)]
+    found = [dict(s.labels) for s in evaluator.series(selectors, limit, between or recent())]
     found += evaluator.alert_series(selectors, limit, between)
     return jsonify(success(sorted(found, key=lambda d: sorted(d.items()))))
 
@@ -99,12 +99,17 @@ def series() -> Response:
 def labels() -> Response:
     limit = deadline()
     selectors = matches(False, limit)
-    span()  # checked; the ALERTS label names are those of the alerts now
+    between = span()  # the ALERTS label names are those of the alerts now
     evaluator = promapi().evaluator
-    alerting = evaluator.alert_series(selectors or [parse_selector(ALERTS)], limit)
-    if selectors and not alerting and not evaluator.series(selectors, limit):
-        return jsonify(success([]))
-    return jsonify(success(sorted({*LABELS, *(k for a in alerting for k in a)})))
+    names = {
+        k for a in evaluator.alert_series(selectors or [parse_selector(ALERTS)], limit) for k in a
+    }
+    every = set(LABELS)
+    for s in evaluator.every(selectors or [parse_selector(METRIC)], limit, between or recent()):
+        names.update(s.labels)
+        if every <= names:  # a plain query's and a BY server query's seen: nothing to add
+            break
+    return jsonify(success(sorted(names)))
 
 
 def label_values(name: str) -> Response:
@@ -116,9 +121,13 @@ def label_values(name: str) -> Response:
     selectors = matches(False, limit) or [parse_selector(METRIC), parse_selector(ALERTS)]
     between = span()
     evaluator = promapi().evaluator
-    found = [s.labels for s in evaluator.series(selectors, limit)]
-    found += evaluator.alert_series(selectors, limit, between)
-    return jsonify(success(sorted({s[name] for s in found if name in s})))
+    found = {
+        s.labels[name]
+        for s in evaluator.every(selectors, limit, between or recent())
+        if name in s.labels
+    }
+    found.update(a[name] for a in evaluator.alert_series(selectors, limit, between) if name in a)
+    return jsonify(success(sorted(found)))
 
 
 def buildinfo() -> Response:
@@ -158,7 +167,7 @@ _ROUTES: tuple[tuple[str, Callable[..., Response], tuple[str, ...]], ...] = (
 
 
 def build_promapi(
-    repo: QueryRepository,
+    repo: PromRepository,
     settings: DashboardSettings,
     limits: PromApiSettings,
     telemetry: DashboardTelemetry,

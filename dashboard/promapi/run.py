@@ -1,13 +1,12 @@
 """Evaluating one request against storage: select the series, check the limits before any
-result is read, then read each query's windows once (all its functions come from them).
+result is read, then read each query's windows once (all its functions come from them), or
+each server's of a ``BY server`` query, as :mod:`.plan` plans. ``max_points`` bounds both the
+points answered (series x steps) and the windows read, planned before reading and counted
+while reading (windows of an older definition of a query, of another length, count too).
 
-A query reads only what its steps need: the whole range when its windows are no more than two
-per step, else the one window a step that can give that step's point, by its start, in one
-statement per day and 100 starts (a 30-day range at a 1 h step over 10 s windows reads 720
-windows in 30 statements, not 259,200 windows, nor 720 range reads). ``max_points`` bounds
-both the points answered (series x steps) and the windows read, planned before reading and
-counted while reading (windows of an older definition of a query, of another length, count
-too).
+A ``BY server`` query's series (one per server, labelled ``server``) are those of the servers
+with results in the time asked, listed in one call a query and narrowed by the ``server``
+matchers before any read.
 
 ``ALERTS`` series (:mod:`.alerts`) come from ``alerts``, the rule listing with each alert's
 newest state, for instant queries and the series and label endpoints; a range query's come
@@ -15,57 +14,35 @@ from the alert history (:mod:`.alert_range`)."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from apm.query import WindowResult
+from apm.query import StoredQuery, WindowResult
 from dashboard.promapi.alert_range import AlertRange
 from dashboard.promapi.alerts import alert_labels
 from dashboard.promapi.evaluate import (
     Deadline,
     LimitError,
     Series,
+    Servers,
+    matching,
     points,
     read_window,
     select,
     steps,
 )
+from dashboard.promapi.plan import Span, by_query, plan, reads_of
 from dashboard.promapi.promql_eval import LOOKBACK_MS
 from dashboard.promapi.promql_parse import Expr
 from dashboard.promapi.promql_run import PromqlRunner
 from dashboard.promapi.selector import ALERTS, METRIC, Constant, Selector
+from dashboard.promapi.server_reads import collect, read_servers
 from dashboard.promapi.shape import Point, format_time, format_value, matrix, vector
 from dashboard.promapi.store import Store
 
 __all__ = ["Evaluator"]
-
-Span = tuple[float, float]  # [from, to) of window starts, epoch seconds
-
-
-def plan(window_ms: int, times: range) -> Span | list[float]:
-    """The reads one query needs for ``times``: the span of starts over the range when that is
-    at most two windows a step, else the one start a step that can give its point (windows are
-    tumbling and aligned to the epoch: the window ending in (t - w, t] starts at
-    floor((t - w) / w) w), read together in a few statements."""
-    whole = read_window(window_ms, times[0], times[-1])
-    if len(times) == 1 or windows_in(window_ms, whole) <= 2 * len(times):
-        return whole
-    starts = {(t - window_ms) // window_ms * window_ms for t in times}
-    return sorted(s / 1000 for s in starts if s >= 0)
-
-
-def windows_in(window_ms: int, span: Span) -> int:
-    """Windows of ``window_ms`` whose starts fall in ``span`` (at most)."""
-    return max(0, math.ceil((span[1] - span[0]) * 1000 / window_ms))
-
-
-def planned(window_ms: int, times: range) -> int:
-    """The windows :func:`plan`'s reads return at most (without :func:`plan`'s list)."""
-    whole = windows_in(window_ms, read_window(window_ms, times[0], times[-1]))
-    return whole if len(times) == 1 or whole <= 2 * len(times) else len(times)
 
 
 def _check_alerts(found: int, max_series: int) -> None:
@@ -101,11 +78,34 @@ class Evaluator:
         self._alerts, self._history = alerts, history
         self._promql = PromqlRunner(store, self.series)
 
-    def series(self, selectors: Sequence[Selector], deadline: Deadline) -> list[Series]:
+    def series(
+        self, selectors: Sequence[Selector], deadline: Deadline, span: tuple[int, int]
+    ) -> list[Series]:
+        """The ``apm_query`` series any of ``selectors`` matches; a ``BY server`` query's are
+        those of its servers with a window that can give a point in ``span`` ([start, end],
+        unix ms)."""
         if not any(s.may_name(METRIC) for s in selectors):
             return []
         queries = self._guard("list_queries", self._repo.list_queries)
-        return select(queries, selectors, self._limits.max_series, deadline)
+        return select(queries, selectors, self._limits.max_series, deadline, self._lister(span))
+
+    def every(
+        self, selectors: Sequence[Selector], deadline: Deadline, span: tuple[int, int]
+    ) -> Iterator[Series]:
+        """As :meth:`series`, one at a time and without ``max_series``: for the label
+        endpoints, which keep only names or values (10,000 servers make one value each)."""
+        if not any(s.may_name(METRIC) for s in selectors):
+            return iter(())
+        queries = self._guard("list_queries", self._repo.list_queries)
+        return matching(queries, selectors, deadline, self._lister(span))
+
+    def _lister(self, span: tuple[int, int]) -> Servers:
+        def listed(query: StoredQuery) -> list[str]:
+            lo, hi = read_window(query.query.window_seconds * 1000, *span)
+            list_servers = self._repo.list_result_servers
+            return self._guard("list_result_servers", lambda: list_servers(query.id, lo, hi))
+
+        return listed
 
     def alert_series(
         self, selectors: Sequence[Selector], deadline: Deadline, span: tuple[int, int] | None = None
@@ -156,15 +156,14 @@ class Evaluator:
         if isinstance(expr, Constant):
             self._on_points(len(times))
             return matrix([({}, [(t, expr.value) for t in times])])
-        found = self.series([expr], deadline)
+        found = self.series([expr], deadline, (times[0], times[-1]))
         if len(found) * len(times) > self._limits.max_points:
             raise LimitError(
                 f"{len(found)} series x {len(times)} steps is more than "
                 f"{self._limits.max_points} points (APM_DASHBOARD_PROM_MAX_POINTS); "
                 "narrow the selector, shorten the range or raise the step"
             )
-        queries = {s.query.id: s.query.query.window_seconds * 1000 for s in found}
-        reads = sum(planned(w, times) for w in queries.values())
+        reads = reads_of(found, times)
         if reads > self._limits.max_points:
             raise LimitError(
                 f"reading about {reads} windows is more than {self._limits.max_points} "
@@ -188,7 +187,7 @@ class Evaluator:
             return self._promql.instant_query(expr, t_ms, deadline, lookback_ms)
         if isinstance(expr, Constant):
             return {"resultType": "scalar", "result": [format_time(t_ms), format_value(expr.value)]}
-        found = self.series([expr], deadline)
+        found = self.series([expr], deadline, (t_ms, t_ms))
         rows = [
             (labels, p[0]) for labels, p in self._read(found, steps(t_ms, t_ms, 1), deadline) if p
         ]
@@ -199,32 +198,40 @@ class Evaluator:
     def _read(
         self, found: Sequence[Series], times: range, deadline: Deadline
     ) -> list[tuple[dict[str, str], list[Point]]]:
-        by_query: dict[str, list[Series]] = {}
-        for s in found:
-            by_query.setdefault(s.query.id, []).append(s)
         rows: list[tuple[dict[str, str], list[Point]]] = []
         budget = _Budget(self._limits.max_points)
-        for qid, group in by_query.items():
+        for qid, group in by_query(found).items():
             deadline.check()
             query = group[0].query
-            reads = plan(query.query.window_seconds * 1000, times)
-            read = partial(self._collect, qid, reads, budget, deadline)
-            windows = self._guard("read_results", read)
-            got = points(windows, query, [s.fn for s in group], times, deadline)
-            rows += [(dict(s.labels), got[s.fn]) for s in group]
+            width = query.query.window_seconds * 1000
+            if not query.query.by_server:
+                read = partial(self._collect, qid, plan(width, times), budget, deadline)
+                got = points(
+                    self._guard("read_results", read), query, [s.fn for s in group], times, deadline
+                )
+                rows += [(dict(s.labels), got[s.fn]) for s in group]
+                continue
+            servers = list(dict.fromkeys(s.server for s in group))
+            span = read_window(width, times[0], times[-1])
+            windows = read_servers(
+                self._repo,
+                self._guard,
+                qid,
+                servers,
+                group[0].fleet,
+                width,
+                span,
+                budget.spend,
+                deadline,
+            )
+            for s in group:
+                got = points(windows[s.server], query, [s.fn], times, deadline)
+                rows.append((dict(s.labels), got[s.fn]))
         return rows
 
     def _collect(
         self, qid: str, reads: Span | list[float], budget: _Budget, deadline: Deadline
     ) -> list[WindowResult]:
         if isinstance(reads, tuple):
-            found = self._repo.read_results(qid, *reads)
-        else:
-            found = self._repo.read_results_at(qid, reads)
-        out: list[WindowResult] = []
-        for i, w in enumerate(found):
-            if i % 1000 == 999:
-                deadline.check()
-            budget.spend()
-            out.append(w)
-        return out
+            return collect(partial(self._repo.read_results, qid, *reads), budget.spend, deadline)
+        return collect(partial(self._repo.read_results_at, qid, reads), budget.spend, deadline)

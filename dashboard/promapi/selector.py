@@ -48,14 +48,16 @@ __all__ = [
 
 METRIC = "apm_query"
 # The labels of every series: the stored query's id, the function's result key (min, p99,
-# p99.9), the query's metric and its window (10s, 1m); __name__ is always apm_query.
-LABELS = ("__name__", "fn", "id", "metric", "window")
+# p99.9), the query's metric and its window (10s, 1m); __name__ is always apm_query. A
+# ``BY server`` query's series also carry the server they are of (a plain query's have none).
+LABELS = ("__name__", "fn", "id", "metric", "window", "server")
 # Prometheus' ALERTS series: 1 for each alert pending or firing now (dashboard.promapi.alerts).
 ALERTS = "ALERTS"
 ALERT_LABELS = ("__name__", "alertname", "alertstate", "severity", "rule_id", "server")
 MAX_EXPR_CHARS = 16_384  # Grafana's multi-value variables make long alternations of ids
 MAX_MATCHERS = 32
 _OPS = ("=~", "!~", "!=", "=")
+_EITHER = tuple(dict.fromkeys(LABELS + ALERT_LABELS[1:]))  # either metric's labels, once each
 _MAX_SEEN = 10_000
 
 
@@ -131,7 +133,7 @@ def parse_selector(text: str) -> Selector:
         s.i += 1
         # Unnamed, a selector may match either metric's labels.
         # ALERTS carries its rules' own labels too, whatever their names.
-        known = {METRIC: LABELS, ALERTS: None}.get(name, LABELS + ALERT_LABELS[1:])
+        known = {METRIC: LABELS, ALERTS: None}.get(name, _EITHER)
         matchers += _matchers(s, named=bool(name), known=known)
     elif not name:
         raise _unsupported(s.i, 'expected a selector such as apm_query{id="..."}')

@@ -10,6 +10,11 @@ selectors inside expressions are compared where the look-back fills a gap, where
 (exactly 5 m after a window, both ends included) and after every series has stopped. Bare
 selectors keep their one-window look-back: they equal a second Prometheus started with
 ``--query.lookback-delta=9999ms``, as do expressions asked with ``lookback_delta=9999ms``.
+Query S is ``BY server``: its series carry a ``server`` label, one per server (web-1 in every
+window, web-2 vanishing at window 60, web-3 appearing at window 40, web-4 missing every fifth,
+and 36 more each missing every eleventh window), and expressions group, rank and match on that
+label; with 40 servers, instants over most of them read one window of every server at a time
+(``read_window_servers``), ranges and instants over a few read each server's own series.
 Values are distinct (no ties for topk/bottomk)."""
 
 from __future__ import annotations
@@ -36,6 +41,16 @@ WINDOWS = 120  # 10 s windows: 20 minutes
 GAPS = {30, 31, 32, 33, 34, 35, 80}  # query B's missing windows
 LONG_GAPS = {*range(40, 80), *range(100, WINDOWS)}  # query C's: 400 s, and its last 200 s
 A, B, C, AB, ABC = "{A}", "{B}", "{C}", "{AB}", "{ABC}"  # placeholders for the matchers
+S, S3, S12, SN1 = "{S}", "{S3}", "{S12}", "{SN1}"  # query S; its web-3; web-1|2; all but web-1
+SERVERS = {  # query S's windows of each server
+    "web-1": set(range(WINDOWS)),
+    "web-2": set(range(60)),
+    "web-3": set(range(40, WINDOWS)),
+    "web-4": {i for i in range(WINDOWS) if i % 5},
+    # More servers than the 31 windows of a 5-minute look-back, so instants over most of them
+    # read a window at a time, newest first, going further back for those a window misses.
+    **{f"db-{n:02}": {i for i in range(WINDOWS) if (i * 7 + n) % 11} for n in range(36)},
+}
 
 EXPRESSIONS = [
     *(f"{fn}_over_time(apm_query{AB}[1m])" for fn in ("avg", "min", "max", "sum", "count")),
@@ -108,10 +123,34 @@ EXPRESSIONS = [
     "avg without (fn) (apm_query{AB}) unless on(id) apm_query{C}",
     "2 ^ 3",
     "1 > bool 2",
+    # Per-server series (query S): the PromQL Grafana users write over them.
+    "apm_query{S} * 1",
+    "topk(2, apm_query{S})",
+    "bottomk(1, apm_query{S})",
+    "topk by (fn) (3, max_over_time(apm_query{S}[1m]))",
+    "bottomk by (server) (1, apm_query{S})",
+    "avg by (server) (apm_query{S})",
+    "max without (server) (apm_query{S})",
+    "sum without (server, fn) (apm_query{S})",
+    "count(apm_query{S})",
+    "count by (fn) (apm_query{S})",
+    "quantile by (fn) (0.5, apm_query{S})",
+    "max_over_time(apm_query{S12}[1m])",
+    "avg_over_time(apm_query{SN1}[2m])",
+    "apm_query{S3} * 2",
+    "sum by (server) (apm_query{SN1}) > 100",
+    "apm_query{S} / on(server) group_left sum by (server) (apm_query{S})",
+    "apm_query{S12} - ignoring(server) group_left max without (server) (apm_query{S})",
+    "topk(1, apm_query{S}) or apm_query{S3}",
 ]
 # One-window look-back: bare selectors, and expressions asked with lookback_delta=9999ms.
 SHORT = [
     ("apm_query{ABC}", {}),
+    ("apm_query{S}", {}),
+    ("apm_query{SN1}", {}),
+    # Fewer windows than servers: read a window at a time (instants: newest first).
+    ("topk(2, apm_query{SN1})", {"lookback_delta": "9999ms"}),
+    ("count by (fn) (apm_query{SN1})", {"lookback_delta": "9.999"}),
     ("sum by (fn) (apm_query{ABC})", {"lookback_delta": "9999ms"}),
     ("apm_query{ABC} < bool 50", {"lookback_delta": "9.999"}),
 ]
@@ -146,6 +185,20 @@ def both(
         for i in range(WINDOWS)
         if i not in gaps
     ]
+    qs = repo.save_query("FROM web-* SELECT promql.load WINDOW 10s COMPUTE avg, max BY server")
+    rows += [
+        WindowResult(
+            qs.id,
+            float(base + 10 * i),
+            10,
+            {f: rng.uniform(0, 100) for f in ("avg", "max")},
+            5,
+            base,
+            server,
+        )
+        for server, present in SERVERS.items()
+        for i in sorted(present)
+    ]
     repo.upsert_results(rows)
     client = httpx.Client(
         base_url=served.url, timeout=30, headers={"Authorization": f"Bearer {TOKEN}"}
@@ -153,13 +206,22 @@ def both(
     matchers = {A: f'{{id="{qa.id}"}}', B: f'{{id="{qb.id}"}}', C: f'{{id="{qc.id}"}}'}
     matchers[AB] = f'{{id=~"{qa.id}|{qb.id}"}}'
     matchers[ABC] = f'{{id=~"{qa.id}|{qb.id}|{qc.id}"}}'
-    listed = client.get("/api/v1/series", params={"match[]": f"apm_query{matchers[ABC]}"}).json()
+    matchers[S] = f'{{id="{qs.id}"}}'
+    matchers[S3] = f'{{id="{qs.id}", server="web-3"}}'
+    matchers[S12] = f'{{id="{qs.id}", server=~"web-[12]"}}'
+    matchers[SN1] = f'{{id="{qs.id}", server!="web-1"}}'
+    every = {"match[]": [f"apm_query{matchers[ABC]}", f"apm_query{matchers[S]}"]}
+    listed = client.get("/api/v1/series", params=every).json()
     samples: dict[tuple, list[tuple[int, float]]] = {}
     for w in rows:
         for fn, v in w.values.items():
-            samples.setdefault((w.query_id, fn), []).append((round(w.window_start + 10) * 1000, v))
-    series = [(labels, samples[labels["id"], labels["fn"]]) for labels in listed["data"]]
-    assert len(series) == 7
+            at = round(w.window_start + 10) * 1000
+            samples.setdefault((w.query_id, fn, w.server), []).append((at, v))
+    series = [
+        (labels, samples[labels["id"], labels["fn"], labels.get("server", "")])
+        for labels in listed["data"]
+    ]
+    assert len(series) == 7 + 2 * len(SERVERS)
     text = openmetrics(series)
     home, short = tmp_path_factory.mktemp("promql-reference"), tmp_path_factory.mktemp("short")
     with (
@@ -186,6 +248,8 @@ def _compare(ours: httpx.Client, url: str, query: str, base: int, extra: dict) -
     last = base + 10 * WINDOWS  # the last window's end (A's and B's; C stops at last - 200)
     ranges = [(base + 300, last, 10), (base + 5, last, 15), (base, last - 100, 60), (base, last, 7)]
     ranges.append((last - 600, last + 400, 10))  # past every series' end by more than 5 m
+    # Fewer windows than query S's 40 servers (look-back included): read a window at a time.
+    ranges.append((base + 1005, base + 1045, 10))
     with httpx.Client(base_url=url, timeout=30) as prometheus:
         for start, end, step in ranges:
             params = {"query": query, "start": start, "end": end, "step": step}

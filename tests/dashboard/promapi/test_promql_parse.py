@@ -122,7 +122,7 @@ def test_operators_with_a_number_on_either_side() -> None:
         (f"topk(scalar({SEL}), {SEL})", "the function scalar()"),
         ("sum(ALERTS)", "ALERTS inside functions"),
         ("sum(up)", "unknown metric 'up'"),
-        ('sum(apm_query{server="a"})', "unknown label 'server'"),
+        ('sum(apm_query{host="a"})', "unknown label 'host'"),
         ('sum(apm_query{id=~"a(?=b)"})', "illegal regex"),
         ('apm_query{id=~"a(?=b)"}', "invalid perl operator"),
         (f"sum({SEL}", "unclosed left parenthesis"),

@@ -19,6 +19,7 @@ from tests.dashboard.promapi.test_routes import (
     TOKEN,
     ResultRepo,
     _err,
+    _fleet,
     _ok,
     _ticking_client,
 )
@@ -135,7 +136,8 @@ _PIECES = st.sampled_from(
     ['apm_query{id="qa"}', "apm_query", "sum", "quantile", "count_values", "topk", "by",
      "without", "on", "ignoring", "group_left", "group_right", "(", ")", "(fn)", "(id)", "[30s]",
      "1", "0.5", '"v"', ",", "-", "+", "*", "/", "%", "^", ">", "==", "bool", "and", "or",
-     "unless", "max_over_time", "stddev", " "]
+     "unless", "max_over_time", "stddev", " ", 'apm_query{server=~"web-.*"}', "(server)",
+     'apm_query{id="qs", server="web-2"}', "bottomk"]
 )  # fmt: skip
 
 
@@ -143,10 +145,13 @@ _PIECES = st.sampled_from(
 @given(text=st.lists(_PIECES, max_size=16).map("".join) | st.text(max_size=60))
 def test_any_query_text_answers_below_500(text: str) -> None:
     """Whatever the text, the whole app answers 200, 400, 422 or 503 (never a 500), each
-    answer within the API's limits and deadline."""
+    answer within the API's limits and deadline (per-server series of test_routes' fleet
+    included)."""
     from tests.dashboard.promapi.test_routes import repo as routes_repo
 
-    api = _client(routes_repo.__wrapped__())  # type: ignore[attr-defined]
+    repo = routes_repo.__wrapped__()  # type: ignore[attr-defined]
+    _fleet(repo)
+    api = _client(repo)
     params = {"query": text, "start": T0, "end": T0 + 100, "step": 5}
     for path, query in (("/api/v1/query_range", params), ("/api/v1/query", {"query": text})):
         answer = api.get(path, query_string=query)

@@ -20,6 +20,7 @@ from dashboard.context import AppContext
 from dashboard.settings import DashboardSettings
 from storage.reader import ms_ceil
 from tests.dashboard.test_api_errors import MemoryRepo, _Scraper, _Topics
+from tests.support.servers import FakeServerSeries
 
 pytestmark = pytest.mark.unit
 
@@ -30,17 +31,26 @@ T0 = 1_700_000_000
 
 class ResultRepo(MemoryRepo):
     """MemoryRepo with windows: read_results as the repository bounds it (whole ms,
-    lo <= window_start < hi, ascending); ``reads`` records each call."""
+    lo <= window_start < hi, ascending); per-server series are tests.support.servers' fake of
+    the repository's (contract-tested against it). ``reads``, ``server_reads``,
+    ``window_reads`` and ``listings`` record each call, ``rows_read`` the windows handed out."""
 
     def __init__(self) -> None:
         super().__init__()
         self.windows: dict[str, list[WindowResult]] = {}
         self.reads: list[tuple[str, float, float]] = []
         self.rows_read = 0  # windows handed out, as storage would read them
+        self.per_server = FakeServerSeries()
+        self.server_reads: list[tuple[str, str]] = []
+        self.window_reads: list[tuple[str, float]] = []
+        self.listings: list[str] = []
 
     def add(self, text: str, qid: str) -> StoredQuery:
         self.queries[qid] = StoredQuery(qid, parse(text))
         return self.queries[qid]
+
+    def add_windows(self, rows: list[WindowResult]) -> None:
+        self.per_server.upsert_server_rows(rows)
 
     def read_results(
         self, query_id: str, start: float, end: float, page_size: int = 5000
@@ -53,6 +63,28 @@ class ResultRepo(MemoryRepo):
         ]
         self.rows_read += len(found)
         return iter(sorted(found, key=lambda w: w.window_start))
+
+    def read_server_results(
+        self, query_id: str, server: str, start: float, end: float
+    ) -> Iterator[WindowResult]:
+        self._check(query_id)
+        self.server_reads.append((query_id, server))
+        return self._count(self.per_server.read_server_results(query_id, server, start, end))
+
+    def read_window_servers(self, query_id: str, window_start: float) -> Iterator[WindowResult]:
+        self._check(query_id)
+        self.window_reads.append((query_id, window_start))
+        return self._count(self.per_server.read_window_servers(query_id, window_start))
+
+    def list_result_servers(self, query_id: str, start: float, end: float) -> list[str]:
+        self._check(query_id)
+        self.listings.append(query_id)
+        return self.per_server.list_result_servers(query_id, start, end)
+
+    def _count(self, rows: Iterator[WindowResult]) -> Iterator[WindowResult]:
+        found = list(rows)
+        self.rows_read += len(found)
+        return iter(found)
 
 
 @pytest.fixture
@@ -456,3 +488,194 @@ def test_requests_are_counted_by_endpoint_and_code(api: Any) -> None:
     text = api.get("/metrics").get_data(as_text=True)
     assert 'apm_dashboard_prom_requests_total{code="200",endpoint="labels"} 1.0' in text
     assert 'apm_dashboard_prom_requests_total{code="400",endpoint="series"} 1.0' in text
+
+
+def _fleet(repo: ResultRepo) -> None:
+    """``qs``, a BY server query over three servers: web-1 in every window of T0..T0+100,
+    web-2 in the first five only, web-3 in the last five only (it appears as web-2 vanishes);
+    web-0 two days before."""
+    repo.add("FROM web-* SELECT cpu WINDOW 10s COMPUTE avg, max BY server", "qs")
+    repo.add_windows([WindowResult("qs", T0 - 2 * 86_400.0, 10, {"avg": 0.0}, 1, 1.0, "web-0")])
+    present = {"web-1": range(10), "web-2": range(5), "web-3": range(5, 10)}
+    repo.add_windows(
+        [
+            WindowResult(
+                "qs", float(T0 + 10 * i), 10, {"avg": i + n, "max": 10.0 * n + i}, 4, 1.0, s
+            )
+            for n, (s, windows) in enumerate(present.items(), start=1)
+            for i in windows
+        ]
+    )
+
+
+def _by_server(found: list[dict[str, Any]]) -> dict[tuple[str, str], Any]:
+    return {(s["metric"].get("server", ""), s["metric"]["fn"]): s for s in found}
+
+
+def test_a_by_server_querys_series_carry_a_server_label(api: Any, repo: ResultRepo) -> None:
+    _fleet(repo)
+    # The servers with results on the days the span touches (web-3's first window ends at
+    # T0 + 60, the same day): not web-0's, two days before.
+    first = {"start": T0, "end": T0 + 50}
+    series = _ok(api.get("/api/v1/series", query_string={"match[]": 'apm_query{id="qs"}', **first}))
+    assert sorted((s["server"], s["fn"]) for s in series) == [
+        (server, fn) for server in ("web-1", "web-2", "web-3") for fn in ("avg", "max")
+    ]
+    assert series[0] == {
+        "__name__": "apm_query",
+        "fn": "avg",
+        "id": "qs",
+        "metric": "cpu",
+        "window": "10s",
+        "server": "web-1",
+    }
+    last = {"start": T0 + 60, "end": T0 + 100}
+    only = _ok(
+        api.get("/api/v1/series", query_string={"match[]": 'apm_query{server="web-3"}', **last})
+    )
+    assert [(s["id"], s["server"], s["fn"]) for s in only] == [
+        ("qs", "web-3", "avg"),
+        ("qs", "web-3", "max"),
+    ]
+    # A plain query's series have no server label, so server="" is exactly them.
+    plain = _ok(api.get("/api/v1/series", query_string={"match[]": 'apm_query{server=""}', **last}))
+    assert sorted((s["id"], s["fn"]) for s in plain) == [
+        ("qa", "min"),
+        ("qa", "p99"),
+        ("qb", "avg"),
+    ]
+    assert all("server" not in s for s in plain)
+
+    assert "server" in _ok(api.get("/api/v1/labels", query_string=last))
+    assert "server" not in _ok(
+        api.get("/api/v1/labels", query_string={"match[]": 'apm_query{id="qa"}'})
+    )
+    values = "/api/v1/label/server/values"
+    assert _ok(api.get(values, query_string={"start": T0 - 3 * 86_400, "end": T0})) == [
+        "web-0",
+        "web-1",
+        "web-2",
+        "web-3",
+    ]
+    narrowed = {"match[]": 'apm_query{server!~"web-1"}', **last}
+    assert _ok(api.get(values, query_string=narrowed)) == ["web-2", "web-3"]
+    # Without start and end: servers with results in the last day (T0 is long ago).
+    assert _ok(api.get(values)) == []
+
+
+def test_per_server_series_over_a_range_one_read_a_server(api: Any, repo: ResultRepo) -> None:
+    _fleet(repo)
+    params = {
+        "query": 'apm_query{id="qs", fn="avg"}',
+        "start": T0 + 10,
+        "end": T0 + 100,
+        "step": 10,
+    }
+    found = _by_server(_ok(api.get("/api/v1/query_range", query_string=params))["result"])
+    assert [[t - T0, float(v)] for t, v in found["web-1", "avg"]["values"]] == [
+        [10 * (i + 1), float(i + 1)] for i in range(10)
+    ]
+    assert [t - T0 for t, _ in found["web-2", "avg"]["values"]] == [10, 20, 30, 40, 50]
+    assert [t - T0 for t, _ in found["web-3", "avg"]["values"]] == [60, 70, 80, 90, 100]
+    assert sorted(repo.server_reads) == [("qs", "web-1"), ("qs", "web-2"), ("qs", "web-3")]
+    assert repo.listings == ["qs"]
+
+
+@pytest.mark.parametrize(
+    ("query", "want"),
+    [
+        # At T0 + 50 (the fifth windows): web-1 avg 5, max 14; web-2 avg 6, max 24.
+        ('topk(1, apm_query{id="qs", fn="avg"})', {("web-2", "avg"): 6.0}),
+        ('bottomk(1, apm_query{id="qs", fn="max"})', {("web-1", "max"): 14.0}),
+        ('avg by (server) (apm_query{id="qs"})', {("web-1", ""): 9.5, ("web-2", ""): 15.0}),
+        ('max without (server) (apm_query{id="qs"})', {("", "avg"): 6.0, ("", "max"): 24.0}),
+        ('count(apm_query{id="qs", fn="avg"})', {("", ""): 2.0}),
+        ('max_over_time(apm_query{fn="max", server=~"web-[13]"}[1m])', {("web-1", "max"): 14.0}),
+        ('sum by (server) (apm_query{id="qs", fn="avg"}) > 5', {("web-2", ""): 6.0}),
+    ],
+)
+def test_promql_over_per_server_series(api: Any, repo: ResultRepo, query: str, want: dict) -> None:
+    _fleet(repo)
+    found = _ok(api.get("/api/v1/query", query_string={"query": query, "time": T0 + 50}))
+    got = {
+        (r["metric"].get("server", ""), r["metric"].get("fn", "")): float(r["value"][1])
+        for r in found["result"]
+    }
+    assert got == want
+
+
+def test_a_server_matcher_reads_only_its_servers_of_ten_thousand(
+    api: Any, repo: ResultRepo
+) -> None:
+    repo.add("FROM * SELECT cpu WINDOW 10s COMPUTE avg, max BY server", "qs")
+    repo.add_windows(
+        [
+            WindowResult("qs", float(T0), 10, {"avg": n, "max": n}, 1, 1.0, f"web-{n}")
+            for n in range(10_000)
+        ]
+    )
+    at = {"time": T0 + 10}
+    one = _ok(
+        api.get(
+            "/api/v1/query", query_string={"query": 'apm_query{server="web-42", fn="avg"}', **at}
+        )
+    )
+    assert [(r["metric"]["server"], r["value"][1]) for r in one["result"]] == [("web-42", "42")]
+    assert repo.server_reads == [("qs", "web-42")] and repo.listings == ["qs"]
+    expr = 'max_over_time(apm_query{server=~"web-4[0-9]", fn="max"}[1m])'
+    ten = _ok(api.get("/api/v1/query", query_string={"query": expr, **at}))["result"]
+    assert sorted(r["metric"]["server"] for r in ten) == [f"web-4{i}" for i in range(10)]
+    assert len(repo.server_reads) == 11
+    # Every server: 20,000 series, past APM_DASHBOARD_PROM_MAX_SERIES before any read.
+    assert "more than 1000 series" in _err(
+        api.get("/api/v1/query", query_string={"query": 'topk(3, apm_query{id="qs"})', **at}),
+        422,
+        "execution",
+    )
+    assert len(repo.server_reads) == 11
+    # Grafana's server variable lists them all: a label's values are not series.
+    span = {"start": T0, "end": T0 + 10}
+    assert len(_ok(api.get("/api/v1/label/server/values", query_string=span))) == 10_000
+
+
+def test_most_servers_at_few_windows_are_read_a_window_at_a_time(
+    repo: ResultRepo, monkeypatch: Any
+) -> None:
+    """topk over every one of 10,000 servers at an instant reads its look-back's windows newest
+    first, each every server's row, until every server has one (here: one window), not
+    10,000 partitions; a range, each window after its first step and of the look-back before
+    it the same; a bare selector the one window that can give its point."""
+    monkeypatch.setenv("APM_DASHBOARD_PROM_MAX_SERIES", "20000")
+    app = create_app(AppContext(DashboardSettings(token=TOKEN), repo, _Topics(), _Scraper())).server
+    api = app.test_client()
+    api.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {TOKEN}"
+    repo.add("FROM * SELECT cpu WINDOW 10s COMPUTE avg, max BY server", "qs")
+    repo.add_windows(
+        [
+            WindowResult(
+                "qs", float(T0 + 10 * i), 10, {"avg": (n * 7 + i) % 10_000}, 1, 1.0, f"w{n}"
+            )
+            for n in range(10_000)
+            for i in range(10)
+        ]
+    )
+    top = {"query": 'topk(3, apm_query{id="qs", fn="avg"})', "time": T0 + 10}
+    found = _ok(api.get("/api/v1/query", query_string=top))["result"]
+    assert sorted(float(r["value"][1]) for r in found) == [9997.0, 9998.0, 9999.0]
+    assert all(r["metric"]["server"].startswith("w") for r in found)
+    # Of the 31 windows of the 5-minute look-back, the newest: every server is in it.
+    assert repo.window_reads == [("qs", float(T0))] and repo.server_reads == []
+    ranged = {
+        "query": 'count(apm_query{id="qs", fn="avg"})',
+        "start": T0 + 10,
+        "end": T0 + 100,
+        "step": 10,
+    }
+    counts = _ok(api.get("/api/v1/query_range", query_string=ranged))["result"]
+    assert [float(v) for _, v in counts[0]["values"]] == [10_000.0] * 10
+    assert repo.server_reads == []
+    # The range's 9 windows after its first step, and of its look-back the newest (T0's).
+    assert repo.window_reads[1:] == [("qs", float(T0 + 10 * i)) for i in range(10)]
+    bare = {"query": 'apm_query{id="qs", fn="avg"}', "time": T0 + 20}  # one window, no look-back
+    assert len(_ok(api.get("/api/v1/query", query_string=bare))["result"]) == 10_000
+    assert repo.window_reads[-1] == ("qs", float(T0 + 10)) and len(repo.window_reads) == 12

@@ -112,7 +112,7 @@ def test_a_month_at_one_hour_steps_reads_one_window_per_step() -> None:
 def test_the_planned_reads_give_the_points_of_the_whole_range(
     window: int, present: list[bool], offset_ms: int, step_ms: int, n: int
 ) -> None:
-    from dashboard.promapi.run import plan
+    from dashboard.promapi.plan import plan
 
     query = StoredQuery("q", parse(f"FROM * SELECT cpu WINDOW {window}s COMPUTE avg"))
     stored = _windows(window, range(T0, T0 + window * len(present), window))

@@ -80,7 +80,7 @@ def test_constant_nan_from_zero_over_zero() -> None:
         ("{}", "non-empty matcher", 0),
         ('{id=~".*"}', "non-empty matcher", 0),
         ('apm_query{name="x"}', "stored queries have no names", 10),
-        ('apm_query{server="x"}', "unknown label 'server'", 10),
+        ('apm_query{host="x"}', "unknown label 'host'", 10),
         ('apm_query{__name__="apm_query"}', "set twice", 10),
         ('apm_query{id=~"(x"}', "invalid regular expression", 14),
         ('apm_query{id=="x"}', "quoted string", 13),
