@@ -66,10 +66,31 @@ def main(argv: list[str] | None = None) -> int:
         wait.until(lambda d: d.find_elements(By.ID, "al-body"))
         time.sleep(4)
         driver.save_screenshot(str(SHOTS / "live-alerts.png"))
+        if board := _example_board(args.url, token):
+            # make run's example dashboard: the fleet per server and its top-10 table.
+            driver.set_window_size(1400, 1700)
+            driver.get(f"{args.url}/dashboard?id={board}")
+            wait.until(lambda d: d.find_elements(By.ID, "d-range"))
+            time.sleep(8)
+            driver.save_screenshot(str(SHOTS / "live-dashboard.png"))
     finally:
         driver.quit()
-    print(f"saved {SHOTS}/live-queries.png, live-chart.png, live-health.png, live-alerts.png")
+    print(
+        f"saved {SHOTS}/live-queries.png, live-chart.png, live-health.png, live-alerts.png "
+        "and live-dashboard.png (make run's example dashboard, when there is one)"
+    )
     return 0
+
+
+def _example_board(url: str, token: str) -> str | None:
+    """The id of the first saved dashboard (make run creates its example when none exists)."""
+    request = urllib.request.Request(
+        f"{url}/api/dashboards", headers={"Authorization": f"Bearer {token}"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as reply:
+        boards = json.loads(reply.read())
+    items = boards.get("dashboards", boards) if isinstance(boards, dict) else boards
+    return str(items[0]["id"]) if items else None
 
 
 if __name__ == "__main__":
