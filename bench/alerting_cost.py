@@ -23,7 +23,8 @@ import os
 import sys
 import time
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from alerting.cycle import PHASES, CycleReport
 from alerting.evaluator import Evaluator
@@ -35,12 +36,16 @@ __all__ = [
     "COMMAND",
     "MODULE_COMMAND",
     "QUERIES",
+    "QUIET",
     "RULES",
+    "WINDOW",
     "Cost",
     "MemTables",
     "cost_in_memory",
     "cost_on_cassandra",
+    "now_window",
     "rows",
+    "schedule",
 ]
 
 COMMAND = ".venv/bin/python -m bench.alerting_cost"
@@ -49,6 +54,7 @@ RULES, QUERIES = 10_000, 1_000
 WINDOW = 10
 QUIET = 3  # steady cycles measured (their median is reported)
 
+C = TypeVar("C", bound=tuple[Any, ...])
 Cost = dict[str, tuple[CycleReport, float]]  # cycle name -> (its report, its seconds)
 
 
@@ -126,25 +132,32 @@ def _rule_bodies(query_ids: list[str], now: float) -> dict[str, dict[str, Any]]:
     }
 
 
-def _cycles(ev: Evaluator, now: float) -> Cost:
-    def one(at: float) -> tuple[CycleReport, float]:
-        began = time.perf_counter()
-        report = ev.run_once(at)
-        return report, time.perf_counter() - began
-
-    out: Cost = {"first": one(now)}
+def schedule(one: Callable[[float], C], now: float) -> dict[str, C]:
+    """The cycles a run measures, each ``one(at)`` (seconds its second element): the first
+    (backfill), the median of QUIET steady ones, then the one where every alert resolves."""
+    out = {"first": one(now)}
     steady = [one(now + WINDOW * (k + 1)) for k in range(QUIET)]
     out["steady"] = sorted(steady, key=lambda c: c[1])[QUIET // 2]
     out["all resolve"] = one(now + WINDOW * (QUIET + 1))
     return out
 
 
-def _now() -> float:
+def _cycles(ev: Evaluator, now: float) -> Cost:
+    def one(at: float) -> tuple[CycleReport, float]:
+        began = time.perf_counter()
+        report = ev.run_once(at)
+        return report, time.perf_counter() - began
+
+    return schedule(one, now)
+
+
+def now_window() -> float:
+    """The start of the current WINDOW-second window."""
     return math.floor(time.time() / WINDOW) * WINDOW
 
 
 def cost_in_memory() -> Cost:
-    now = _now()
+    now = now_window()
     results = _MemResults(QUERIES, now - 600)
     tables = MemTables(_rule_bodies(list(results.stored), now))
     return _cycles(Evaluator(results, tables, AlertingSettings(settle_s=0)), now)
@@ -175,7 +188,7 @@ def on_cassandra(refresh_s: float = 60.0) -> Cost:
     from storage.settings import StorageSettings
 
     keyspace = f"bench_alerting_cost_{uuid.uuid4().hex[:8]}"
-    now = _now()
+    now = now_window()
     with Repository.connect(StorageSettings()) as admin:
         migrate(admin.session, keyspace, 1)
         migrate_alerts(admin.session, keyspace)

@@ -19,7 +19,6 @@ all resolve (one new window, a tenth of the servers resolve).
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import time
@@ -32,14 +31,14 @@ from alerting.cycle import PHASES, CycleReport
 from alerting.evaluator import Evaluator
 from alerting.settings import AlertingSettings
 from apm.query import StoredQuery, WindowResult, parse
-from bench.alerting_cost import MemTables
+from bench.alerting_cost import QUIET, WINDOW, MemTables, now_window, schedule
 from bench.base import progress, publish
 
 __all__ = ["COMMAND", "cycles", "main"]
 
 COMMAND = ".venv/bin/python -m bench.alerting_servers"
 QUERY = "FROM web-* SELECT cpu.util WINDOW 10s COMPUTE avg BY server"
-WINDOW, OPEN, QUIET = 10, 60, 3
+OPEN = 60  # open windows a rule keeps (late data); WINDOW and QUIET as bench.alerting_cost
 
 Run = dict[str, tuple[CycleReport, float, int]]  # cycle -> (report, seconds, window reads)
 
@@ -115,19 +114,11 @@ def cycles(ev: Evaluator, reads: Counter[str], now: float) -> Run:
         report = ev.run_once(at)
         return report, time.perf_counter() - began, reads["read_window_servers"]
 
-    out: Run = {"first": one(now)}
-    steady = [one(now + WINDOW * (k + 1)) for k in range(QUIET)]
-    out["steady"] = sorted(steady, key=lambda c: c[1])[QUIET // 2]
-    out["all resolve"] = one(now + WINDOW * (QUIET + 1))
-    return out
-
-
-def _now() -> float:
-    return math.floor(time.time() / WINDOW) * WINDOW
+    return schedule(one, now)
 
 
 def in_memory(servers: int) -> Run:
-    now = _now()
+    now = now_window()
     results = _MemResults(servers, now - OPEN * WINDOW)
     tables = MemTables({"r0": _body("q0", now)})
     return cycles(Evaluator(results, tables, AlertingSettings(settle_s=0)), results.reads, now)
@@ -141,7 +132,7 @@ def on_cassandra(servers: int) -> Run:
     from storage.settings import StorageSettings
 
     keyspace = f"bench_alerting_servers_{uuid.uuid4().hex[:8]}"
-    now = _now()
+    now = now_window()
     with Repository.connect(StorageSettings()) as admin:
         migrate(admin.session, keyspace, 1)
         migrate_alerts(admin.session, keyspace)
