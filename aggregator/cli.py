@@ -71,6 +71,7 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     from aggregator.job import Aggregator
     from aggregator.lag import KafkaOffsets
+    from aggregator.server_writes import ServerWrites
     from aggregator.store import connect_store
     from aggregator.telemetry import AggregatorTelemetry
     from apm.retry import Backoff, call_with_retry
@@ -92,7 +93,8 @@ def _run(args: argparse.Namespace) -> int:
         telemetry.serve(settings.metrics_port, settings.metrics_host)
     offsets = KafkaOffsets(settings.kafka_bootstrap)
     spark = _session(settings)
-    Aggregator(spark, store, settings, telemetry, offsets).run(stop)
+    writes = ServerWrites.from_settings(args.keyspace, settings.storage_retry_seconds)
+    Aggregator(spark, store, settings, telemetry, offsets, server_writes=writes).run(stop)
     spark.stop()
     return 0
 

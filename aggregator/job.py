@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 from aggregator.joining import JoinCap
 from aggregator.plan import queries_frame
 from aggregator.progress import ProgressCounter, state_figures
-from aggregator.ranks import Rankings
 from aggregator.recovery import StreamRestarts
 from aggregator.retrying import RetryingStore, write_results
 from aggregator.seen import Batch, Touches
+from aggregator.server_writes import ServerWrites
 from aggregator.settings import AggregatorSettings
 from aggregator.skew import SetAside
 from aggregator.store import AggregatorStore
@@ -54,8 +54,11 @@ class Aggregator:
         telemetry: AggregatorTelemetry | None = None,
         offsets: KafkaOffsets | None = None,
         clock: Callable[[], float] = time.time,
+        server_writes: ServerWrites | None = None,
     ) -> None:
         self.spark = spark
+        # The executors' writer of BY server queries' rows (aggregator/server_writes.py).
+        self.server_writes = server_writes
         self.settings = settings or AggregatorSettings()
         self.telemetry = telemetry or AggregatorTelemetry()
         # Every storage call retries transient failures (aggregator/retrying.py).
@@ -72,7 +75,7 @@ class Aggregator:
         self.clock = clock
         self.windows: StreamingQuery | None = None
         self.active: list[StoredQuery] = []
-        self.rankings = Rankings(self.store, {})  # the TOP/BOTTOM queries' (aggregator/ranks.py)
+        self.server_counts: dict[str, int] = {}  # the executors' writes, since the start
         self.reads: list[str] = []  # the metrics whose topics the stream subscribes to now
         self.join_cap = JoinCap(
             self.settings.max_offsets_per_trigger, patience_s=30 * self.settings.trigger_seconds
@@ -104,8 +107,15 @@ class Aggregator:
     def _write(self, results: list[WindowResult]) -> None:
         refused = self.telemetry.refused.inc
         self.telemetry.results.inc(write_results(self.store, results, lambda row: refused()))
-        # After the results: a ranking read from storage then holds this batch's rows too.
-        self.rankings.update(results)
+
+    def _servers_done(self, counts: dict[str, int]) -> None:
+        """A batch's per-server writes in the executors (aggregator/server_writes.py)."""
+        for name, n in counts.items():
+            self.server_counts[name] = self.server_counts.get(name, 0) + n
+        self.telemetry.results.inc(counts.get("written", 0))
+        self.telemetry.refused.inc(counts.get("refused", 0))
+        if n := counts.get("overflowed", 0):
+            self.telemetry.overflowed.labels("server").inc(n)
 
     def _overflowed(self, key: str) -> None:
         self.telemetry.overflowed.labels(key).inc()
@@ -133,7 +143,6 @@ class Aggregator:
             self.windows.stop()
             self.windows = None
         self.active = active
-        self.rankings = Rankings(self.store, {q.id: q.query for q in active})
         self.reads = sorted({q.query.metric for q in active})
         self.telemetry.active.set(len(active))
         self.telemetry.reads.set(len(self.reads))
@@ -156,6 +165,8 @@ class Aggregator:
             self._overflowed,
             self._seen if self.settings.track_servers else None,
             self.progress.add_late,
+            self.server_writes,
+            self._servers_done,
         )
 
     def settle(self) -> None:
@@ -322,6 +333,7 @@ class Aggregator:
             "watermark": watermark,
             "last_restart_s": self.last_restart_s,
             "stream_failures": self.restarts.failures,
+            "server_writes": dict(self.server_counts),
             "last_stream_error": self.restarts.last_error,
             "updated_at": self.clock(),
         }

@@ -19,7 +19,6 @@ from typing import TypeVar
 
 from aggregator.store import AggregatorStore
 from apm.query import StoredQuery, WindowResult
-from apm.ranking import Ranked
 from apm.retry import Backoff, call_with_retry
 from storage.errors import is_transient
 
@@ -73,16 +72,6 @@ class RetryingStore:
     def upsert_results(self, rows: Iterable[WindowResult]) -> int:
         batch = list(rows)  # a retry must see the same rows
         return self._call("upsert_results", lambda: self.inner.upsert_results(batch))
-
-    def read_window_servers(self, query_id: str, window_start: float) -> list[WindowResult]:
-        return self._call(
-            "read_window_servers",
-            lambda: list(self.inner.read_window_servers(query_id, window_start)),
-        )
-
-    def upsert_ranked(self, rows: Iterable[Ranked]) -> int:
-        batch = list(rows)  # a retry must see the same rows
-        return self._call("upsert_ranked", lambda: self.inner.upsert_ranked(batch))
 
     def touch_servers(self, last_seen: Mapping[str, float]) -> None:
         self._call("touch_servers", lambda: self.inner.touch_servers(last_seen))

@@ -1,5 +1,6 @@
-"""What the aggregator needs from storage: the storage contract's Repository satisfies it,
-and unit tests pass an in-memory fake."""
+"""What the aggregator's driver needs from storage: the storage contract's Repository satisfies
+it, and unit tests pass an in-memory fake. The per-server rows of ``BY server`` queries and their
+rankings are not here: the executors write them (aggregator/server_writes.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from apm.query import StoredQuery, WindowResult
-from apm.ranking import Ranked
 
 __all__ = ["AggregatorStore", "connect_store"]
 
@@ -16,10 +16,6 @@ class AggregatorStore(Protocol):
     def list_queries(self, include_paused: bool = True) -> list[StoredQuery]: ...
 
     def upsert_results(self, rows: Iterable[WindowResult]) -> int: ...
-
-    def read_window_servers(self, query_id: str, window_start: float) -> Iterable[WindowResult]: ...
-
-    def upsert_ranked(self, rows: Iterable[Ranked]) -> int: ...
 
     def touch_servers(self, last_seen: Mapping[str, float]) -> None: ...
 

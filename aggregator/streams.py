@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 from aggregator.evaluate import evaluate, to_results
 from aggregator.plan import admit, topic_regex, window_summaries
 from aggregator.seen import Batch, SeenAccumulator
+from aggregator.server_writes import ServerWrites, WriteCounts, series_queries
+from aggregator.server_writes import write as write_servers
 from aggregator.settings import AggregatorSettings
 from apm.query import Query, WindowResult
 
@@ -72,13 +74,17 @@ def start_windows(
     overflowed: Callable[[str], None] = lambda key: None,
     seen: Callable[[Batch], None] | None = None,
     late: Callable[[int], None] = lambda n: None,
+    server_writes: ServerWrites | None = None,
+    servers_done: Callable[[dict[str, int]], None] = lambda counts: None,
 ) -> StreamingQuery:
     """The windows stream; ``write`` gets each batch's results (none for an empty batch),
     ``phase`` the seconds each batch spent in Spark, in evaluation and in the upsert,
     ``overflowed`` the key of each function value left out as overflowed (evaluate.py),
     ``seen`` (None: not gathered) each batch's newest times and skew counts, the skew's delay
     being the watermark's (aggregator/skew.py), ``late`` the number of samples each batch
-    dropped as later than the watermark."""
+    dropped as later than the watermark. ``BY server`` queries' rows are written by the
+    executors (aggregator/server_writes.py) with ``server_writes``; ``servers_done`` gets their
+    counts after each batch."""
     longest = max(q.window_seconds for q in queries.values())
     delay = s.allowed_lateness_seconds + longest
     gathered = (
@@ -96,17 +102,45 @@ def start_windows(
         late=dropped,
     )
 
+    per_server = {qid: q for qid, q in queries.items() if q.by_server}
+    java_queries = series_queries(spark, per_server) if per_server else None
+    if per_server and server_writes is None:
+        raise ValueError("BY server queries need the executors' writer (ServerWrites)")
+    counts = WriteCounts(spark, s.identity) if per_server else None
+
     def write_batch(batch: DataFrame, batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
         began = time.monotonic()
-        rows = evaluate(batch, table).collect()
-        collected = time.monotonic()
+        evaluated = evaluate(batch, table)
+        if per_server:
+            # Two actions read it: keep it, or the batch's plan would run twice.
+            evaluated = evaluated.persist()
+        try:
+            rows = evaluated.where(F.col("server") == "").collect()
+            collected = time.monotonic()
+            if per_server and server_writes is not None and counts is not None:
+                # Per-server rows: evaluated, written and ranked in the executors.
+                write_servers(
+                    evaluated.where(F.col("server") != ""),
+                    java_queries,
+                    server_writes,
+                    clock(),
+                    counts,
+                )
+                servers_done(counts.drain())
+        finally:
+            if per_server:
+                evaluated.unpersist()
+        written = time.monotonic()
         results = to_results(rows, queries, clock, overflowed)
-        evaluated = time.monotonic()
+        evaluated_at = time.monotonic()
         if results:
             write(results)
         phase("spark", collected - began)
-        phase("evaluate", evaluated - collected)
-        phase("upsert", time.monotonic() - evaluated)
+        phase("servers", written - collected)
+        phase("evaluate", evaluated_at - written)
+        phase("upsert", time.monotonic() - evaluated_at)
         # The batch's tasks have ended (collect returned): their copies are merged.
         if gathered is not None and seen is not None:
             seen(gathered.drain())

@@ -21,7 +21,7 @@ from storage import codec
 from storage.driver import execute_many
 from storage.reader import pipelined, span_ms
 from storage.schema import BUCKET_SECONDS, bucket_of
-from storage.server_tables import RANKING_BUCKET_SECONDS
+from storage.server_tables import RANKING_BUCKET_SECONDS, server_statements
 from storage.servers import ServerStore
 
 __all__ = ["RankingStore", "checked_rankings", "ranked_error", "ranking_error"]
@@ -99,10 +99,7 @@ class RankingStore:
     ) -> None:
         self.session, self.servers = session, servers
         self.concurrency, self.profile = concurrency, profile
-        self._put = session.prepare(
-            f"INSERT INTO {keyspace}.rankings (query_id, hour, window_start, window_seconds, "
-            "ranking, updated_at) VALUES (?, ?, ?, ?, ?, ?) USING TIMESTAMP ?"
-        )
+        self._put = session.prepare(server_statements(keyspace)["rankings"])
         self._range = session.prepare(
             f"SELECT window_start, window_seconds, ranking FROM {keyspace}.rankings "
             "WHERE query_id = ? AND hour = ? AND window_start >= ? AND window_start < ? "

@@ -21,7 +21,7 @@ are in docs/storage.md, "Per-server series":
 
 from __future__ import annotations
 
-__all__ = ["RANKING_BUCKET_SECONDS", "SERVER_TABLES", "server_ddl"]
+__all__ = ["RANKING_BUCKET_SECONDS", "SERVER_TABLES", "server_ddl", "server_statements"]
 
 # table -> True for an index (it outlives the rows it points to: retention + index extra).
 SERVER_TABLES = {
@@ -77,4 +77,41 @@ def server_ddl(keyspace: str, ttl_s: int, index_extra_s: int) -> dict[str, str]:
                 updated_at timestamp,
                 PRIMARY KEY ((query_id, hour), window_start))
             WITH CLUSTERING ORDER BY (window_start DESC) AND {_TWCS} AND {expiring}""",
+    }
+
+
+_VALUE_COLS = "window_seconds, vals, samples, updated_at"
+
+
+def server_statements(keyspace: str) -> dict[str, str]:
+    """name -> the CQL of each write (and the window read) of the per-server tables: the one
+    definition that storage.servers and storage.rankings prepare for the Python driver and that
+    the aggregator's executors prepare for the Java one (io.apm.aggregator.ServerResults binds
+    them in this order)."""
+    ks = keyspace
+    return {
+        "server_results": (
+            f"INSERT INTO {ks}.server_results (query_id, server, bucket, window_start, "
+            f"{_VALUE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?"
+        ),
+        "window_servers": (
+            f"INSERT INTO {ks}.window_servers (query_id, window_start, server, {_VALUE_COLS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?"
+        ),
+        "result_servers": (
+            f"INSERT INTO {ks}.result_servers (query_id, bucket, server) VALUES (?, ?, ?)"
+        ),
+        "server_buckets": f"INSERT INTO {ks}.server_buckets (query_id, bucket) VALUES (?, ?)",
+        # Static: one cell per query, the newest version wins whatever order writes land in.
+        "newest": (
+            f"UPDATE {ks}.server_buckets USING TIMESTAMP ? SET newest = ? WHERE query_id = ?"
+        ),
+        "rankings": (
+            f"INSERT INTO {ks}.rankings (query_id, hour, window_start, window_seconds, "
+            "ranking, updated_at) VALUES (?, ?, ?, ?, ?, ?) USING TIMESTAMP ?"
+        ),
+        "read_window": (
+            f"SELECT server, vals, samples, updated_at FROM {ks}.window_servers "
+            "WHERE query_id = ? AND window_start = ?"
+        ),
     }

@@ -20,11 +20,11 @@ from storage import codec
 from storage.driver import execute_many, execute_spread
 from storage.reader import bucket_span, ms_ceil, pipelined, read_range, span_ms
 from storage.schema import IndexRows, bucket_of
+from storage.server_tables import server_statements
 
 __all__ = ["ServerStore"]
 
 _COLS = "window_start, window_seconds, vals, samples, updated_at"
-_VALUES = "window_seconds, vals, samples, updated_at"
 
 
 class ServerStore:
@@ -35,24 +35,12 @@ class ServerStore:
         self.keyspace = keyspace
         self.ahead = min(8, concurrency)  # partitions read ahead (storage.reader)
         ks = keyspace
-        self._put_series = self._prep(
-            f"INSERT INTO {ks}.server_results (query_id, server, bucket, window_start, {_VALUES}) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?"
-        )
-        self._put_window = self._prep(
-            f"INSERT INTO {ks}.window_servers (query_id, window_start, server, {_VALUES}) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?"
-        )
-        self._put_server = self._prep(
-            f"INSERT INTO {ks}.result_servers (query_id, bucket, server) VALUES (?, ?, ?)"
-        )
-        self._put_bucket = self._prep(
-            f"INSERT INTO {ks}.server_buckets (query_id, bucket) VALUES (?, ?)"
-        )
-        # Static: one cell per query, the newest version wins whatever order writes land in.
-        self._put_newest = self._prep(
-            f"UPDATE {ks}.server_buckets USING TIMESTAMP ? SET newest = ? WHERE query_id = ?"
-        )
+        writes = server_statements(ks)
+        self._put_series = self._prep(writes["server_results"])
+        self._put_window = self._prep(writes["window_servers"])
+        self._put_server = self._prep(writes["result_servers"])
+        self._put_bucket = self._prep(writes["server_buckets"])
+        self._put_newest = self._prep(writes["newest"])
         self._series = self._prep(
             f"SELECT {_COLS} FROM {ks}.server_results WHERE query_id = ? AND server = ? "
             "AND bucket = ? AND window_start >= ? AND window_start < ? ORDER BY window_start ASC"

@@ -164,7 +164,7 @@ def job_factory(spark, fake_store, tmp_path, kafka_bootstrap) -> Iterator[Callab
 
     jobs: list[Aggregator] = []
 
-    def make(**overrides) -> Aggregator:
+    def make(server_writes=None, **overrides) -> Aggregator:
         settings = AggregatorSettings(
             **{
                 "kafka_bootstrap": kafka_bootstrap,
@@ -176,7 +176,7 @@ def job_factory(spark, fake_store, tmp_path, kafka_bootstrap) -> Iterator[Callab
             }
         )
         offsets = KafkaOffsets(kafka_bootstrap)
-        job = Aggregator(spark, fake_store, settings, offsets=offsets)
+        job = Aggregator(spark, fake_store, settings, offsets=offsets, server_writes=server_writes)
         jobs.append(job)
         job.start()
         return job
@@ -184,3 +184,22 @@ def job_factory(spark, fake_store, tmp_path, kafka_bootstrap) -> Iterator[Callab
     yield make
     for job in jobs:
         job.stop()
+
+
+@pytest.fixture(scope="session")
+def server_keyspace(cassandra_session) -> Iterator[str]:
+    """A migrated keyspace for what the executors write (aggregator/server_writes.py): per-server
+    results and rankings go to the real Cassandra, never to a fake."""
+    from storage.schema import migrate
+
+    name = f"agg_servers_{uuid.uuid4().hex[:10]}"
+    migrate(cassandra_session, name, retention_days=30)
+    yield name
+    cassandra_session.execute(f"DROP KEYSPACE IF EXISTS {name}")
+
+
+@pytest.fixture
+def server_repo(cassandra_session, server_keyspace) -> Any:
+    from storage.repository import Repository
+
+    return Repository(cassandra_session, server_keyspace)

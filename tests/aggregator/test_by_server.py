@@ -10,9 +10,10 @@ import pytest
 
 from aggregator.evaluate import evaluate, to_results
 from aggregator.plan import admit, queries_frame, window_summaries
-from aggregator.ranks import Rankings
+from aggregator.server_writes import ServerWrites, WriteCounts, series_queries, write
 from apm.query import WindowResult
 from apm.ranking import OTHERS, rank
+from storage.settings import StorageSettings
 from tests.aggregator.conftest import BASE, FakeStore, assert_matches, expected
 from tests.aggregator.test_semantics import _raw, _records
 
@@ -58,20 +59,34 @@ def test_per_server_series_match_numpy_beside_the_plain_series(spark, fleet_rows
             assert_matches(got, expected([x for x in rows if x[0] == server], q.query))
 
 
-def test_each_windows_ranking_is_the_rule_applied_to_numpys_answers(spark, fleet_rows):
+def test_each_windows_ranking_is_the_rule_applied_to_numpys_answers(
+    spark, fleet_rows, server_keyspace, server_repo
+):
+    """Rankings as the executors write them (aggregator/server_writes.py) on Cassandra."""
+    from pyspark.sql import functions as F
+
     store = FakeStore()
     rows = _fleet(fleet_rows)
     q = store.add(
         "FROM * SELECT cpu WINDOW 10s COMPUTE avg, max, count, p99 BY server TOP 3 BY max"
     )
     low = store.add("FROM * SELECT cpu WINDOW 10s COMPUTE avg BY server BOTTOM 2 BY avg")
-    results = _results(spark, _records("cpu", rows), [q, low])
-    store.upsert_results(results)
-    rankings = Rankings(store, {s.id: s.query for s in (q, low)})
-    # Half the rows first, then the rest, as two batches would: the cache and storage meet.
-    half = len(results) // 2
-    rankings.update(results[:half])
-    rankings.update(results[half:])
+    table = queries_frame(spark, [q, low])
+    summaries = window_summaries(admit(_raw(spark, _records("cpu", rows)), table), table, 600)
+    evaluated = evaluate(summaries, table).where(F.col("server") != "").persist()
+    writes = ServerWrites(StorageSettings(), server_keyspace, retry_s=10)
+    counts = WriteCounts(spark, "by-server-ranks")
+    java = series_queries(spark, {s.id: s.query for s in (q, low)})
+    # Half the servers first, then the rest, as two batches would: the cache and storage meet.
+    write(evaluated.where(F.col("server") < "web-2"), java, writes, 1_900_000_000.0, counts)
+    write(evaluated.where(F.col("server") >= "web-2"), java, writes, 1_900_000_001.0, counts)
+    evaluated.unpersist()
+    assert counts.drain()["refused"] == 0
+    ranked = {
+        (stored.id, ws): list(server_repo.read_ranked(stored.id, ws, ws + 1))
+        for stored in (q, low)
+        for ws in {r.window_start for r in server_repo.read_ranked(stored.id, BASE - 60, BASE + 60)}
+    }
     for stored in (q, low):
         truth: dict[float, list[WindowResult]] = {}
         for server in sorted({s for s, _, _ in rows}):
@@ -83,10 +98,10 @@ def test_each_windows_ranking_is_the_rule_applied_to_numpys_answers(spark, fleet
                 truth.setdefault(ws, []).append(
                     WindowResult(stored.id, ws, 10, values, n, 0, server)
                 )
-        assert sorted(ws for qid, ws in store.ranked if qid == stored.id) == sorted(truth)
+        assert sorted(ws for qid, ws in ranked if qid == stored.id) == sorted(truth)
         for ws, servers in truth.items():
             want = rank(stored.query, servers)
-            got = store.ranked[(stored.id, ws)]
+            got = ranked[(stored.id, ws)]
             assert [(r.rank, r.server) for r in got] == [(r.rank, r.server) for r in want]
             for g, w in zip(got, want, strict=True):
                 assert g.samples == w.samples
@@ -97,25 +112,28 @@ def test_each_windows_ranking_is_the_rule_applied_to_numpys_answers(spark, fleet
     # web-1 and its twin tie on every function: the name decides, web-1 first.
     tied = [
         [r.server for r in ranking if r.server in ("web-1", "web-twin")]
-        for ranking in store.ranked.values()
+        for ranking in ranked.values()
     ]
     assert all(t in ([], ["web-1", "web-twin"], ["web-1"]) for t in tied)
     assert not any(
-        math.isnan(v) for ranks in store.ranked.values() for r in ranks for v in r.values.values()
+        math.isnan(v) for ranks in ranked.values() for r in ranks for v in r.values.values()
     )
 
 
-def _per_server(store: FakeStore, query_id: str, server: str) -> dict[float, WindowResult]:
-    return {ws: r for (s, ws), r in store.of_servers(query_id).items() if s == server}
+def _per_server(repo, query_id: str, server: str) -> dict[float, WindowResult]:
+    return {
+        r.window_start: r for r in repo.read_server_results(query_id, server, BASE - 60, BASE + 600)
+    }
 
 
 def test_the_streaming_job_refines_per_server_windows_with_late_data_and_reranks_them(
-    fake_store, job_factory, metric_topics, produce, fleet_rows
+    fake_store, job_factory, metric_topics, produce, fleet_rows, server_keyspace, server_repo
 ):
     metric = metric_topics()
     q = fake_store.add(f"FROM * SELECT {metric} WINDOW 10s COMPUTE count, max, avg BY server")
     top = fake_store.add(f"{q.query.text} TOP 2 BY max")
-    job = job_factory(metrics=metric, allowed_lateness_seconds=60)
+    writes = ServerWrites(StorageSettings(), server_keyspace, retry_s=10)
+    job = job_factory(metrics=metric, allowed_lateness_seconds=60, server_writes=writes)
     first = fleet_rows(3, 20)
     produce(metric, first)
     job.windows.processAllAvailable()
@@ -129,9 +147,11 @@ def test_the_streaming_job_refines_per_server_windows_with_late_data_and_reranks
     for stored in (q, top):
         for server in ("web-0", "web-1", "web-2"):
             rows = [x for x in everything if x[0] == server]
-            assert_matches(_per_server(fake_store, stored.id, server), expected(rows, stored.query))
+            assert_matches(
+                _per_server(server_repo, stored.id, server), expected(rows, stored.query)
+            )
     assert job.late_rows_total >= 1
-    refined = fake_store.ranked[(top.id, float(BASE))]
+    refined = list(server_repo.read_ranked(top.id, float(BASE), BASE + 1.0))
     assert [r.server for r in refined][:1] == ["web-1"], "the late 1000.0 tops the window"
     assert refined[-1].server == OTHERS
-    assert (q.id, float(BASE)) not in fake_store.ranked
+    assert not list(server_repo.read_ranked(q.id, float(BASE), BASE + 1.0))

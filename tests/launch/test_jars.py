@@ -34,3 +34,14 @@ def test_a_source_change_rebuilds_the_jar(tmp_path):
     assert edited != before
     (jvm / "src" / "main" / "java" / "B.java").write_text("class B {}")
     assert _jvm_digest(settings) != edited
+
+
+def test_the_executors_compile_against_the_cassandra_driver_the_stack_copies():
+    """aggregator/jvm compiles against java-driver-core as `provided`: the jar Spark runs it
+    with is the one deploy/local/pom.xml copies into the Spark jar set."""
+    settings = StackSettings()
+    pattern = r"<cassandra\.driver\.version>([^<]+)</cassandra\.driver\.version>"
+    operator = re.search(pattern, (settings.root / "aggregator" / "jvm" / "pom.xml").read_text())
+    stack = re.search(pattern, (settings.deploy / "pom.xml").read_text())
+    assert operator is not None and stack is not None
+    assert operator.group(1) == stack.group(1)
