@@ -117,9 +117,8 @@ bench-aggregator: up  ## the dedup state's arrival-order figure, the issue confi
 bench-aggregator-breadth: up  ## 200 metric topics, one query each, a 1 Hz fleet of 200 servers
 	$(PY) -m bench.aggregator --config breadth
 
-bench-aggregator-by-server: up  ## the issue config with one, then ten, of its queries BY server over 10,000 servers (issue 26), against bench-aggregator's rate
-	$(PY) -m bench.aggregator --config by-server
-	$(PY) -m bench.aggregator --config by-server-all --rates 50000
+bench-aggregator-by-server: up  ## issue, then one, then ten of its queries BY server over 10,000 servers, in one section with each one's highest sustained rate (issue 35)
+	$(PY) -m bench.aggregator_by_server
 
 bench-aggregator-nodedup: up  ## the aggregator without its dedup stage (the cost of exact dedup)
 	$(PY) -m bench.aggregator --no-dedup

@@ -9,6 +9,7 @@ row being readable in Cassandra. Figures go to docs/BENCHMARKS.md (bench.base).
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing as mp
 import statistics
 import sys
@@ -172,6 +173,7 @@ def _run_config(
 ) -> tuple[list[list[str]], int, dict[str, float]]:
     from aggregator.job import Aggregator
     from aggregator.lag import KafkaOffsets
+    from aggregator.server_writes import ServerWrites
     from aggregator.settings import AggregatorSettings
     from storage.repository import Repository
     from storage.settings import StorageSettings
@@ -200,7 +202,9 @@ def _run_config(
         stored = [repo.save_query(text) for text in texts]
         progress(f"{config}: {len(stored)} queries over {METRICS} topics x {args.partitions}")
         offsets = KafkaOffsets(settings.kafka_bootstrap)
-        job = Aggregator(spark, repo, settings, offsets=offsets)
+        # BY server queries' rows are written by the executors (aggregator/server_writes.py).
+        writes = ServerWrites(StorageSettings(), repo.keyspace)
+        job = Aggregator(spark, repo, settings, offsets=offsets, server_writes=writes)
         job.start()
         common = (job, offsets, repo, metrics, stored[0].id)
         tail = (args.trigger_seconds, settings.kafka_bootstrap)
@@ -321,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
         help="per rate of Spark's own floor for the same shape (bench/floor.py); 0 skips it",
     )
     parser.add_argument("--no-doc", action="store_true", help="print only")
+    parser.add_argument(
+        "--json", type=Path, help="also write each config's steps and best rate here (JSON)"
+    )
     args = parser.parse_args(argv)
     rates = [int(r) for r in args.rates.split(",")]
     configs = [c.strip() for c in args.configs.split(",") if c.strip()]
@@ -346,9 +353,11 @@ def main(argv: list[str] | None = None) -> int:
         ]
     ]
     summary = []
+    results: dict[str, Any] = {}
     try:
         for config in configs:
             rows, best, phases = _run_config(config, rates, args, spark, args.warmup_seconds)
+            results[config] = {"best": best, "rows": rows, "phases": phases}
             if args.no_dedup:
                 rows = [[f"{row[0]} (no dedup)", *row[1:]] for row in rows]
             table.extend(rows)
@@ -391,6 +400,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("\n".join(" | ".join(map(str, row)) for row in table))
     print(notes)
+    if args.json is not None:
+        args.json.write_text(json.dumps({"header": table[0], "configs": results}))
     if not args.no_doc:
         if configs[0].startswith("by-server"):
             write_section(

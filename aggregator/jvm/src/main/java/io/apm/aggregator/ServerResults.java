@@ -152,7 +152,9 @@ public final class ServerResults {
         return;
       }
       CqlSession session = CassandraSink.session(conf);
-      CassandraSink sink = new CassandraSink(session, cql);
+      int spreadRows = Integer.parseInt(conf.getOrDefault("spread_rows", "1"));
+      CassandraSink sink =
+          new CassandraSink(session, cql, java.util.Set.of("server_results"), spreadRows);
       ResultWriter writer = writer(sink);
       Instant updated = Instant.ofEpochMilli(updatedAtMs);
       long stamp = updatedAtMs * 1000;

@@ -77,12 +77,13 @@ public final class ResultWriter {
    * {@code batchRows} rows; the rest go at {@link #flush()}.
    */
   public void add(String table, List<Object> partition, Object[] row) {
-    List<Object> key = new ArrayList<>(partition.size() + 1);
+    List<Object> key = new ArrayList<>(2);
     key.add(table);
-    key.addAll(partition);
+    key.add(sink.group(table, partition, row));
     List<Object[]> batch = pending.computeIfAbsent(key, k -> new ArrayList<>());
     batch.add(row);
-    if (batch.size() >= batchRows) {
+    int limit = sink.batchRows(table);
+    if (batch.size() >= (limit > 0 ? limit : batchRows)) {
       pending.remove(key);
       send(table, batch);
     }
