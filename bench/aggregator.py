@@ -168,6 +168,11 @@ def _step(
     }
 
 
+# Each config's phases at its last step (the first unsustained one, or the top of the ladder):
+# where a rate that was not sustained spent its batches.
+_last_phases: dict[str, dict[str, float]] = {}
+
+
 def _run_config(
     config: str, rates: list[int], args: argparse.Namespace, spark: Any, warmup_s: int
 ) -> tuple[list[list[str]], int, dict[str, float]]:
@@ -229,6 +234,7 @@ def _run_config(
             )
             progress(" | ".join(rows[-1]))
             progress(f"{config} {rate}: medians {got['phases']}")
+            _last_phases[config] = got["phases"]
             if not got["sustained"]:
                 break
             best, phases = rate, got["phases"]
@@ -357,7 +363,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for config in configs:
             rows, best, phases = _run_config(config, rates, args, spark, args.warmup_seconds)
-            results[config] = {"best": best, "rows": rows, "phases": phases}
+            results[config] = {
+                "best": best,
+                "rows": rows,
+                "phases": phases,
+                "last_phases": _last_phases.get(config, {}),
+            }
             if args.no_dedup:
                 rows = [[f"{row[0]} (no dedup)", *row[1:]] for row in rows]
             table.extend(rows)

@@ -92,13 +92,23 @@ def main(argv: list[str] | None = None) -> int:
         for c in CONFIGS
         if runs[c]["configs"][c]["phases"]
     )
+    stopped = "; ".join(
+        f"`{c}` at its first unsustained rate: "
+        + ", ".join(
+            f"{k} {v:.2f}"
+            for k, v in runs[c]["configs"][c].get("last_phases", {}).items()
+            if k.startswith("foreachBatch") or k in ("addBatch", "windows allUpdatesTimeMs")
+        )
+        for c in CONFIGS
+        if runs[c]["configs"][c].get("last_phases")
+    )
     notes = (
         "Each configuration in its own process, one after the other, same machine state "
         "(bench/aggregator.py's job on local[2], 10 metric topics, 10,000 servers, trigger 2 s; "
         "sustained = lag growth under 5% of the rate over the last two thirds of a step). "
         f"Commands: {'; '.join('`' + runs[c]['command'] + '`' for c in CONFIGS)}. "
         f"{verdict} Median phases of each one's batches at its highest sustained rate "
-        f"(seconds; windows allUpdatesTimeMs in ms): {phases}."
+        f"(seconds; windows allUpdatesTimeMs in ms): {phases}. And {stopped}."
     )
     print("\n".join(" | ".join(map(str, row)) for row in table))
     print(notes)
