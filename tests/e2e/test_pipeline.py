@@ -101,12 +101,19 @@ def test_results_equal_the_generators_truth(platform: Platform, tmp_path: Path):
         f"{platform.dashboard_url}/api/queries", platform.dashboard_token, {"text": text}
     )
     query_id = created["id"]
+    # The same selection per server, ranked: its rows are written by the executors (Java
+    # driver), so this checks that path as `make run` starts it.
+    split = http_json(
+        f"{platform.dashboard_url}/api/queries",
+        platform.dashboard_token,
+        {"text": f"{text.split(' COMPUTE ')[0]} COMPUTE count, max BY server TOP 3 BY max"},
+    )
 
     # Samples no active query wants are dropped by design: wait until the job evaluates it.
     deadline = time.monotonic() + 300  # Spark's first plan takes minutes on a busy 2-core box
     while (
         metric_value(platform.aggregator_metrics, "apm_aggregator_active_queries", timeout=2) or 0
-    ) < 1:
+    ) < 2:
         assert time.monotonic() < deadline, "the aggregator never picked up the query"
         time.sleep(1)
 
@@ -178,6 +185,43 @@ def test_results_equal_the_generators_truth(platform: Platform, tmp_path: Path):
         for key in ("p50", "p99"):
             assert have[key] == pytest.approx(want["values"][key], rel=1e-12)
             assert want["values"]["min"] <= have[key] <= want["values"]["max"]
+    _check_per_server(platform, split["id"], expected)
+
+
+def _check_per_server(platform: Platform, query_id: str, expected: dict[float, dict]) -> None:
+    """Each window's per-server rows add up to the plain query's truth (counts sum to its
+    samples, the largest max is its max), and its ranking is apm.ranking's over them."""
+    from apm.query import parse
+    from apm.ranking import rank
+    from storage.repository import Repository
+    from storage.settings import StorageSettings
+
+    query = parse(
+        f"FROM web-*, db-* SELECT {platform.metric_prefix}cpu.util WINDOW 10s "
+        "COMPUTE count, max BY server TOP 3 BY max"
+    )
+    deadline = time.monotonic() + 180
+    with Repository.connect(StorageSettings(keyspace=platform.keyspace)) as repo:
+        while True:  # the ranking is written right after its window's rows: wait for both
+            rows = {s: list(repo.read_window_servers(query_id, s)) for s in expected}
+            counts = {s: sum(r.samples for r in rows[s]) for s in expected}
+            ranked = {s: list(repo.read_ranked(query_id, s, s + 1)) for s in expected}
+            want = {s: rank(query, rows[s]) for s in expected}
+            done = all(counts[s] == expected[s]["samples"] for s in expected)
+            if done and all(
+                [(r.server, r.values) for r in ranked[s]] == [(r.server, r.values) for r in want[s]]
+                for s in expected
+            ):
+                break
+            assert time.monotonic() < deadline, (
+                f"per-server windows or rankings not complete: {counts}, "
+                f"{[(s, [r.server for r in ranked[s]]) for s in expected]}"
+            )
+            time.sleep(2)
+        for start_s, truth in expected.items():
+            servers = rows[start_s]
+            assert all(r.values["count"] == r.samples for r in servers)
+            assert max(r.values["max"] for r in servers) == truth["values"]["max"]
 
 
 def _wait_until_read(platform: Platform, metric: str, timeout_s: float = 300) -> None:
