@@ -1,18 +1,11 @@
 package io.apm.aggregator;
 
 import com.datastax.oss.driver.api.core.CqlSession;
-import com.datastax.oss.driver.api.core.cql.BoundStatement;
-import com.datastax.oss.driver.api.core.cql.PreparedStatement;
-import com.datastax.oss.driver.api.core.cql.Row;
-import com.datastax.oss.driver.api.core.data.TupleValue;
-import com.datastax.oss.driver.api.core.type.ListType;
-import com.datastax.oss.driver.api.core.type.TupleType;
 import io.apm.aggregator.store.CassandraSink;
 import io.apm.aggregator.store.ResultWriter;
 import io.apm.aggregator.store.Retry;
 import java.io.Serializable;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -34,38 +27,23 @@ import org.slf4j.LoggerFactory;
  * {@code BY server} queries (aggregator/evaluate.py's {@code evaluate}, the rows whose server is
  * not "") are turned into their stored results in the executors ({@link SeriesQuery#values}),
  * written to Cassandra with the Java driver ({@link ResultWriter} on a {@link CassandraSink}),
- * and every window they touched of a TOP/BOTTOM query is ranked again ({@link Ranking}) and its
- * ranking written. Nothing per series reaches the Python driver: it gets the counts back through
- * accumulators.
+ * and every window they touched of a TOP/BOTTOM query is ranked again and its ranking written
+ * ({@link WindowRanks}). Nothing per series reaches the Python driver: it gets the counts back
+ * through accumulators.
  *
  * <p>The rows are repartitioned by (query, window), so one task holds every row of a window in
- * the batch. A ranking needs every server's result of its window: the batch's rows over a cache
- * of recent windows in the executor JVM ({@link #MAX_CACHED_WINDOWS}), and on a miss (a new JVM,
- * a window older than the cache) the window read from {@code window_servers}, after the batch's
- * rows were written. The CQL comes from storage/server_tables.py (one definition of the tables).
+ * the batch. The CQL comes from storage/server_tables.py (one definition of the tables).
  */
 public final class ServerResults {
   private ServerResults() {}
 
   private static final Logger LOG = LoggerFactory.getLogger(ServerResults.class);
-  static final int MAX_CACHED_WINDOWS = 64;
   private static final long DAY_S = 86_400;
-  private static final long HOUR_MS = 3_600_000;
   private static final long INDEX_REFRESH_MS = 3_600_000;
   private static final int MAX_INDEXED = 200_000;
 
-  // Per executor JVM: the recent windows' per-server results of ranked queries, and the index
-  // rows written in the last INDEX_REFRESH_MS (re-asserted after that, as storage.schema does).
-  private static final Map<String, Map<String, Ranking.Entry>> WINDOWS =
-      java.util.Collections.synchronizedMap(
-          new LinkedHashMap<>(16, 0.75f, true) {
-            private static final long serialVersionUID = 1L;
-
-            @Override
-            protected boolean removeEldestEntry(Map.Entry<String, Map<String, Ranking.Entry>> e) {
-              return size() > MAX_CACHED_WINDOWS;
-            }
-          });
+  // Per executor JVM: the index rows written in the last INDEX_REFRESH_MS (re-asserted after
+  // that, as storage.schema does).
   private static final Map<List<Object>, Long> INDEXED = new ConcurrentHashMap<>();
   private static final ScheduledExecutorService RETRIES =
       Executors.newSingleThreadScheduledExecutor(
@@ -211,7 +189,8 @@ public final class ServerResults {
           (qid, ms) ->
               writer.add("newest", List.of(qid), new Object[] {ms * 1000, Instant.ofEpochMilli(ms), qid}));
       writer.flush(); // the results before their rankings: a ranking never names unwritten rows
-      rank(session, sink, writer, touched);
+      WindowRanks.rank(
+          session, writer, touched, queries, cql.get("read_window"), cql.get("rankings"), counters);
       writer.flush();
       counters.written.add(writer.rows());
       counters.refused.add(writer.refused());
@@ -243,68 +222,5 @@ public final class ServerResults {
       writer.add(table, key.subList(1, key.size() - (table.equals("result_servers") ? 1 : 0)), row);
     }
 
-    private void rank(
-        CqlSession session,
-        CassandraSink sink,
-        ResultWriter writer,
-        Map<String, Map<String, Ranking.Entry>> touched) {
-      if (touched.isEmpty()) {
-        return;
-      }
-      PreparedStatement read = CassandraSink.prepare(session, cql.get("read_window"));
-      TupleType entry = null;
-      for (Map.Entry<String, Map<String, Ranking.Entry>> e : touched.entrySet()) {
-        String[] parts = e.getKey().split("\t");
-        String qid = parts[0];
-        long start = Long.parseLong(parts[1]);
-        int seconds = Integer.parseInt(parts[2]);
-        SeriesQuery q = queries.get(qid);
-        Map<String, Ranking.Entry> servers = WINDOWS.get(e.getKey());
-        if (servers == null) {
-          servers = new LinkedHashMap<>();
-          BoundStatement bound = read.bind(qid, Instant.ofEpochSecond(start)).setPageSize(5000);
-          for (Row row : session.execute(bound)) {
-            servers.put(
-                row.getString(0),
-                new Ranking.Entry(
-                    row.getString(0),
-                    row.getMap(1, String.class, Double.class),
-                    row.getLong(2),
-                    row.getInstant(3).toEpochMilli()));
-          }
-          counters.reads.add(1);
-          WINDOWS.put(e.getKey(), servers);
-        }
-        servers.putAll(e.getValue());
-        List<Ranking.Entry> ranking = Ranking.rank(q, servers.values());
-        if (ranking.isEmpty()) {
-          continue;
-        }
-        if (entry == null) {
-          entry = entryType(session);
-        }
-        List<TupleValue> cells = new ArrayList<>(ranking.size());
-        long version = Long.MIN_VALUE;
-        for (Ranking.Entry r : ranking) {
-          cells.add(entry.newValue(r.server, r.values, r.samples, Instant.ofEpochMilli(r.updatedAtMs)));
-          version = Math.max(version, r.updatedAtMs);
-        }
-        long ms = start * 1000;
-        writer.add(
-            "rankings",
-            List.of(qid, Math.floorDiv(ms, HOUR_MS), ms),
-            new Object[] {
-              qid, (int) Math.floorDiv(ms, HOUR_MS), Instant.ofEpochMilli(ms), seconds, cells,
-              Instant.ofEpochMilli(version), version * 1000
-            });
-        counters.ranked.add(1);
-      }
-    }
-
-    private TupleType entryType(CqlSession session) {
-      PreparedStatement insert = CassandraSink.prepare(session, cql.get("rankings"));
-      ListType list = (ListType) insert.getVariableDefinitions().get("ranking").getType();
-      return (TupleType) list.getElementType();
-    }
   }
 }
