@@ -7,4 +7,8 @@ the disk ``spool.py``; ``stats.py`` and ``exposition.py`` are its own telemetry 
 ``settings.py`` (with ``configfiles.py``: the TOML file and its ``agent.d/`` fragments),
 ``install.py`` (systemd unit and config), ``once.py`` (a single push), ``version.py``,
 ``cli.py`` (``apm agent``) and ``main.py`` (``apm-agent``, ``python -m agent``: the command
-of the Debian package, deploy/deb/) are its edges."""
+of the Debian package, deploy/deb/) are its edges.
+Beside them: ``answers.py`` reads the ingest's answers for the pusher; ``cardinality.py``
+guards against metric names that grow without bound; ``rejected.py`` is the bounded set-aside
+file of snapshots the ingest refused for good; ``sdnotify.py`` speaks systemd's notify
+protocol."""

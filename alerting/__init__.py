@@ -14,4 +14,7 @@
 - ``dispatch.py``, ``senders.py``: the outbox delivered to the receivers; ``service.py``: the
   evaluator process; ``rulebook.py``: rules and silences as the API and ``cli.py`` edit them;
   ``settings.py``, ``telemetry.py``: its settings and /metrics.
+
+``server_reads.py`` reads the per-server results of a cycle's ``BY server`` rules, one read per
+window.
 """

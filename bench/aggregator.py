@@ -23,7 +23,7 @@ from typing import Any
 from aggregator.progress import DEDUP_OPERATOR
 from apm.kafka import TopicSpec, delete_topics, ensure_topics
 from apm.model import TOPIC_PARTITIONS, topic_for
-from bench.base import progress, write_section
+from bench.base import percentile, progress, write_section
 from bench.feed import LINES_PER_RECORD, METRICS, SERVERS, produce
 
 __all__ = ["main", "query_texts"]
@@ -56,13 +56,6 @@ def query_texts(config: str, metric: str, first: bool = True) -> list[str]:
     if config == "by-server-all" or (config == "by-server" and first):
         last = f"FROM * {base} BY server TOP 10 BY avg"
     return [f"FROM * {base}"] + [f"FROM srv-{d}* {base}" for d in range(1, 9)] + [last]
-
-
-def _pct(values: list[float], p: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 def _freshness(
@@ -226,10 +219,10 @@ def _run_config(
                     f"{got['growth']:,.0f}",
                     "yes" if got["sustained"] else "no",
                     str(len(durations)),
-                    f"{_pct(durations, 50):.2f}",
-                    f"{_pct(durations, 99):.2f}",
-                    f"{_pct(fresh, 50):.1f}",
-                    f"{_pct(fresh, 99):.1f}",
+                    f"{percentile(durations, 50):.2f}",
+                    f"{percentile(durations, 99):.2f}",
+                    f"{percentile(fresh, 50):.1f}",
+                    f"{percentile(fresh, 99):.1f}",
                 ]
             )
             progress(" | ".join(rows[-1]))

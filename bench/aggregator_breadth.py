@@ -23,8 +23,7 @@ from aggregator.progress import DEDUP_OPERATOR
 from apm.kafka import TopicSpec, delete_topics, ensure_topics
 from apm.model import TOPIC_PARTITIONS, topic_for
 from bench import feed
-from bench.aggregator import _pct
-from bench.base import progress, write_section
+from bench.base import percentile, progress, write_section
 
 __all__ = ["main"]
 
@@ -216,7 +215,7 @@ def _isolated(args: argparse.Namespace, cap: int, out: Any) -> None:
 
 def _row(args: argparse.Namespace, got: dict[str, Any], target: float) -> list[str]:
     rate, fresh, durations = got["rate"], got["fresh"], got["durations"]
-    met = got["kept_up"] and bool(fresh) and _pct(fresh, 99) <= target
+    met = got["kept_up"] and bool(fresh) and percentile(fresh, 99) <= target
     return [
         "breadth",
         f"{got['cap']:,}" if got["cap"] else "no cap",
@@ -228,10 +227,10 @@ def _row(args: argparse.Namespace, got: dict[str, Any], target: float) -> list[s
         "yes" if got["kept_up"] else "no",
         str(len(durations)),
         f"{got['profile'].get('records', 0):,.0f}",
-        f"{_pct(durations, 50):.2f}",
-        f"{_pct(durations, 99):.2f}",
-        f"{_pct(fresh, 50):.1f}",
-        f"{_pct(fresh, 99):.1f}",
+        f"{percentile(durations, 50):.2f}",
+        f"{percentile(durations, 99):.2f}",
+        f"{percentile(fresh, 50):.1f}",
+        f"{percentile(fresh, 99):.1f}",
         f"{target:g}",
         "met" if met else "not met",
     ]

@@ -30,7 +30,10 @@ def progress(message: str) -> None:
 
 
 def percentile(values: Sequence[float], p: float) -> float:
-    """The nearest-rank ``p``-th percentile (0 < p <= 100): a value that was measured."""
+    """The nearest-rank ``p``-th percentile (0 < p <= 100): a value that was measured. The one
+    percentile of the benchmarks' tables. No values: nan, which the table shows as such."""
+    if not values:
+        return math.nan
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, math.ceil(p / 100 * len(ordered)) - 1))]
 

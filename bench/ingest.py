@@ -18,7 +18,7 @@ import orjson
 
 from apm.kafka import delete_topics
 from apm.model import topic_for
-from bench.base import progress, write_section
+from bench.base import percentile, progress, write_section
 from ingest.auth import add_key
 from ingest.settings import IngestSettings
 from launch import processes
@@ -114,11 +114,6 @@ def _warm_up(url: str, key: str, body: bytes, limit_s: float = 180.0) -> None:
     raise RuntimeError("the ingest never answered 202 quickly during the warm-up")
 
 
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def _delete_topics(bootstrap: str, metrics: int, run: str) -> None:
     delete_topics(bootstrap, sorted(topic_for(_metric(run, m)) for m in range(metrics)))
 
@@ -175,8 +170,8 @@ def main(argv: list[str] | None = None) -> int:
                 progress(
                     f"round {n + 1}/{args.rounds}: {rate:,.0f} samples/s, ingest CPU "
                     f"{cpu:.2f} cores ({rate / max(cpu, 1e-9):,.0f}/core), client CPU "
-                    f"{client:.2f}, p50 {_pct(latencies, 0.5) * 1000:.1f} ms, "
-                    f"p99 {_pct(latencies, 0.99) * 1000:.1f} ms, {errors} errors"
+                    f"{client:.2f}, p50 {percentile(latencies, 50) * 1000:.1f} ms, "
+                    f"p99 {percentile(latencies, 99) * 1000:.1f} ms, {errors} errors"
                 )
         finally:
             proc.stop(30)
@@ -184,8 +179,8 @@ def main(argv: list[str] | None = None) -> int:
 
     rate = statistics.median(r[0] for r in rounds)
     cpu = statistics.median(r[1] for r in rounds)
-    p50 = statistics.median(_pct(r[2], 0.5) for r in rounds) * 1000
-    p99 = statistics.median(_pct(r[2], 0.99) for r in rounds) * 1000
+    p50 = statistics.median(percentile(r[2], 50) for r in rounds) * 1000
+    p99 = statistics.median(percentile(r[2], 99) for r in rounds) * 1000
     errors = sum(r[3] for r in rounds)
     client = statistics.median(r[4] for r in rounds)
     per_core = statistics.median(r[0] / max(r[1], 1e-9) for r in rounds)

@@ -5,6 +5,7 @@ the comparison of the stored results with the load generator's truth."""
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import time
 from collections.abc import Iterator
@@ -12,13 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from apm.kafka import TopicSpec, delete_topics, ensure_topics, new_admin
 from apm.model import metric_for_topic, topic_for
 from apm.query import parse
 from apm.wire import encode_chunks
-from bench.base import progress
+from bench.base import percentile, progress
 from loadgen.fleet import Fleet, metric_catalog
 from loadgen.runner import run_load
 from loadgen.settings import LoadgenSettings
@@ -260,11 +259,7 @@ def check_results(procs: Procs, truths: list[TruthCollector], settle_s: float) -
             break
         time.sleep(2.0)
     # No complete window at all: freshness is unbounded (and the stage is not sustained).
-    p50, p99 = (
-        np.percentile(np.asarray(fresh), [50, 99]).tolist()
-        if fresh
-        else [float("inf"), float("inf")]
-    )
+    p50, p99 = (percentile(fresh, 50), percentile(fresh, 99)) if fresh else (math.inf, math.inf)
     return {
         "lost": lost,
         "wrong": wrong,

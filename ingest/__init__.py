@@ -7,4 +7,7 @@ path every POST takes (admission, deadline, parse thread, publish); ``body.py`` 
 bodies, ``schema.py`` documents them, ``validate.py`` checks them; ``publisher.py`` and
 ``linger.py`` write records to Kafka; ``auth.py`` checks API keys; ``errors.py`` answers in
 the one error shape; ``telemetry.py`` is its own metrics; ``settings.py`` and ``cli.py``
-(``apm ingest``) are its edges."""
+(``apm ingest``) are its edges.
+Beside them: ``records.py`` makes a validated batch into Kafka records; ``topics.py`` guards
+and creates new metric topics off the request path, with ``namecache.py`` (names that passed
+the rules, bounded); ``readiness.py`` is the cached Kafka reachability /readyz tells."""

@@ -7,11 +7,14 @@
   ``launch`` to start itself.
 - ``launch`` (running the platform on one machine) sits above the components; ``bench`` above
   everything. Neither is imported by product code.
+
+And each package's docstring is a true map: it names every module and subpackage it holds.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -81,3 +84,40 @@ def test_nothing_outside_the_tests_imports_them():
     for package in FIRST_PARTY - {"tests"}:
         for path in _modules(package):
             assert "tests" not in _imports(path), path
+
+
+# A module is named in a map as ``name``, ``name.py`` or ``name/`` (any of several in one
+# pair of double backquotes), or as :mod:`.name` / :mod:`~package.name`.
+_NAMED = re.compile(r"``([^`]+)``")
+_MOD = re.compile(r":mod:`~?([\w.]+)`")
+
+
+def _named(package: Path) -> set[str]:
+    doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
+    names = {ref.split(".")[-1] for ref in _MOD.findall(doc)}
+    for quoted in _NAMED.findall(doc):
+        for word in re.split(r"[\s,]+", quoted):
+            word = word.rstrip("/")
+            names.add(word.removesuffix(".py"))
+    return names
+
+
+def _packages() -> list[Path]:
+    return sorted(
+        p.parent for top in FIRST_PARTY - {"tests"} for p in (ROOT / top).rglob("__init__.py")
+    )
+
+
+def test_each_package_map_names_every_module():
+    """Its own docstring, or its parent package's (the dashboard's map names its pages'),
+    names each module and subpackage; ``__main__`` is the package run as a command."""
+    missing = {}
+    for package in _packages():
+        named = _named(package)
+        if package.parent != ROOT:
+            named |= _named(package.parent)
+        members = {p.stem for p in package.glob("*.py")} - {"__init__", "__main__"}
+        members |= {p.parent.name for p in package.glob("*/__init__.py")}
+        if left := sorted(members - named):
+            missing[str(package.relative_to(ROOT))] = left
+    assert not missing, f"package maps that leave modules out: {missing}"

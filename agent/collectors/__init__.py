@@ -1,4 +1,9 @@
-"""Host collectors and the default registry that names them."""
+"""Host collectors and the default registry that names them.
+
+``base.py``: what a collector is, its registry and counter-to-rate conversion; one collector
+per area: ``cpu.py``, ``memory.py`` (load, memory, swap), ``disk.py``, ``network.py``,
+``system.py`` (processes, TCP states through ``tcpdiag.py``'s netlink sock_diag, uptime) and
+``own.py`` (the agent's own figures)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""StatsD / DogStatsD: line parsing, per-second aggregation, the UDP listener."""
+"""StatsD / DogStatsD: line parsing, per-second aggregation, the UDP listener.
+
+``parse.py`` reads the lines, ``aggregate.py`` folds each second, ``listener.py`` is the UDP
+thread."""
 
 from agent.statsd.aggregate import StatsdAggregator
 from agent.statsd.listener import StatsdListener

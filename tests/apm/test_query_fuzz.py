@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from apm.query import MAX_FUNCTIONS, MAX_QUERY_CHARS, MAX_SERVERS, QueryError, parse
-from tests.apm.test_query_glob import cpu_bound
+from tests.support.cpu import cpu_bound
 
 pytestmark = pytest.mark.unit
 

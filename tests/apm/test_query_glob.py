@@ -5,12 +5,8 @@ are checked below to be this module's output)."""
 from __future__ import annotations
 
 import re
-import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from types import FrameType
 
 import pytest
 from hypothesis import given, settings
@@ -18,34 +14,13 @@ from hypothesis import strategies as st
 
 from apm.query import Function, Query, QueryError, parse
 from apm.query_glob import MAX_GLOB_CHARS, MAX_GLOB_STARS, glob_to_regex
+from tests.support.cpu import cpu_bound
 
 pytestmark = pytest.mark.unit
 
 JAVA_TEST = (
     Path(__file__).parents[2] / "aggregator/jvm/src/test/java/io/apm/aggregator/SelectionTest.java"
 )
-
-
-class TooSlow(Exception):
-    pass
-
-
-@contextmanager
-def cpu_bound(seconds: float) -> Iterator[None]:
-    """Fails the block once it has used ``seconds`` of CPU: a hang (or a loop that allocates
-    until MemoryError) becomes a test failure within that time. SIGPROF, so that
-    pytest-timeout's SIGALRM is left alone."""
-
-    def expire(signum: int, frame: FrameType | None) -> None:
-        raise TooSlow(f"more than {seconds} s of CPU")
-
-    previous = signal.signal(signal.SIGPROF, expire)
-    signal.setitimer(signal.ITIMER_PROF, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_PROF, 0)
-        signal.signal(signal.SIGPROF, previous)
 
 
 def reference(glob: str, name: str) -> bool:

