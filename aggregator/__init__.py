@@ -12,6 +12,5 @@ handle topics that join and consumer lag;
 ``recovery.py`` restarts a stopped stream and ``retrying.py`` retries storage calls;
 ``session.py`` builds the SparkSession; ``store.py`` is what it needs from storage;
 ``progress.py`` and ``telemetry.py`` are its own figures; ``settings.py``, ``status.py`` and
-``cli.py`` (``apm aggregator``) are its edges.
-``series.py`` names a window summary's series (the query's one, or one server's of a ``BY
-server`` query); ``ranks.py`` re-ranks and stores the top-N of the windows a batch updated."""
+``cli.py`` (``apm aggregator``) are its edges. ``series.py`` names a window summary's series
+(the query's one, or one server's of a ``BY server`` query)."""

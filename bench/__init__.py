@@ -15,6 +15,8 @@
   ``dashboard_panels`` and ``dashboard_servers``, ``alerting`` (with ``alerting_load``, its
   load, ``alerting_cost`` and ``alerting_servers``), ``aggregator_order``,
   ``aggregator_fixed`` and ``aggregator_profile`` (the JVM operator, run by ``jvm_bench``),
+  ``aggregator_by_server`` (issue, by-server and by-server-all into one section) and
+  ``server_writes`` (the executors' writer of per-server results alone),
   ``floor`` (Spark's own floor) and ``faults`` (the cluster tier's fault table).
 - ``process_sample.py``: what the agent benchmarks share; ``browser.py``: the one headless
   Chromium.
