@@ -24,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--servers", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--batch-rows", type=int, default=32, help="rows per single-partition batch"
+    )
     parser.add_argument("--doc", action="store_true", help="also write docs/BENCHMARKS.md")
     args = parser.parse_args(argv)
 
@@ -70,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
                     .persist()
                 )
                 frame.count()
-                writes = ServerWrites(StorageSettings(), keyspace, spread_rows=spread)
+                writes = ServerWrites(
+                    StorageSettings(), keyspace, batch_rows=args.batch_rows, spread_rows=spread
+                )
                 counts = WriteCounts(spark, f"swb-{i}-{spread}")
                 began = time.monotonic()
                 write(frame, java, writes, time.time(), counts)
@@ -97,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         spark.stop()
     notes = (
         f"{args.servers:,} servers x {args.queries} BY server TOP 10 queries, one 10 s window: "
-        "each row written to server_results and window_servers (32 rows a partition batch), "
+        "each row written to server_results and window_servers "
+        f"({args.batch_rows} rows a partition batch), "
         "the day indexes, and every window ranked (read back from window_servers on the "
         f"executor cache's first miss); {args.repeat} repeats alternating, medians. Local "
         "Cassandra (1.5 GB heap) on the same 2 cores."
