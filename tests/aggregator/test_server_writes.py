@@ -134,3 +134,40 @@ def test_the_jvm_ranking_is_the_python_rule(spark, data, n, bottom):
         assert gv.keys() == w.values.keys()
         for k in gv:
             assert gv[k] == w.values[k] or (math.isnan(gv[k]) and math.isnan(w.values[k]))
+
+
+def test_a_window_new_to_this_jvm_is_ranked_with_the_rows_storage_already_holds(
+    spark, server_keyspace, server_repo
+):
+    """The executors' cache has never seen this window: its earlier rows (written here through
+    the repository, as a previous process would have) are read before the task writes its own,
+    and the ranking holds both."""
+    from pyspark.sql import Row
+
+    query = parse("FROM * SELECT cpu WINDOW 10s COMPUTE avg, max BY server TOP 2 BY max")
+    qid, start = f"q-{uuid.uuid4().hex[:8]}", 1_900_000_100
+    earlier = [
+        WindowResult(qid, float(start), 10, {"avg": v, "max": v}, 3, 1_899_999_000.0, s)
+        for s, v in (("old-a", 50.0), ("old-b", 5.0))
+    ]
+    server_repo.upsert_results(earlier)
+    rows = spark.createDataFrame(
+        [
+            Row(qid, s, 10, start, 2, 2 * v, v, v, None)
+            for s, v in (("new-a", 30.0), ("new-b", 70.0))
+        ],
+        "query_id string, server string, window_seconds int, window_start long, n long, "
+        "sum double, min double, max double, percentiles array<double>",
+    )
+    writes = ServerWrites(StorageSettings(), server_keyspace, retry_s=10)
+    counts = WriteCounts(spark, f"t-{uuid.uuid4().hex[:6]}")
+    write(rows, series_queries(spark, {qid: query}), writes, 1_900_000_200.0, counts)
+    done = counts.drain()
+    assert done["reads"] == 1 and done["ranked"] == 1
+    ranked = list(server_repo.read_ranked(qid, float(start), start + 1.0))
+    assert [(r.server, r.values.get("max")) for r in ranked] == [
+        ("new-b", 70.0),
+        ("old-a", 50.0),
+        (OTHERS, 30.0),
+    ]
+    assert ranked[-1].samples == 3 + 2  # old-b's 3 and new-a's 2

@@ -6,6 +6,7 @@ import io.apm.aggregator.store.ResultWriter;
 import io.apm.aggregator.store.Retry;
 import java.io.Serializable;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -138,6 +139,10 @@ public final class ServerResults {
       long stamp = updatedAtMs * 1000;
       Map<String, Map<String, Ranking.Entry>> touched = new LinkedHashMap<>();
       Map<String, Long> newest = new LinkedHashMap<>();
+      // The task's writes wait until the windows it ranks that the JVM has not cached are read:
+      // read before the task writes, a window new to everyone is an empty partition (read in a
+      // millisecond), where after it, it would be the 10,000 rows just written.
+      List<Object[]> pending = new ArrayList<>();
       while (rows.hasNext()) {
         org.apache.spark.sql.Row r = rows.next();
         String qid = r.getString(r.fieldIndex("query_id"));
@@ -168,22 +173,32 @@ public final class ServerResults {
                 key -> counters.overflowed.add(1));
         int day = (int) Math.floorDiv(start, DAY_S);
         Instant at = Instant.ofEpochSecond(start);
-        writer.add(
-            "server_results",
-            List.of(qid, server, day),
-            new Object[] {qid, server, day, at, seconds, values, n, updated, stamp});
-        writer.add(
-            "window_servers",
-            List.of(qid, start),
-            new Object[] {qid, at, server, seconds, values, n, updated, stamp});
-        index(writer, List.of("server_buckets", qid, day), new Object[] {qid, day});
-        index(writer, List.of("result_servers", qid, day, server), new Object[] {qid, day, server});
+        pending.add(
+            new Object[] {
+              "server_results",
+              List.of(qid, server, day),
+              new Object[] {qid, server, day, at, seconds, values, n, updated, stamp}
+            });
+        pending.add(
+            new Object[] {
+              "window_servers",
+              List.of(qid, start),
+              new Object[] {qid, at, server, seconds, values, n, updated, stamp}
+            });
+        index(pending, List.of("server_buckets", qid, day), new Object[] {qid, day});
+        index(pending, List.of("result_servers", qid, day, server), new Object[] {qid, day, server});
         newest.merge(qid, updatedAtMs, Math::max);
         if (q.topN > 0) {
           touched
               .computeIfAbsent(qid + '\t' + start + '\t' + seconds, k -> new LinkedHashMap<>())
               .put(server, new Ranking.Entry(server, values, n, updatedAtMs));
         }
+      }
+      WindowRanks.prefetch(session, touched.keySet(), cql.get("read_window"), counters);
+      for (Object[] p : pending) {
+        @SuppressWarnings("unchecked")
+        List<Object> partition = (List<Object>) p[1];
+        writer.add((String) p[0], partition, (Object[]) p[2]);
       }
       newest.forEach(
           (qid, ms) ->
@@ -208,7 +223,7 @@ public final class ServerResults {
           row -> LOG.error("storage refused a result, set aside: {}", Arrays.toString(row)));
     }
 
-    private void index(ResultWriter writer, List<Object> key, Object[] row) {
+    private void index(List<Object[]> pending, List<Object> key, Object[] row) {
       long now = System.currentTimeMillis();
       Long last = INDEXED.get(key);
       if (last != null && now - last < INDEX_REFRESH_MS) {
@@ -219,7 +234,10 @@ public final class ServerResults {
       }
       INDEXED.put(key, now);
       String table = (String) key.get(0);
-      writer.add(table, key.subList(1, key.size() - (table.equals("result_servers") ? 1 : 0)), row);
+      pending.add(
+          new Object[] {
+            table, key.subList(1, key.size() - (table.equals("result_servers") ? 1 : 0)), row
+          });
     }
 
   }

@@ -20,7 +20,7 @@ import java.util.Map;
  * a TOP/BOTTOM query is ranked again ({@link Ranking}) from every server's result of it, the
  * task's rows over a cache of recent windows in the executor JVM, and on a miss (a new JVM, a
  * window older than the cache, another executor's earlier batch) the window read from {@code
- * window_servers}, after the task's rows were written. The ranking replaces the window's
+ * window_servers} before the task writes its rows ({@link #prefetch}). The ranking replaces the window's
  * previous one, written {@code USING TIMESTAMP} = its newest row's updated_at.
  */
 final class WindowRanks {
@@ -42,9 +42,32 @@ final class WindowRanks {
           });
 
   /**
+   * Reads into the cache the windows of {@code keys} ("query \t window start \t seconds") it
+   * does not hold, before the task writes its own rows of them ({@code readCql}: the window
+   * read): every server's result from earlier batches.
+   */
+  static void prefetch(
+      CqlSession session, Iterable<String> keys, String readCql, ServerResults.Counters counters) {
+    PreparedStatement read = null;
+    for (String key : keys) {
+      if (WINDOWS.containsKey(key)) {
+        continue;
+      }
+      if (read == null) {
+        read = CassandraSink.prepare(session, readCql);
+      }
+      String[] parts = key.split("\t");
+      WINDOWS.put(key, read(session, read, parts[0], Long.parseLong(parts[1])));
+      counters.reads.add(1);
+    }
+  }
+
+  /**
    * Ranks each window of {@code touched} (key "query \t window start \t seconds" -> the task's
-   * rows of it) and queues its ranking on {@code writer}. {@code readCql}: the window read;
-   * {@code insertCql}: the rankings insert (its ranking column's type is read from it).
+   * rows of it, {@link #prefetch}ed) and queues its ranking on {@code writer}. {@code readCql}:
+   * the window read, for a window evicted since the prefetch (then read after the task's rows
+   * are written, which holds them too); {@code insertCql}: the rankings insert (its ranking
+   * column's type is read from it).
    */
   static void rank(
       CqlSession session,
@@ -57,7 +80,6 @@ final class WindowRanks {
     if (touched.isEmpty()) {
       return;
     }
-    PreparedStatement read = CassandraSink.prepare(session, readCql);
     TupleType entry = null;
     for (Map.Entry<String, Map<String, Ranking.Entry>> e : touched.entrySet()) {
       String[] parts = e.getKey().split("\t");
@@ -66,8 +88,8 @@ final class WindowRanks {
       int seconds = Integer.parseInt(parts[2]);
       SeriesQuery q = queries.get(qid);
       Map<String, Ranking.Entry> servers = WINDOWS.get(e.getKey());
-      if (servers == null) {
-        servers = read(session, read, qid, start);
+      if (servers == null) { // evicted since the prefetch (a task of more than the cache's windows)
+        servers = read(session, CassandraSink.prepare(session, readCql), qid, start);
         counters.reads.add(1);
         WINDOWS.put(e.getKey(), servers);
       }
