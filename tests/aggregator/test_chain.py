@@ -14,6 +14,7 @@ import pytest
 
 from aggregator.job import Aggregator
 from aggregator.settings import AggregatorSettings
+from apm.ranking import rank
 from launch import processes
 from launch.probe import free_port
 from tests.aggregator.conftest import BASE, assert_matches, expected
@@ -36,6 +37,13 @@ def repository(stack, unique_name):
 
 def _stored(repo, query_id):
     return {r.window_start: r for r in repo.read_results(query_id, BASE - 3600, BASE + 7200)}
+
+
+def _series(repo, query_id, server):
+    return {
+        r.window_start: r
+        for r in repo.read_server_results(query_id, server, BASE - 3600, BASE + 7200)
+    }
 
 
 def _close(got, want) -> bool:
@@ -65,6 +73,10 @@ def test_kill9_and_restart_converge_to_the_uninterrupted_results(
         ),
         repository.save_query(f"FROM web-1* SELECT {metric} WINDOW 1m COMPUTE p90, count"),
     ]
+    # Per server, ranked: written by the executors, whose replayed batch writes them again.
+    split = repository.save_query(
+        f"FROM web-1* SELECT {metric} WINDOW 10s COMPUTE max, count, avg BY server TOP 2 BY max"
+    )
     rows = fleet_rows(20, 120)
     parts = [rows[i::6] for i in range(6)]  # every part touches every window
     for part in parts[:3]:
@@ -95,9 +107,13 @@ def test_kill9_and_restart_converge_to_the_uninterrupted_results(
             produce(metric, part)
         proc = spec.start(home, env=env, wait_s=None)
         want = {q.id: expected(rows, q.query) for q in queries}
+        mine = sorted({s for s, _, _ in rows if split.query.matches(s)})
+        per_server = {s: expected([r for r in rows if r[0] == s], split.query) for s in mine}
 
         def converged() -> bool:
-            return all(_close(_stored(repository, q.id), want[q.id]) for q in queries)
+            return all(_close(_stored(repository, q.id), want[q.id]) for q in queries) and all(
+                _close(_series(repository, split.id, s), per_server[s]) for s in mine
+            )
 
         _wait_for(converged, 240, proc)
         status = repository.get_status()[f"aggregator-metrics-{metric}"]
@@ -106,7 +122,15 @@ def test_kill9_and_restart_converge_to_the_uninterrupted_results(
         )
     finally:
         proc.stop(timeout_s=30)
-    assert status["active_queries"] == 2
+    assert status["active_queries"] == 3
+    for server in mine:
+        assert_matches(_series(repository, split.id, server), per_server[server])
+    for ws in {w for windows in per_server.values() for w in windows}:
+        servers = list(repository.read_window_servers(split.id, ws))
+        ranked = list(repository.read_ranked(split.id, ws, ws + 1))
+        assert [(r.server, r.values, r.samples) for r in ranked] == [
+            (r.server, r.values, r.samples) for r in rank(split.query, servers)
+        ]
 
     # The uninterrupted run: the same topic, a fresh checkpoint, no crash.
     for q in queries:
