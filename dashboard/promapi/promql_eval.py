@@ -18,10 +18,19 @@ from dataclasses import dataclass
 
 from dashboard.promapi.evaluate import Deadline
 from dashboard.promapi.promql_aggregate import aggregate
+from dashboard.promapi.promql_elementwise import apply
 from dashboard.promapi.promql_functions import binary, compare, over_time
 from dashboard.promapi.promql_match import vector_binop
 from dashboard.promapi.promql_rows import Row, dense
-from dashboard.promapi.promql_tree import Aggregate, Binary, Node, Number, OverTime, Vector
+from dashboard.promapi.promql_tree import (
+    Aggregate,
+    Binary,
+    Elementwise,
+    Node,
+    Number,
+    OverTime,
+    Vector,
+)
 from dashboard.promapi.selector import Selector
 
 __all__ = ["LOOKBACK_MS", "MAX_POINTS", "Raw", "Row", "Source", "Steps", "evaluate"]
@@ -75,6 +84,10 @@ def evaluate(node: Node, at: Steps) -> float | list[Row]:
         inner = evaluate(node.expr, at)
         assert isinstance(inner, list)  # the parser refuses aggregating a number
         return aggregate(node, inner, len(times), deadline, at.max_points)
+    if isinstance(node, Elementwise):
+        inner = evaluate(node.expr, at)
+        assert isinstance(inner, list)  # the parser refuses a function of a number
+        return apply(node.fn, node.params, inner)
     assert isinstance(node, Binary)
     lhs, rhs = evaluate(node.lhs, at), evaluate(node.rhs, at)
     if isinstance(lhs, list) and isinstance(rhs, list):

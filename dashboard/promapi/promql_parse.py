@@ -7,6 +7,8 @@ tree (:mod:`.promql_tree`) :mod:`.promql_eval` evaluates:
 * ``sum``, ``avg``, ``min``, ``max``, ``count``, ``stddev``, ``stdvar``, ``quantile`` (φ a
   number) and ``count_values`` with ``by``/``without``, ``topk`` and ``bottomk`` (``k`` a
   number);
+* ``abs``, ``round`` (with or without ``to_nearest``), ``clamp``, ``clamp_min`` and
+  ``clamp_max`` of a vector, their parameters numbers (:mod:`.promql_elementwise`);
 * ``+ - * / % ^`` and ``== != < > <= >=`` (with or without ``bool``) between any two of a
   vector and a scalar, ``and``/``or``/``unless`` between vectors, with ``on``/``ignoring``
   and ``group_left``/``group_right`` (:class:`Matching`), unary minus, parentheses.
@@ -24,6 +26,7 @@ import re
 
 import promql_parser as pp
 
+from dashboard.promapi.promql_elementwise import PARAMS
 from dashboard.promapi.promql_functions import binary, compare
 from dashboard.promapi.promql_tree import (
     AGGREGATIONS,
@@ -33,6 +36,7 @@ from dashboard.promapi.promql_tree import (
     SET_OPERATORS,
     Aggregate,
     Binary,
+    Elementwise,
     Expr,
     Matching,
     Node,
@@ -60,6 +64,7 @@ __all__ = [
     "SET_OPERATORS",
     "Aggregate",
     "Binary",
+    "Elementwise",
     "Expr",
     "Matching",
     "Node",
@@ -157,6 +162,8 @@ def _selector(vs: pp.VectorSelector) -> Selector:
 
 def _call(call: pp.Call, depth: int) -> Node:
     name = call.func.name
+    if name in PARAMS:
+        return _elementwise(call, depth)
     fn = name.removesuffix("_over_time")
     if fn == name or fn not in OVER_TIME:
         raise _unsupported(f"the function {name}()")
@@ -168,6 +175,21 @@ def _call(call: pp.Call, depth: int) -> Node:
     range_ms = round(arg.range.total_seconds() * 1000)
     param = _number(params[0], name, depth) if params else None
     return OverTime(fn, _selector(arg.vector_selector), range_ms, param)
+
+
+def _elementwise(call: pp.Call, depth: int) -> Node:
+    name = call.func.name
+    required, optional = PARAMS[name]
+    arg, *rest = call.args
+    if not required <= len(rest) <= required + optional:  # promql-parser checks it too
+        raise SelectorError(
+            f"{name}() takes {1 + required} to {1 + required + optional} arguments", 0
+        )
+    expr = _convert(arg, depth + 1)
+    if isinstance(expr, Number):
+        raise _unsupported(f"{name}() of a scalar")
+    params = tuple(_number(p, name, depth) for p in rest)
+    return Elementwise(name, expr, params)
 
 
 def _aggregate(agg: pp.AggregateExpr, depth: int) -> Node:
@@ -228,6 +250,6 @@ def _number(tree: object, name: str, depth: int) -> float:
 def _unsupported(what: str) -> SelectorError:
     return SelectorError(
         f"{what} is not supported; the read API evaluates selectors, *_over_time(), "
-        "aggregations (not group) and operators but atan2 (docs/interop.md)",
+        "aggregations (not group), abs, round, clamp* and operators but atan2 (docs/interop.md)",
         0,
     )

@@ -15,6 +15,7 @@ __all__ = [
     "SET_OPERATORS",
     "Aggregate",
     "Binary",
+    "Elementwise",
     "Expr",
     "Matching",
     "Node",
@@ -85,5 +86,14 @@ class Binary:
     matching: Matching | None = None  # between two vectors only
 
 
-Node = Number | Vector | OverTime | Aggregate | Binary
-Expr = OverTime | Aggregate | Binary | Vector  # beyond what selector.parse_expr reads
+@dataclass(frozen=True)
+class Elementwise:
+    """A function of each sample (:mod:`.promql_elementwise`) with its scalar parameters."""
+
+    fn: str
+    expr: Node
+    params: tuple[float, ...] = ()
+
+
+Node = Number | Vector | OverTime | Aggregate | Binary | Elementwise
+Expr = OverTime | Aggregate | Binary | Vector | Elementwise  # beyond what selector.parse_expr reads
