@@ -8,10 +8,14 @@ raises ``ssl.SSLError`` and leaves the old pair in place.
 
 from __future__ import annotations
 
+import logging
 import ssl
+import threading
 from pathlib import Path
 
-__all__ = ["ReloadingServerContext"]
+__all__ = ["ReloadingServerContext", "watch"]
+
+log = logging.getLogger(__name__)
 
 
 class ReloadingServerContext:
@@ -45,3 +49,13 @@ class ReloadingServerContext:
         self.context.load_cert_chain(str(self.certfile), str(self.keyfile))
         self._stamp = stamp
         return True
+
+
+def watch(server: ReloadingServerContext, interval_s: float, stop: threading.Event) -> None:
+    """Check the pair every ``interval_s`` until ``stop``; a bad pair is logged, the old kept."""
+    while not stop.wait(interval_s):
+        try:
+            if server.reload_if_changed():
+                log.info("TLS certificate reloaded from %s", server.certfile)
+        except (OSError, ssl.SSLError) as exc:
+            log.error("TLS certificate not reloaded, the previous one is kept: %s", exc)

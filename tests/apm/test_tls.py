@@ -6,11 +6,12 @@ import shutil
 import socket
 import ssl
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from apm.tls import ReloadingServerContext
+from apm.tls import ReloadingServerContext, watch
 from tests.support.certs import Ca, make_ca
 
 pytestmark = pytest.mark.unit
@@ -111,3 +112,30 @@ def test_mtls_refuses_a_client_certificate_from_another_ca(tmp_path: Path) -> No
     thread.join(10)
     assert len(errors) == 1 and "CERTIFICATE_VERIFY_FAILED" in errors[0], errors
     thread.join(10)
+
+
+def test_watch_reloads_a_changed_pair_for_the_next_handshake(tmp_path: Path) -> None:
+    ca = make_ca(tmp_path / "ca")
+    first, second = ca.issue("first"), ca.issue("second")
+    cert, key = tmp_path / "server.pem", tmp_path / "server.key"
+    shutil.copy(first[0], cert)
+    shutil.copy(first[1], key)
+    server = ReloadingServerContext(cert, key)
+    stop = threading.Event()
+    watcher = threading.Thread(target=watch, args=(server, 0.05, stop), daemon=True)
+    watcher.start()
+    try:
+        shutil.copy(second[0], cert)
+        shutil.copy(second[1], key)
+        deadline = time.monotonic() + 10
+        while True:
+            port, thread = _serve_once(server.context)
+            seen = _peer_cert(port, ca)
+            thread.join(10)
+            if seen == _der(second[0]) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert seen == _der(second[0])
+    finally:
+        stop.set()
+        watcher.join(5)
