@@ -9,7 +9,8 @@
 - ``errors.py``: the one error shape of both HTTP APIs; ``retry.py``: the one retry helper;
   ``telemetry.py``: a service's own metrics registry and its /metrics endpoint;
 - ``settings.py``: how every service's settings resolve (its own variable, the shared one,
-  the default);
+  the default); ``tls.py``: a server TLS context whose certificate and key are reloaded
+  when their files change (on the same context, so open connections stay);
 - ``cli.py``: the ``apm`` command's dispatcher, which names each component's CLI.
 
 Also: ``labels.py``, the one rule that makes labels, tags and attributes into metric names;

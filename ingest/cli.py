@@ -6,7 +6,14 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import ssl
+
+    from ingest.settings import IngestSettings
 
 __all__ = ["register"]
 
@@ -88,6 +95,26 @@ def _serve(args: argparse.Namespace) -> int:
         log_level="info",
         lifespan="on",
         timeout_graceful_shutdown=math.ceil(settings.shutdown_timeout_s),
+        ssl_context_factory=_tls_factory(settings),
     )
     uvicorn.Server(config).run()
     return 0
+
+
+def _tls_factory(settings: IngestSettings) -> Callable[..., ssl.SSLContext] | None:
+    """uvicorn's hook for its SSLContext: ours, which a watcher thread reloads in place
+    (apm.tls), instead of the one uvicorn would build once from file names."""
+    if settings.tls_cert is None or settings.tls_key is None:
+        return None
+    import threading
+
+    from apm.tls import ReloadingServerContext, watch
+
+    server = ReloadingServerContext(settings.tls_cert, settings.tls_key, settings.tls_client_ca)
+    threading.Thread(
+        target=watch,
+        args=(server, settings.tls_reload_s, threading.Event()),
+        name="tls-reload",
+        daemon=True,
+    ).start()
+    return lambda _config, _default: server.context

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings
 
 from apm.model import TOPIC_PARTITIONS
@@ -26,6 +26,15 @@ class IngestSettings(BaseSettings):
         default=None,
         description="API keys (salted hashes); without it every request is refused with 401",
     )
+
+    # HTTPS (docs/security.md): with tls_cert and tls_key the service speaks only HTTPS; the
+    # pair is reloaded within tls_reload_s of a change, open connections kept. With
+    # tls_client_ca every client must present a certificate from that CA at the handshake,
+    # and its API key as well. Without them: plain HTTP (make run, on loopback).
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    tls_client_ca: Path | None = None
+    tls_reload_s: float = Field(default=10.0, gt=0)
 
     # Request limits (docs/ingest.md, Limits). Bytes alone do not bound a request's cost:
     # 50 MiB of `{},` parse into 17M objects (~1.5 GB), so JSON values are counted by a byte
@@ -96,3 +105,11 @@ class IngestSettings(BaseSettings):
     new_topics_max: int = Field(default=10_000, ge=1)
     ready_probe_s: float = Field(default=2.0, gt=0)
     close_timeout_s: float = Field(default=5.0, ge=0)
+
+    @model_validator(mode="after")
+    def _tls_pair(self) -> IngestSettings:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("tls_cert and tls_key go together: give both or neither")
+        if self.tls_client_ca is not None and self.tls_cert is None:
+            raise ValueError("tls_client_ca needs tls_cert and tls_key (mTLS is over HTTPS)")
+        return self

@@ -1,0 +1,83 @@
+"""The ingest's HTTPS: uvicorn serving through ingest.cli's context hook, over real sockets."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from pydantic import ValidationError
+
+from ingest.cli import _tls_factory
+from ingest.settings import IngestSettings
+from tests.support.certs import Ca, make_ca
+
+pytestmark = pytest.mark.unit
+
+
+async def _hello(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] != "http":
+        return
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def https(tmp_path: Path) -> Iterator[tuple[int, Ca]]:
+    ca = make_ca(tmp_path / "ca")
+    cert, key = ca.issue("server")
+    settings = IngestSettings(tls_cert=cert, tls_key=key)
+    port = _free_port()
+    config = uvicorn.Config(
+        _hello,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="off",
+        ssl_context_factory=_tls_factory(settings),
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.started
+    yield port, ca
+    server.should_exit = True
+    thread.join(10)
+
+
+def test_the_service_answers_https_to_a_client_trusting_the_ca(https: tuple[int, Ca]) -> None:
+    port, ca = https
+    ctx = ssl.create_default_context(cafile=str(ca.cert))
+    with urllib.request.urlopen(f"https://localhost:{port}/", context=ctx, timeout=10) as r:
+        assert r.read() == b"ok"
+
+
+def test_a_client_not_trusting_the_ca_is_refused(https: tuple[int, Ca]) -> None:
+    port, _ = https
+    with pytest.raises(urllib.error.URLError, match="CERTIFICATE_VERIFY_FAILED"):
+        urllib.request.urlopen(f"https://localhost:{port}/", timeout=10)
+
+
+def test_plain_http_is_the_default() -> None:
+    assert _tls_factory(IngestSettings()) is None
+
+
+def test_a_cert_without_its_key_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="tls_cert and tls_key go together"):
+        IngestSettings(tls_cert=tmp_path / "c.pem")
