@@ -60,40 +60,44 @@ def _der(pem: Path) -> bytes:
     return ssl.PEM_cert_to_DER_cert(pem.read_text())
 
 
-def test_a_changed_pair_is_presented_by_the_next_handshake(tmp_path: Path) -> None:
+def _presented(context: ssl.SSLContext, ca: Ca) -> bytes:
+    """The certificate one handshake with ``context`` presents (DER)."""
+    port, thread = _serve_once(context)
+    seen = _peer_cert(port, ca)
+    thread.join(10)
+    return seen
+
+
+def _two_pairs(tmp_path: Path) -> tuple[Ca, tuple[Path, Path], tuple[Path, Path], Path, Path]:
+    """A CA, two pairs it signed, and the server's files holding the first pair."""
     ca = make_ca(tmp_path / "ca")
     first, second = ca.issue("first"), ca.issue("second")
     cert, key = tmp_path / "server.pem", tmp_path / "server.key"
     shutil.copy(first[0], cert)
     shutil.copy(first[1], key)
+    return ca, first, second, cert, key
+
+
+def test_a_changed_pair_is_presented_by_the_next_handshake(tmp_path: Path) -> None:
+    ca, first, second, cert, key = _two_pairs(tmp_path)
     server = ReloadingServerContext(cert, key)
 
-    port, thread = _serve_once(server.context)
-    assert _peer_cert(port, ca) == _der(first[0])
-    thread.join(10)
+    assert _presented(server.context, ca) == _der(first[0])
     assert server.reload_if_changed() is False
 
     shutil.copy(second[0], cert)
     shutil.copy(second[1], key)
     assert server.reload_if_changed() is True
-    port, thread = _serve_once(server.context)
-    assert _peer_cert(port, ca) == _der(second[0])
-    thread.join(10)
+    assert _presented(server.context, ca) == _der(second[0])
 
 
 def test_a_mismatched_pair_is_refused_and_the_old_one_kept(tmp_path: Path) -> None:
-    ca = make_ca(tmp_path / "ca")
-    first, second = ca.issue("first"), ca.issue("second")
-    cert, key = tmp_path / "server.pem", tmp_path / "server.key"
-    shutil.copy(first[0], cert)
-    shutil.copy(first[1], key)
+    ca, first, second, cert, key = _two_pairs(tmp_path)
     server = ReloadingServerContext(cert, key)
     shutil.copy(second[0], cert)  # the key is not rewritten yet
     with pytest.raises(ssl.SSLError):
         server.reload_if_changed()
-    port, thread = _serve_once(server.context)
-    assert _peer_cert(port, ca) == _der(first[0])
-    thread.join(10)
+    assert _presented(server.context, ca) == _der(first[0])
 
 
 def test_mtls_refuses_a_client_certificate_from_another_ca(tmp_path: Path) -> None:
@@ -111,15 +115,10 @@ def test_mtls_refuses_a_client_certificate_from_another_ca(tmp_path: Path) -> No
         _peer_cert(port, ca, client=other.issue("bad-client"))
     thread.join(10)
     assert len(errors) == 1 and "CERTIFICATE_VERIFY_FAILED" in errors[0], errors
-    thread.join(10)
 
 
 def test_watch_reloads_a_changed_pair_for_the_next_handshake(tmp_path: Path) -> None:
-    ca = make_ca(tmp_path / "ca")
-    first, second = ca.issue("first"), ca.issue("second")
-    cert, key = tmp_path / "server.pem", tmp_path / "server.key"
-    shutil.copy(first[0], cert)
-    shutil.copy(first[1], key)
+    ca, _first, second, cert, key = _two_pairs(tmp_path)
     server = ReloadingServerContext(cert, key)
     stop = threading.Event()
     watcher = threading.Thread(target=watch, args=(server, 0.05, stop), daemon=True)
@@ -129,9 +128,7 @@ def test_watch_reloads_a_changed_pair_for_the_next_handshake(tmp_path: Path) -> 
         shutil.copy(second[1], key)
         deadline = time.monotonic() + 10
         while True:
-            port, thread = _serve_once(server.context)
-            seen = _peer_cert(port, ca)
-            thread.join(10)
+            seen = _presented(server.context, ca)
             if seen == _der(second[0]) or time.monotonic() > deadline:
                 break
             time.sleep(0.05)

@@ -9,6 +9,10 @@ from pathlib import Path
 __all__ = ["Ca", "make_ca"]
 
 
+# A new unencrypted P-256 key, for the CA and for each certificate it issues.
+_NEW_KEY = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes")
+
+
 def _openssl(*args: str, cwd: Path) -> None:
     subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
 
@@ -27,11 +31,7 @@ class Ca:
         _openssl(
             "req",
             "-new",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
+            *_NEW_KEY,
             "-keyout",
             str(key),
             "-out",
@@ -67,11 +67,7 @@ def make_ca(directory: Path, name: str = "ca") -> Ca:
     _openssl(
         "req",
         "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-        "-nodes",
+        *_NEW_KEY,
         "-keyout",
         str(key),
         "-out",
