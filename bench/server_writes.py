@@ -104,8 +104,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.servers:,} servers x {args.queries} BY server TOP 10 queries, one 10 s window: "
         "each row written to server_results and window_servers "
         f"({args.batch_rows} rows a partition batch), "
-        "the day indexes, and every window ranked (read back from window_servers on the "
-        f"executor cache's first miss); {args.repeat} repeats alternating, medians. Local "
+        "the day indexes, and every window ranked (its window read from window_servers "
+        "before the task's writes, on the executor cache's first miss; the first repeat also "
+        f"writes the day indexes); {args.repeat} repeats alternating, medians. Local "
         "Cassandra (1.5 GB heap) on the same 2 cores."
     )
     print("\n".join(" | ".join(map(str, r)) for r in table))
