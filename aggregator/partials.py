@@ -58,7 +58,14 @@ def _selections(spark: SparkSession, queries: DataFrame) -> object:
     return out
 
 
-def window_partials(timed: DataFrame, queries: DataFrame, late: object | None = None) -> DataFrame:
+def window_partials(
+    timed: DataFrame,
+    queries: DataFrame,
+    late: object | None = None,
+    *,
+    delay_seconds: int = 0,
+    grace_seconds: float | None = None,
+) -> DataFrame:
     """Dedup and the map side of the window summaries in one pass, by the project's JVM
     operator ``io.apm.aggregator.Dedup`` (aggregator/jvm, a ``flatMapGroupsWithState``).
 
@@ -77,7 +84,14 @@ def window_partials(timed: DataFrame, queries: DataFrame, late: object | None = 
     one for event-time timeouts) on a column that is never late, and the operator drops each
     sample at or before the batch's watermark itself and tells ``late`` (a registered
     ``org.apache.spark.util.LongAccumulator``; None: not counted). A key is dropped once the
-    watermark passes its block's end."""
+    watermark passes its block's end.
+
+    ``grace_seconds`` (None: not held): a ``BY server`` series' partials are held in the key's
+    state until the newest event time passes their window's end plus the grace, then returned
+    together (``io.apm.aggregator.HeldPartials``), so that the window aggregation merges and
+    the executors write each server's window once, when it completes, and again only when late
+    data refines it. ``delay_seconds`` is the watermark's delay, which the operator adds back
+    to the watermark to know the newest event time."""
     from pyspark.sql import DataFrame as Frame
     from pyspark.sql import functions as F
 
@@ -94,5 +108,7 @@ def window_partials(timed: DataFrame, queries: DataFrame, late: object | None = 
         KLL_K,
         selections,
         late,
+        int(delay_seconds) * 1000,
+        -1 if grace_seconds is None else round(grace_seconds * 1000),
     )
     return Frame(jdf, spark)

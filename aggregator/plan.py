@@ -192,6 +192,7 @@ def window_summaries(
     tolerance_s: int | None = None,
     seen: object | None = None,
     late: object | None = None,
+    grace_s: float | None = None,
 ) -> DataFrame:
     """Per (series, window_seconds, window_end): n, the sums, min, max and a KLL sketch of
     the distinct samples seen so far in ``records`` (Kafka rows: topic, value, timestamp;
@@ -209,7 +210,8 @@ def window_summaries(
     dedup operator and counted in ``late`` (a registered ``LongAccumulator``, None: not
     counted). Samples ahead of their arrival by more than ``tolerance_s`` (None: no limit)
     are set aside before the watermark (skew.py); every parsed sample is told to ``seen``
-    (aggregator/seen.py) when given.
+    (aggregator/seen.py) when given. ``grace_s`` (None: with every batch) holds a ``BY server``
+    series' windows in the dedup operator until they complete (``partials.window_partials``).
 
     ``dedup=False`` leaves the dedup operator out (``APM_AGGREGATOR_DEDUP``), for sources that
     never resend; it was most of the batch time at 100k samples/s (docs/aggregator.md). Late
@@ -233,7 +235,9 @@ def window_summaries(
         timed = packs(records, DEDUP_BUCKETS, block_us, tolerance_s, seen).withWatermark(
             "event_time", delay
         )
-        partials = window_partials(timed, queries, late)
+        partials = window_partials(
+            timed, queries, late, delay_seconds=delay_seconds, grace_seconds=grace_s
+        )
         end = F.timestamp_seconds("window_end_s").alias("window_end", metadata=mark)
         # kll_merge_agg_double without k adopts the first partial's, which is its series'
         # (quantiles.sketch_k: KLL_K, less for a server's series): exact while a window holds
@@ -251,7 +255,13 @@ def window_summaries(
             "sketch": [F.kll_merge_agg_double("sketch").alias("sketch")],
         }
         keyed = partials.select("query_id", "window_seconds", end, *PARTIAL_COLUMNS)
-        return _per_window(keyed.withWatermark("window_end", delay), merged)
+        # Heartbeats (io.apm.aggregator.Partials.HEARTBEAT, query_id "") only move this
+        # watermark while the operator holds every partial of a batch; they merge into nothing.
+        # The filter reads window_end so that the optimizer, which pushes a filter below a
+        # watermark that it does not read, leaves it above: the watermark must see them.
+        kept = (F.col("query_id") != "") | (F.col("window_end") < F.timestamp_seconds(F.lit(0)))
+        timed_ends = keyed.withWatermark("window_end", delay).where(kept)
+        return _per_window(timed_ends, merged)
 
     samples = decode(records, seen)
     if tolerance_s is not None:

@@ -36,6 +36,12 @@ class AggregatorSettings(BaseSettings):
     # (docs/aggregator.md); turn it off only for sources that never resend. Each setting has
     # its own checkpoint, so switching back resumes the other one from where it stopped.
     dedup: bool = True
+    # A BY server query's window is written once when it completes: when the newest event time
+    # the job has seen passes the window's end plus this grace (v5, docs/aggregator.md), and
+    # again when late data refines it. A server's samples arriving later than the grace after
+    # the fleet's newest are such refinements: a second write, never a loss. Needs dedup (the
+    # dedup operator holds the windows); without it they are written with every batch.
+    server_grace_seconds: float = Field(default=2.0, ge=0)
     starting_offsets: str = "earliest"  # only for a fresh checkpoint
     # Records (not samples; one record holds 1 to ~15,000 samples) per micro-batch; 0 = no
     # cap. A fresh checkpoint over a large backlog would otherwise make one giant first batch.

@@ -100,6 +100,7 @@ def start_windows(
         tolerance_s=s.future_tolerance_seconds,
         seen=gathered.jvm if gathered is not None else None,
         late=dropped,
+        grace_s=s.server_grace_seconds,
     )
 
     per_server = {qid: q for qid, q in queries.items() if q.by_server}

@@ -14,7 +14,9 @@ x functions) and says which ones and how many are left out:
   straight from its newest stored ranking (``n + 1`` rows read, not every server's).
 
 "Newest value" is each server's value in the newest window that has per-server results, or
-in the one before it (the newest window may still be filling while its samples arrive).
+in the one before it. A server's window is written once, when it closes (the job's newest
+event time passes its end plus a grace of 2 s, docs/aggregator.md), so a chart shows closed
+windows only; a server whose samples arrive later than that is written as a refinement.
 """
 
 from __future__ import annotations
@@ -194,11 +196,11 @@ def choice_note(q: StoredQuery, choice: Choice, verb: str, cap: str) -> str | No
         )
     elif q.query.top is not None:
         why = (
-            f"its {q.query.top.text}: the {high} {choice.key} in the newest window "
+            f"its {q.query.top.text}: the {high} {choice.key} in the newest closed window "
             f"({format_time(choice.at)})"
         )
     else:
-        why = f"the {high} {choice.key} in the newest window ({format_time(choice.at)})"
+        why = f"the {high} {choice.key} in the newest closed window ({format_time(choice.at)})"
     if n == of:
         return f"{label} per server: all {n} servers {verb}, {why}"
     return f"{label} per server: {n} of {of} servers {verb} ({cap}), {why}; {of - n} not {verb}"

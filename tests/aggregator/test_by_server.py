@@ -126,23 +126,43 @@ def _per_server(repo, query_id: str, server: str) -> dict[float, WindowResult]:
     }
 
 
+def _complete(job, produce, metric: str, up_to: float, rows=()) -> None:
+    """``rows``, then the job's newest event time moved past ``up_to`` by a sample of a server
+    no query here selects, in two batches: a server's window is written once the newest
+    event time passes its end plus the grace, and the operator reads that from the watermark
+    of the batch before (v5, io.apm.aggregator.HeldPartials)."""
+    produce(metric, [*rows, ("clock", up_to, 0.0)])
+    job.windows.processAllAvailable()
+    produce(metric, [("clock", up_to + 0.5, 0.0)])
+    job.windows.processAllAvailable()
+
+
 def test_the_streaming_job_refines_per_server_windows_with_late_data_and_reranks_them(
     fake_store, job_factory, metric_topics, produce, fleet_rows, server_keyspace, server_repo
 ):
     metric = metric_topics()
-    q = fake_store.add(f"FROM * SELECT {metric} WINDOW 10s COMPUTE count, max, avg BY server")
+    q = fake_store.add(f"FROM web-* SELECT {metric} WINDOW 10s COMPUTE count, max, avg BY server")
     top = fake_store.add(f"{q.query.text} TOP 2 BY max")
     writes = ServerWrites(StorageSettings(), server_keyspace, retry_s=10)
     job = job_factory(metrics=metric, allowed_lateness_seconds=60, server_writes=writes)
-    first = fleet_rows(3, 20)
-    produce(metric, first)
+    first = fleet_rows(3, 20)  # three servers a second, in order of time
+    produce(metric, first[:33])  # up to BASE + 10.9: the first window is not complete
     job.windows.processAllAvailable()
+    assert not _per_server(server_repo, q.id, "web-0"), "the windows are open: none written"
+    # The rest, a retry of every other sample, and the newest event time at BASE + 30: the
+    # two windows are complete once the grace (2 s) passed in a batch before.
+    _complete(job, produce, metric, BASE + 30, first[33:] + first[::2])
+    assert set(_per_server(server_repo, q.id, "web-1")) == {BASE + 0.0, BASE + 10.0}
     late = [("web-1", BASE + 5.5, 1000.0)]  # within the lateness: web-1's first window refined
+    produce(metric, late)
+    job.windows.processAllAvailable()
+    assert _per_server(server_repo, q.id, "web-1")[BASE + 0.0].values["max"] == 1000.0
     ahead = fleet_rows(3, 5, start=BASE + 200, seed=9)
-    produce(metric, first[::2] + late + ahead)  # first[::2]: a retry in a later batch
+    produce(metric, ahead)
     job.windows.processAllAvailable()
     produce(metric, [("web-2", BASE + 3.0, 5000.0)])  # past the lateness: counted, not used
     job.windows.processAllAvailable()
+    _complete(job, produce, metric, BASE + 300)
     everything = first + late + ahead
     for stored in (q, top):
         for server in ("web-0", "web-1", "web-2"):

@@ -231,7 +231,7 @@ def test_per_server_lines_and_a_top_n_table_narrowed_by_the_server_filter(
         return figures if len(figures) == 2 and all(figures.values()) else None
 
     figures = wait(drawn)
-    # One line per server, the busiest (highest avg in the newest window) first.
+    # One line per server, the busiest (highest avg in the newest closed window) first.
     assert _panel(figures, lines_id) == list(reversed(servers))
     table = dict(zip(["query", "rank", "server"], _panel(figures, table_id)[0][:3], strict=True))
     assert table["rank"] == [1, 2, 3, 4]

@@ -86,7 +86,7 @@ def test_a_split_query_lists_its_newest_servers_by_value_capped(repo: FakeResult
     assert cols["avg"] == sorted(cols["avg"], reverse=True)
     assert notes == [
         f"cpu per server: 20 of 30 servers listed (at most 20 rows, sorted by value), the "
-        f"highest avg in the newest window ({format_time(NOW - 10)}); 10 not listed"
+        f"highest avg in the newest closed window ({format_time(NOW - 10)}); 10 not listed"
     ]
     fig, rows, notes = table_figure(_ctx(repo), [SPLIT], SPAN, "db-*")
     assert _columns(fig)["server"] == ["db-1", "db-2", "db-3"]

@@ -67,7 +67,7 @@ def test_choose_filters_orders_and_caps() -> None:
     assert web.servers == ["web-2", "web-1"] and (web.matching, web.total) == (3, 4)
     note = per_server.choice_note(q, web, "drawn", "at most 2 lines")
     assert note is not None and "2 of 3 servers drawn (at most 2 lines)" in note
-    assert "the highest avg in the newest window" in note and "1 not drawn" in note
+    assert "the highest avg in the newest closed window" in note and "1 not drawn" in note
     assert per_server.filter_note(web, "web-*") == "server filter 'web-*': 3 of its 4 servers match"
     none = per_server.choose(q, listed, newest, "cache-*", 2)
     assert none.servers == [] and per_server.choice_note(q, none, "drawn", "") is None
@@ -119,7 +119,7 @@ def test_lines_one_per_server_and_function_capped_and_filtered() -> None:
     assert drawn.points == per_server.MAX_LINES * 3 and drawn.windows == cap * 3
     assert drawn.notes == [
         "cpu per server: 10 of 30 servers drawn (at most 20 lines a chart: 10 servers x 2 "
-        f"functions), the highest avg in the newest window ({_fmt(NOW - 10)}); 20 not drawn"
+        f"functions), the highest avg in the newest closed window ({_fmt(NOW - 10)}); 20 not drawn"
     ]
     # The filter narrows the servers; a plain query beside it is drawn whole.
     fig, drawn = figure_for(_ctx(repo), [q, plain], NOW - 3600, NOW, "web-0?")

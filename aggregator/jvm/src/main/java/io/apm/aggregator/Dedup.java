@@ -19,7 +19,9 @@ import org.apache.spark.util.LongAccumulator;
  * fewer columns, the cheaper: Spark turns every input row into a Java object for the operator.
  * The result has one row per (dedup key, query, window) that a micro-batch's new samples
  * touched: the partial summaries of {@link Partials#rows()}. {@code late} (null: none) counts
- * the samples dropped as late.
+ * the samples dropped as late. {@code graceMs} >= 0 holds a {@code BY server} series' partials
+ * until its window completes, {@code delayMs} being the watermark's delay ({@link
+ * HeldPartials}); below 0 they are returned with every batch.
  */
 public final class Dedup {
   private Dedup() {}
@@ -42,11 +44,20 @@ public final class Dedup {
       long blockMicros,
       int sketchK,
       List<Selection> queries,
-      LongAccumulator late) {
+      LongAccumulator late,
+      long delayMs,
+      long graceMs) {
     StructType schema = packs.schema();
     Summaries function =
         new Summaries(
-            blockMicros, sketchK, queries, schema.fieldIndex("pack"), packs.isStreaming(), late);
+            blockMicros,
+            sketchK,
+            queries,
+            schema.fieldIndex("pack"),
+            packs.isStreaming(),
+            late,
+            delayMs,
+            graceMs);
     return packs
         .groupBy("dedup_key")
         .as(Encoders.STRING(), Encoders.row(schema))

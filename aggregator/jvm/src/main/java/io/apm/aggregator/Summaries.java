@@ -1,7 +1,6 @@
 package io.apm.aggregator;
 
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
@@ -40,6 +39,9 @@ public final class Summaries implements FlatMapGroupsWithStateFunction<String, R
   private final int packField;
   private final boolean streaming;
   private final LongAccumulator late;
+  private final boolean hold;
+  // A held partial of the window ending at e (s) is due when e * 1000 + offsetMs < watermark.
+  private final long offsetMs;
 
   /**
    * {@code packField}: the input's {@link Pack} column; the metric is the key's first part.
@@ -53,6 +55,24 @@ public final class Summaries implements FlatMapGroupsWithStateFunction<String, R
       int packField,
       boolean streaming,
       LongAccumulator late) {
+    this(blockMicros, sketchK, queries, packField, streaming, late, 0L, -1L);
+  }
+
+  /**
+   * As above; {@code graceMs} >= 0 (and streaming): a {@code BY server} series' partials are
+   * held until the newest event time passes their window's end plus {@code graceMs}, which the
+   * operator reads as the watermark plus {@code delayMs} (the watermark's delay), and then
+   * returned together ({@link HeldPartials}). Below 0: returned with every batch, as before v5.
+   */
+  public Summaries(
+      long blockMicros,
+      int sketchK,
+      List<Selection> queries,
+      int packField,
+      boolean streaming,
+      LongAccumulator late,
+      long delayMs,
+      long graceMs) {
     if (blockMicros <= 0 || blockMicros > Integer.MAX_VALUE) {
       throw new IllegalArgumentException("block must be 1 us to 2147 s, not " + blockMicros + " us");
     }
@@ -68,6 +88,8 @@ public final class Summaries implements FlatMapGroupsWithStateFunction<String, R
     this.packField = packField;
     this.streaming = streaming;
     this.late = late;
+    this.hold = streaming && graceMs >= 0;
+    this.offsetMs = graceMs - delayMs;
   }
 
   /** The start (us) of the block holding {@code micros}. */
@@ -77,32 +99,83 @@ public final class Summaries implements FlatMapGroupsWithStateFunction<String, R
 
   @Override
   public Iterator<Row> call(String key, Iterator<Row> rows, GroupState<byte[]> state) {
+    long watermarkMs = streaming ? state.getCurrentWatermarkMs() : Long.MIN_VALUE;
+    KeyState kept = state.exists() ? KeyState.decode(state.get()) : null;
     if (state.hasTimedOut()) {
-      state.remove();
-      return Collections.emptyIterator();
+      return timedOut(key, kept, watermarkMs, state);
     }
     // Late: at or before the batch's watermark in microseconds (Spark's own test for late rows,
     // eventTime <= watermark). The samples cross the shuffle in packs, and Spark would drop or
     // keep a pack whole, so the operator's input carries no event time Spark could test and
     // the operator drops the late samples one by one (docs/aggregator.md, "Lateness").
-    long lateUpTo = streaming ? Math.multiplyExact(state.getCurrentWatermarkMs(), 1000L) : Long.MIN_VALUE;
-    Batch batch = new Batch(key, state.exists() ? SeenSamples.decode(state.get()) : null, lateUpTo);
+    long lateUpTo = streaming ? Math.multiplyExact(watermarkMs, 1000L) : Long.MIN_VALUE;
+    KeyState keyState = kept == null ? KeyState.empty() : kept;
+    Batch batch = new Batch(key, keyState.seen, lateUpTo);
     while (rows.hasNext()) {
       Pack.read(rows.next().getAs(packField), batch);
     }
     if (late != null && batch.late > 0) {
       late.add(batch.late);
     }
-    if (batch.added) {
-      state.update(batch.seen.encode());
+    List<Row> out = new ArrayList<>();
+    int heldBefore = keyState.held.size();
+    if (hold) {
+      batch.partials.split(out, keyState.held);
+      keyState.held.takeDue(watermarkMs, offsetMs, out);
+      if (batch.newest != Long.MIN_VALUE) {
+        out.add(Partials.heartbeat(batch.newest));
+      }
+    } else {
+      out.addAll(batch.partials.rows());
+      keyState.held.takeAll(out); // held by a run that held them: nothing is left behind
     }
-    if (streaming && batch.start != Long.MIN_VALUE) {
-      // A sample got past the late test, so the block's end is after the watermark.
-      // The max() covers the block ending at the watermark plus a microsecond.
-      long endMs = Math.floorDiv(batch.start + blockMicros, 1000L);
-      state.setTimeoutTimestamp(Math.max(endMs, state.getCurrentWatermarkMs() + 1));
+    // Held partials change only with new samples (merged) or when some fall due (taken).
+    if (batch.added || keyState.held.size() != heldBefore) {
+      // Without holding, the value stays version 1: what a checkpoint before v5 holds.
+      state.update(hold ? keyState.encode() : keyState.seen.encode());
     }
-    return batch.partials.rows().iterator();
+    if (streaming && state.exists()) {
+      timeout(key, keyState, watermarkMs, state);
+    }
+    return out.iterator();
+  }
+
+  /**
+   * A key whose timeout passed: its due partials, and, once the watermark is past its block's
+   * end, the rest and its state. Without holding a timeout is only ever the block's end.
+   */
+  private Iterator<Row> timedOut(
+      String key, KeyState kept, long watermarkMs, GroupState<byte[]> state) {
+    List<Row> out = new ArrayList<>();
+    if (kept == null || !hold || Math.floorDiv(blockEnd(key), 1000L) < watermarkMs) {
+      if (kept != null) {
+        // Never due after the block's end: the delay is the lateness plus the longest window.
+        kept.held.takeAll(out);
+      }
+      state.remove();
+      return out.iterator();
+    }
+    kept.held.takeDue(watermarkMs, offsetMs, out);
+    state.update(kept.encode());
+    timeout(key, kept, watermarkMs, state);
+    return out.iterator();
+  }
+
+  /**
+   * The key's next timeout: when the watermark passes its block's end (then it is dropped), or
+   * sooner its earliest held partial's. Spark keeps no timeout a call does not set again.
+   */
+  private void timeout(String key, KeyState keyState, long watermarkMs, GroupState<byte[]> state) {
+    // The max() covers the block ending at the watermark plus a microsecond; a held partial
+    // not yet due is at or after the watermark, which a timeout may not be before.
+    long at = Math.max(Math.floorDiv(blockEnd(key), 1000L), watermarkMs + 1);
+    state.setTimeoutTimestamp(Math.min(at, keyState.held.earliestTimeoutMs(offsetMs)));
+  }
+
+  /** The end (us) of the key's block: its last part is the block's number. */
+  private long blockEnd(String key) {
+    long block = Long.parseLong(key.substring(key.lastIndexOf('|') + 1));
+    return Math.multiplyExact(block + 1, blockMicros);
   }
 
   /** One key's work in one micro-batch: every sample of its packs, in order. */
@@ -119,6 +192,7 @@ public final class Summaries implements FlatMapGroupsWithStateFunction<String, R
     final long[] exact = new long[2];
     SeenSamples seen;
     long start = Long.MIN_VALUE;
+    long newest = Long.MIN_VALUE; // of the samples not late
     boolean added;
     long late;
 
@@ -135,6 +209,7 @@ public final class Summaries implements FlatMapGroupsWithStateFunction<String, R
         late++;
         return;
       }
+      newest = Math.max(newest, micros);
       if (start == Long.MIN_VALUE) {
         start = blockStart(micros);
       } else if (blockStart(micros) != start) {
