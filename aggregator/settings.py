@@ -42,6 +42,9 @@ class AggregatorSettings(BaseSettings):
     # the fleet's newest are such refinements: a second write, never a loss. Needs dedup (the
     # dedup operator holds the windows); without it they are written with every batch.
     server_grace_seconds: float = Field(default=2.0, ge=0)
+    # True: a server's open windows are written with every batch instead (the v4 path), for a
+    # per-server chart that fills live, at about window / trigger times the writes.
+    server_windows_live: bool = False
     starting_offsets: str = "earliest"  # only for a fresh checkpoint
     # Records (not samples; one record holds 1 to ~15,000 samples) per micro-batch; 0 = no
     # cap. A fresh checkpoint over a large backlog would otherwise make one giant first batch.

@@ -91,6 +91,7 @@ def start_windows(
         SeenAccumulator(spark, s.future_tolerance_seconds, delay) if seen is not None else None
     )
     dropped = spark.sparkContext._jsc.sc().longAccumulator(f"{s.identity}-late-samples")
+    per_server = {qid: q for qid, q in queries.items() if q.by_server}
     # Samples ahead of their arrival past the tolerance never reach the watermark (skew.py).
     sets = window_summaries(
         kafka_records(spark, s, metrics, table, cap),
@@ -100,10 +101,10 @@ def start_windows(
         tolerance_s=s.future_tolerance_seconds,
         seen=gathered.jvm if gathered is not None else None,
         late=dropped,
-        grace_s=s.server_grace_seconds,
+        # Without a BY server query nothing would be held: the dedup state stays as v4 wrote it.
+        grace_s=None if s.server_windows_live or not per_server else s.server_grace_seconds,
     )
 
-    per_server = {qid: q for qid, q in queries.items() if q.by_server}
     java_queries = series_queries(spark, per_server) if per_server else None
     if per_server and server_writes is None:
         raise ValueError("BY server queries need the executors' writer (ServerWrites)")

@@ -175,3 +175,35 @@ def test_the_streaming_job_refines_per_server_windows_with_late_data_and_reranks
     assert [r.server for r in refined][:1] == ["web-1"], "the late 1000.0 tops the window"
     assert refined[-1].server == OTHERS
     assert not list(server_repo.read_ranked(q.id, float(BASE), BASE + 1.0))
+
+
+def test_a_checkpoint_of_the_live_path_runs_on_when_windows_are_held(
+    fake_store,
+    job_factory,
+    metric_topics,
+    produce,
+    fleet_rows,
+    server_keyspace,
+    server_repo,
+    tmp_path,
+):
+    """The upgrade to v5: a checkpoint written by the path that writes a server's open windows
+    with every batch (v4's, ``server_windows_live``: its dedup state is version 1) is read on
+    by a job that holds them, with resends of what the old run counted."""
+    metric = metric_topics()
+    q = fake_store.add(f"FROM web-* SELECT {metric} WINDOW 10s COMPUTE count, max, avg BY server")
+    writes = ServerWrites(StorageSettings(), server_keyspace, retry_s=10)
+    checkpoint = tmp_path / "upgraded"
+    rows = fleet_rows(3, 30)
+    old = job_factory(
+        metrics=metric, checkpoint_dir=checkpoint, server_windows_live=True, server_writes=writes
+    )
+    produce(metric, rows[:45])  # 15 s: the second window is open
+    old.windows.processAllAvailable()
+    assert BASE + 10.0 in _per_server(server_repo, q.id, "web-0"), "the live path: open windows"
+    old.stop()
+    new = job_factory(metrics=metric, checkpoint_dir=checkpoint, server_writes=writes)
+    _complete(new, produce, metric, BASE + 60, rows[45:] + rows[:45:3])
+    for server in ("web-0", "web-1", "web-2"):
+        mine = [x for x in rows if x[0] == server]
+        assert_matches(_per_server(server_repo, q.id, server), expected(mine, q.query))
