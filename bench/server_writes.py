@@ -4,7 +4,7 @@ up in Spark), with a server's series written one request a partition and as batc
 10 partitions of the same replicas, in the same run. Prints its figures; with --doc also into
 docs/BENCHMARKS.md.
 
-    python -m bench.server_writes [--servers 10000] [--queries 10] [--repeat 3]
+    python -m bench.server_writes [--servers 10000] [--queries 10] [--repeat 3] [--spreads 1,10]
 """
 
 from __future__ import annotations
@@ -27,6 +27,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--batch-rows", type=int, default=32, help="rows per single-partition batch"
     )
+    parser.add_argument(
+        "--spreads",
+        default="1,10",
+        help="partitions per batch of a server's series to compare, comma-separated",
+    )
     parser.add_argument("--doc", action="store_true", help="also write docs/BENCHMARKS.md")
     args = parser.parse_args(argv)
 
@@ -48,10 +53,11 @@ def main(argv: list[str] | None = None) -> int:
     rows_n = args.servers * args.queries
     table = [["batches of a server's series", "rows", "median s", "rows/s (median)"]]
     try:
-        results: dict[int, list[float]] = {1: [], 10: []}
+        spreads = [int(x) for x in args.spreads.split(",")]
+        results: dict[int, list[float]] = {spread: [] for spread in spreads}
         start = 1_900_000_000
         for i in range(args.repeat):
-            for spread in (1, 10):
+            for spread in spreads:
                 start += 10
                 frame = (
                     spark.range(rows_n)
