@@ -255,7 +255,7 @@ def window_summaries(
             "sketch": [F.kll_merge_agg_double("sketch").alias("sketch")],
         }
         keyed = partials.select("query_id", "window_seconds", end, *PARTIAL_COLUMNS)
-        # Heartbeats (io.apm.aggregator.Partials.HEARTBEAT, query_id "") only move this
+        # Heartbeats (io.apm.aggregator.HeldPartials.HEARTBEAT, query_id "") only move this
         # watermark while the operator holds every partial of a batch; they merge into nothing.
         # The filter reads window_end so that the optimizer, which pushes a filter below a
         # watermark that it does not read, leaves it above: the watermark must see them.

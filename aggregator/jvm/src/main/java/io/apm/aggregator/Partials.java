@@ -202,22 +202,6 @@ public final class Partials {
     return server == null ? queryId : queryId + '\t' + server;
   }
 
-  /**
-   * The query_id of a heartbeat: a row that carries no samples, only the newest event time of a
-   * key's batch as its window end (rounded up to the second). The window aggregation's input
-   * has an event-time watermark of its own, and Spark holds the query's watermark at the least
-   * of its watermarks, so one that sees no rows stops it: while every partial of a batch is
-   * held (a job whose queries are all {@code BY server}), nothing else would move it. The plan
-   * drops heartbeats after that watermark, before the aggregation (aggregator/plan.py).
-   */
-  public static final String HEARTBEAT = "";
-
-  /** A heartbeat row at the event time {@code micros}. */
-  public static Row heartbeat(long micros) {
-    long end = Math.floorDiv(micros, 1_000_000L) + (Math.floorMod(micros, 1_000_000L) == 0 ? 0 : 1);
-    return RowFactory.create(HEARTBEAT, 0, end, 0L, null, 0L, 0.0, 0.0, 0.0, null);
-  }
-
   public int size() {
     return order.size();
   }

@@ -27,6 +27,11 @@ import org.apache.spark.util.LongAccumulator;
  * at or before the batch's watermark itself (Spark would drop or keep a pack whole). The key
  * times out when the watermark passes the block's end; from then on every sample of the block
  * is late.
+ *
+ * <p>v5: when holding (a grace given), the partials of {@code BY server} series are not returned
+ * with their batch but kept in the key's state ({@link KeyState}, {@link HeldPartials}) until
+ * their window completes, and the key's timeout is the earliest of its held windows' and its
+ * block's end; each batch of a key also returns a heartbeat ({@link HeldPartials#heartbeat}).
  */
 public final class Summaries implements FlatMapGroupsWithStateFunction<String, Row, byte[], Row> {
   private static final long serialVersionUID = 1L;
@@ -123,7 +128,7 @@ public final class Summaries implements FlatMapGroupsWithStateFunction<String, R
       batch.partials.split(out, keyState.held);
       keyState.held.takeDue(watermarkMs, offsetMs, out);
       if (batch.newest != Long.MIN_VALUE) {
-        out.add(Partials.heartbeat(batch.newest));
+        out.add(HeldPartials.heartbeat(batch.newest));
       }
     } else {
       out.addAll(batch.partials.rows());

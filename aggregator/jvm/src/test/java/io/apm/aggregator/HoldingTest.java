@@ -57,9 +57,19 @@ class HoldingTest {
         Optional.ofNullable(value), GroupStateTimeout.EventTimeTimeout(), 0L, Optional.of((Object) watermarkMs), timedOut);
   }
 
-  private static Map<String, Row> bySeries(Iterator<Row> rows) {
+  // The window ends of the heartbeats returned, in order.
+  private final List<Long> heartbeats = new ArrayList<>();
+
+  private Map<String, Row> bySeries(Iterator<Row> rows) {
     Map<String, Row> out = new HashMap<>();
-    rows.forEachRemaining(r -> out.put(r.getString(0) + "@" + r.getLong(2), r));
+    rows.forEachRemaining(
+        r -> {
+          if (r.getString(0).equals(HeldPartials.HEARTBEAT)) {
+            heartbeats.add(r.getLong(2));
+          } else {
+            out.put(r.getString(0) + "@" + r.getLong(2), r);
+          }
+        });
     return out;
   }
 
@@ -80,6 +90,8 @@ class HoldingTest {
     Map<String, Row> a = bySeries(holding.call(KEY, samples(new Object[] {"web-1", T0, 1.0}, new Object[] {"db-1", T0 + 1, 4.0}), first));
     assertEquals(List.of("plain@" + END), new ArrayList<>(a.keySet()), "the plain series is not held");
     assertEquals(DUE_MS, first.getTimeoutTimestampMs().get(), "the timer is the held window's");
+    // One heartbeat a batch at its newest sample (T0 + 1 us), rounded up to the second.
+    assertEquals(List.of(T0 / 1_000_000 + 1), heartbeats);
 
     // A later batch adds a sample and resends one: merged into what is held, still held.
     TestGroupState<byte[]> second = state(first.get(), DUE_MS - 1, false);
@@ -89,6 +101,7 @@ class HoldingTest {
     // The watermark passes the window's end plus the grace: both servers' rows, whole.
     TestGroupState<byte[]> due = state(second.get(), DUE_MS + 1, true);
     Map<String, Row> c = bySeries(holding.call(KEY, List.<Row>of().iterator(), due));
+    assertEquals(2, heartbeats.size(), "none from a timeout: it has no samples");
     Row web = c.get("per\tweb-1@" + END);
     assertEquals(2L, web.getLong(3));
     assertEquals(new java.math.BigDecimal("4.000000000000000000"), web.getDecimal(4));
