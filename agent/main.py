@@ -103,7 +103,11 @@ def check_config(config: Path | None, *, ready: bool, out: TextIO | None = None)
             where = str(origin[name])
         else:
             where = "default"
-        print(f"{name} = {_shown(name, getattr(settings, name))}  # {where}", file=out)
+        value = getattr(settings, name)
+        if value is None:  # TOML has no null: an unset optional file is a comment
+            print(f"# {name} is not set  # {where}", file=out)
+            continue
+        print(f"{name} = {_shown(name, value)}  # {where}", file=out)
     if ready:
         missing = [
             key

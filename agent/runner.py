@@ -22,6 +22,7 @@ from agent.settings import AgentSettings
 from agent.spool import Spool
 from agent.stats import AgentStats
 from agent.statsd import StatsdAggregator, StatsdListener
+from agent.tls import ClientTls
 from apm.model import Snapshot, metric_name_error, value_error
 from apm.retry import Backoff
 
@@ -84,7 +85,7 @@ class Agent:
             )
         self.pusher = Pusher(
             self.spool,
-            http or StdlibHttpClient(),
+            http or StdlibHttpClient(ClientTls(settings.tls_files)),
             settings.ingest_url,
             settings.api_key,
             Backoff(settings.backoff_initial_s, settings.backoff_cap_s, settings.backoff_jitter),

@@ -15,7 +15,7 @@ import pytest
 import uvicorn
 from pydantic import ValidationError
 
-from ingest.cli import _tls_factory
+from ingest.cli import tls_context_factory
 from ingest.settings import IngestSettings
 from tests.support.certs import Ca, make_ca
 
@@ -47,7 +47,7 @@ def https(tmp_path: Path) -> Iterator[tuple[int, Ca]]:
         port=port,
         log_level="warning",
         lifespan="off",
-        ssl_context_factory=_tls_factory(settings),
+        ssl_context_factory=tls_context_factory(settings),
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
@@ -75,7 +75,7 @@ def test_a_client_not_trusting_the_ca_is_refused(https: tuple[int, Ca]) -> None:
 
 
 def test_plain_http_is_the_default() -> None:
-    assert _tls_factory(IngestSettings()) is None
+    assert tls_context_factory(IngestSettings()) is None
 
 
 def test_a_cert_without_its_key_is_a_clear_error(tmp_path: Path) -> None:

@@ -1,0 +1,159 @@
+"""The agent's client TLS, as Telegraf's ``tls_ca``/``tls_cert``/``tls_key``.
+
+``tls_ca`` *replaces* the system roots: an agent told to trust a private CA trusts only it,
+so that a certificate some public CA issued for the same name is not accepted. Without it an
+https:// ingest is verified against the system store. ``tls_cert`` with ``tls_key`` is the
+client certificate an ingest with ``APM_INGEST_TLS_CLIENT_CA`` requires.
+
+``check_files`` is what the settings class runs, so that ``apm-agent check-config`` and the
+service's start refuse a missing file, a file that is not PEM, a lone cert or key, and a key
+that does not match its certificate, each with a message naming the key and the file.
+``ClientTls`` builds the context and builds it again when one of its files changes (a CA
+replaced on disk is used from the next connection on, without a restart).
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["ClientTls", "TlsFiles", "check_files", "check_pem", "describe_error"]
+
+log = logging.getLogger(__name__)
+
+# What each file must hold: a PEM block of this kind (a key may be "EC", "RSA" or PKCS#8).
+_CERT_MARK = "-----BEGIN CERTIFICATE-----"
+_KEY_MARK = "PRIVATE KEY-----"
+# A CA bundle or a key larger than this is not one; read no further.
+_MAX_PEM_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    ca: Path | None = None
+    cert: Path | None = None
+    key: Path | None = None
+    server_name: str = ""
+
+
+def check_pem(path: Path, what: str) -> None:
+    """ValueError unless ``path`` is a readable file holding a PEM ``what`` ("cert"/"key")."""
+    try:
+        size = path.stat().st_size
+        if size > _MAX_PEM_BYTES:
+            raise ValueError(f"{path}: {size} bytes is not a PEM file (at most {_MAX_PEM_BYTES})")
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ValueError(f"{path}: is a directory, not a PEM file") from None
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read: {exc.strerror}") from None
+    mark, kind = (_CERT_MARK, "certificate") if what == "cert" else (_KEY_MARK, "private key")
+    if mark not in text:
+        raise ValueError(f"{path}: not a PEM {kind} (no '{mark.strip('-')}' block)")
+
+
+def _context(files: TlsFiles) -> ssl.SSLContext:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies the chain and the host name
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    if files.ca is not None:
+        ctx.load_verify_locations(cafile=str(files.ca))
+    else:
+        ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
+    if files.cert is not None and files.key is not None:
+        ctx.load_cert_chain(str(files.cert), str(files.key))
+    return ctx
+
+
+def check_files(files: TlsFiles) -> None:
+    """ValueError naming the setting and the file for anything the agent could not use."""
+    if (files.cert is None) != (files.key is None):
+        raise ValueError(
+            "tls_cert and tls_key go together (a client certificate and its key): "
+            "give both or neither"
+        )
+    for name, path, what in (
+        ("tls_ca", files.ca, "cert"),
+        ("tls_cert", files.cert, "cert"),
+        ("tls_key", files.key, "key"),
+    ):
+        if path is not None:
+            try:
+                check_pem(path, what)
+            except ValueError as exc:
+                raise ValueError(f"{name}: {exc}") from None
+    if files.ca is not None:
+        try:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cafile=str(files.ca))
+        except ssl.SSLError as exc:
+            raise ValueError(f"tls_ca: {files.ca}: not a usable CA bundle: {exc}") from None
+    if files.cert is not None and files.key is not None:
+        try:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(str(files.cert), str(files.key))
+        except ssl.SSLError as exc:
+            why = (
+                "the key does not match the certificate"
+                if "KEY_VALUES_MISMATCH" in str(exc)
+                else f"cannot be loaded: {exc}"
+            )
+            raise ValueError(f"tls_key {files.key} with tls_cert {files.cert}: {why}") from None
+
+
+@dataclass
+class ClientTls:
+    """The client context for ``files``, built again when a file's mtime or size changes."""
+
+    files: TlsFiles
+    _stamp: tuple[tuple[int, int], ...] = field(default=(), init=False)
+    _ctx: ssl.SSLContext | None = field(default=None, init=False)
+
+    def _stat(self) -> tuple[tuple[int, int], ...]:
+        paths = [p for p in (self.files.ca, self.files.cert, self.files.key) if p is not None]
+        out = []
+        for path in paths:
+            try:
+                st = path.stat()
+                out.append((st.st_mtime_ns, st.st_size))
+            except OSError:
+                out.append((-1, -1))
+        return tuple(out)
+
+    @property
+    def server_name(self) -> str | None:
+        return self.files.server_name or None
+
+    def context(self) -> ssl.SSLContext:
+        """The context for the next connection. A file changed into something unusable (a CA
+        being rewritten) is logged and the last good context kept until the next connection."""
+        stamp = self._stat()
+        if self._ctx is None or stamp != self._stamp:
+            try:
+                check_files(self.files)
+                ctx = _context(self.files)
+            except (ValueError, OSError) as exc:
+                if self._ctx is None:
+                    raise
+                log.error("TLS files changed but cannot be used, the previous kept: %s", exc)
+                return self._ctx
+            if self._ctx is not None:
+                log.info("TLS files changed: the next connection uses them")
+            self._ctx, self._stamp = ctx, stamp
+        return self._ctx
+
+
+def describe_error(exc: ssl.SSLError, netloc: str) -> str:
+    """One line naming the host and the reason, with what to check."""
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        reason = exc.verify_message or exc.reason or str(exc)
+        return (
+            f"TLS: the certificate of {netloc} is not trusted: {reason}; check tls_ca "
+            "(the CA that signed the ingest's certificate) and tls_server_name"
+        )
+    reason = exc.reason or str(exc)
+    return (
+        f"TLS handshake with {netloc} failed: {reason}; check tls_cert/tls_key if the ingest "
+        "requires a client certificate"
+    )
