@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from agent.tls import ClientTls, TlsFiles
+from agent.tls import ClientTls, TlsFiles, TlsRefused, closed_after_handshake
 
 __all__ = ["HttpClient", "HttpResponse", "StdlibHttpClient"]
 
@@ -41,10 +41,13 @@ class _Https(http.client.HTTPSConnection):
         super().__init__(netloc, timeout=timeout, context=context)
         self._tls = context
         self._server_name = server_name
+        # Set once the handshake is done; http.client drops ``sock`` on a reset, this stays.
+        self.handshaken = False
 
     def connect(self) -> None:
         self.sock = socket.create_connection((self.host, self.port), self.timeout)
         self.sock = self._tls.wrap_socket(self.sock, server_hostname=self._server_name or self.host)
+        self.handshaken = True
 
 
 class StdlibHttpClient:
@@ -75,13 +78,18 @@ class StdlibHttpClient:
         if parts.query:
             path += "?" + parts.query
         with self._lock:
+            fresh = self._conn is None
             conn = self._connection(parts.scheme, parts.netloc, timeout)
+            fresh = fresh or conn.sock is None
             try:
                 conn.request("POST", path, body=body, headers=headers)
                 response = conn.getresponse()
                 data = response.read()
             except (OSError, http.client.HTTPException) as exc:
+                handshaken = isinstance(conn, _Https) and conn.handshaken
                 self.close()  # a half-used connection is not reusable
+                if fresh and handshaken and closed_after_handshake(exc):
+                    raise TlsRefused(parts.netloc, exc) from exc
                 if isinstance(exc, OSError):
                     raise
                 raise ConnectionError(f"bad HTTP exchange with {parts.netloc}: {exc!r}") from exc

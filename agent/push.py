@@ -26,7 +26,7 @@ from agent.http import HttpClient, HttpResponse
 from agent.rejected import RejectedFile
 from agent.spool import Spool
 from agent.stats import AgentStats
-from agent.tls import describe_error
+from agent.tls import TlsRefused, describe_error
 from apm.retry import Backoff
 
 __all__ = ["BEAT_S", "BLOCKED_MIN_DELAY_S", "Pusher", "retry_after_seconds"]
@@ -94,7 +94,7 @@ class Pusher:
         body = gzip.compress(b'{"snapshots":[' + b",".join(batch) + b"]}", compresslevel=5)
         try:
             response = self.client.post(self.url, body, self.headers, self.timeout_s)
-        except ssl.SSLError as exc:
+        except (ssl.SSLError, TlsRefused) as exc:
             return self._tls_failed(exc, len(batch))
         except OSError as exc:
             return self._retry(f"ingest unreachable: {exc}", None, len(batch))
@@ -178,7 +178,7 @@ class Pusher:
         )
         return delay
 
-    def _tls_failed(self, exc: ssl.SSLError, size: int) -> float:
+    def _tls_failed(self, exc: OSError, size: int) -> float:
         """A certificate the agent does not trust, or one the ingest does not: a configuration
         problem, retried on the blocked schedule (from 1 s) until the CA file or the settings
         are fixed; nothing leaves the spool."""

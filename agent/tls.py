@@ -19,7 +19,15 @@ import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["ClientTls", "TlsFiles", "check_files", "check_pem", "describe_error"]
+__all__ = [
+    "ClientTls",
+    "TlsFiles",
+    "TlsRefused",
+    "check_files",
+    "check_pem",
+    "closed_after_handshake",
+    "describe_error",
+]
 
 log = logging.getLogger(__name__)
 
@@ -144,16 +152,39 @@ class ClientTls:
         return self._ctx
 
 
-def describe_error(exc: ssl.SSLError, netloc: str) -> str:
+class TlsRefused(ConnectionError):
+    """The ingest closed a new connection right after the TLS handshake, before answering.
+
+    Under TLS 1.3 the client's handshake ends before the server has checked the client's
+    certificate, so an ingest that requires one (and got none, or one from another CA) shows
+    up as a reset or an EOF on the first read, not as a handshake error."""
+
+    def __init__(self, netloc: str, cause: BaseException) -> None:
+        super().__init__(
+            f"TLS: the ingest at {netloc} closed the connection right after the handshake "
+            f"({cause!r}): it requires a client certificate and this agent sent none or one "
+            "from a CA it does not trust; check tls_cert and tls_key"
+        )
+
+
+def closed_after_handshake(exc: BaseException) -> bool:
+    """Whether ``exc`` is the peer going away (reset, broken pipe, TLS EOF) rather than
+    another failure: on a fresh TLS connection, that is a refused client certificate."""
+    return isinstance(exc, ConnectionResetError | BrokenPipeError | ssl.SSLEOFError)
+
+
+def describe_error(exc: OSError, netloc: str) -> str:
     """One line naming the host and the reason, with what to check."""
+    if isinstance(exc, TlsRefused):
+        return str(exc)
     if isinstance(exc, ssl.SSLCertVerificationError):
         reason = exc.verify_message or exc.reason or str(exc)
         return (
             f"TLS: the certificate of {netloc} is not trusted: {reason}; check tls_ca "
             "(the CA that signed the ingest's certificate) and tls_server_name"
         )
-    reason = exc.reason or str(exc)
+    reason = getattr(exc, "reason", None) or str(exc)
     return (
-        f"TLS handshake with {netloc} failed: {reason}; check tls_cert/tls_key if the ingest "
-        "requires a client certificate"
+        f"TLS handshake with {netloc} failed: {reason}; check tls_cert and tls_key if the "
+        "ingest requires a client certificate"
     )
