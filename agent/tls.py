@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import ssl
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,6 +94,12 @@ def check_files(files: TlsFiles) -> None:
                 check_pem(path, what)
             except ValueError as exc:
                 raise ValueError(f"{name}: {exc}") from None
+    if files.key is not None and files.key.stat().st_mode & stat.S_IROTH:
+        mode = stat.S_IMODE(files.key.stat().st_mode)
+        raise ValueError(
+            f"tls_key: {files.key}: others may read this private key (mode {mode:04o}); "
+            f"chmod 0640 {files.key} (owner root, group apm-agent) or 0600"
+        )
     if files.ca is not None:
         try:
             ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cafile=str(files.ca))

@@ -102,6 +102,17 @@ def test_bad_files_are_refused_naming_the_key_and_the_file(
     assert expected.format(tmp=tmp_path) in str(err.value)
 
 
+def test_a_private_key_others_may_read_is_refused(
+    tmp_path: Path, client: tuple[Path, Path]
+) -> None:
+    key = Path(shutil.copy(client[1], tmp_path))
+    key.chmod(0o644)
+    with pytest.raises(ValueError, match=r"tls_key: .*client.key: others may read this private"):
+        check_files(TlsFiles(cert=client[0], key=key))
+    key.chmod(0o640)
+    check_files(TlsFiles(cert=client[0], key=key))
+
+
 def test_tls_settings_for_an_http_url_are_refused(clean_env, tmp_path: Path, ca: Ca) -> None:
     with pytest.raises(ConfigError, match="tls_ca given but ingest_url is not https://"):
         load_settings(None, ingest_url="http://ingest:8080/v1/metrics", tls_ca=ca.cert)
