@@ -1,19 +1,25 @@
 """The agent's TLS settings (agent.tls, agent.settings) and ``apm-agent check-config`` on
-them: each bad file or combination is refused with one line naming the key and the file. No
-engines: the CA and certificates are made with openssl (tests.support.certs)."""
+them: each bad file or combination is refused with one line naming the key and the file; and
+the HTTP client telling an ingest that refuses the client certificate after the handshake
+from a dropped connection. No engines: the CA and certificates are made with openssl
+(tests.support.certs), the servers are ssl sockets on loopback."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import socket
 import ssl
+import threading
 from pathlib import Path
 
 import pytest
 
+from agent.http import StdlibHttpClient
 from agent.main import main
 from agent.settings import ConfigError, load_settings
-from agent.tls import ClientTls, TlsFiles, check_files
+from agent.tls import ClientTls, TlsFiles, TlsRefused, check_files
 from tests.support.certs import Ca, make_ca
 
 pytestmark = pytest.mark.unit
@@ -193,3 +199,48 @@ def test_a_replaced_ca_file_is_used_by_the_next_context_a_broken_one_is_not(
     assert subjects(tls.context()) == [((("commonName", "test other"),),)]  # the last good one
     shutil.copy(ca.cert, trusted)
     assert subjects(tls.context()) == [((("commonName", "test ca"),),)]
+
+
+def _tls_server(ca: Ca, answers: int) -> tuple[int, threading.Thread]:
+    """Accepts one connection, answers ``answers`` requests with 202 (keep-alive), then
+    closes it: 0 is an ingest refusing the client right after the handshake."""
+    cert, key = ca.issue("server")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(str(cert), str(key))
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def run() -> None:
+        with listener, ctx.wrap_socket(listener.accept()[0], server_side=True) as conn:
+            conn.settimeout(10)
+            for _ in range(answers):
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = int(re.search(rb"(?i)content-length: (\d+)", head)[1])  # type: ignore[index]
+                while len(body) < length:
+                    body += conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return listener.getsockname()[1], thread
+
+
+def test_a_close_right_after_the_handshake_is_a_tls_refusal(ca: Ca) -> None:
+    port, thread = _tls_server(ca, answers=0)
+    client = StdlibHttpClient(ClientTls(TlsFiles(ca=ca.cert)))
+    with pytest.raises(TlsRefused, match=f"ingest at localhost:{port} closed the connection"):
+        client.post(f"https://localhost:{port}/v1/metrics", b"{}", {}, 10)
+    thread.join(10)
+
+
+def test_a_close_of_a_reused_connection_is_an_ordinary_failure(ca: Ca) -> None:
+    port, thread = _tls_server(ca, answers=1)
+    client = StdlibHttpClient(ClientTls(TlsFiles(ca=ca.cert)))
+    url = f"https://localhost:{port}/v1/metrics"
+    assert client.post(url, b"{}", {}, 10).status == 202
+    thread.join(10)  # the server has closed the kept-alive connection
+    with pytest.raises(OSError) as err:
+        client.post(url, b"{}", {}, 10)
+    assert not isinstance(err.value, TlsRefused)
