@@ -95,6 +95,7 @@ _CONFIG = """\
 # tls_cert = "/etc/apm/agent.pem"
 # tls_key = "/etc/apm/agent.key"
 # tls_server_name = "ingest.example.internal"  # when the URL's host is not the cert's name
+# insecure_skip_verify = false  # true: no certificate check at all (warned at every start)
 interval_s = 1.0
 collectors = ["cpu", "load", "memory", "disk", "network", "system", "agent"]
 

@@ -98,6 +98,13 @@ class Agent:
             rejected_path=settings.spool_dir.parent / "rejected.jsonl",
         )
         self.stop_event = threading.Event()
+        if settings.insecure_skip_verify:
+            log.warning(
+                "insecure_skip_verify is on: the ingest's certificate is NOT verified, so "
+                "anyone on the path to %s can pose as it and read the API key and the data; "
+                "set tls_ca instead",
+                settings.ingest_url,
+            )
 
     def push_healthy(self, thread: threading.Thread) -> bool:
         """Whether the push thread lives and has beaten recently. While it does not, the

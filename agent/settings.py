@@ -40,7 +40,7 @@ INGEST_ANSWER_DEADLINE_S = 4.0
 PUSH_TIMEOUT_S = 10.0
 
 DEFAULT_COLLECTORS = ["cpu", "load", "memory", "disk", "network", "system", "agent"]
-_TLS_KEYS = ("tls_ca", "tls_cert", "tls_key", "tls_server_name")
+_TLS_KEYS = ("tls_ca", "tls_cert", "tls_key", "tls_server_name", "insecure_skip_verify")
 # The TOML document being loaded; a context variable so that concurrent loads never mix.
 _TOML: ContextVar[dict[str, Any] | None] = ContextVar("apm_agent_toml", default=None)
 
@@ -74,6 +74,9 @@ class AgentSettings(BaseSettings):
     tls_ca: Path | None = Field(None, description="PEM CA bundle trusted instead of the system's")
     tls_cert: Path | None = Field(None, description="PEM client certificate, with tls_key")
     tls_key: Path | None = Field(None, description="PEM key of tls_cert")
+    insecure_skip_verify: bool = Field(
+        False, description="do not verify the ingest's certificate (warned at every start)"
+    )
     tls_server_name: str = Field(
         "", description="name the ingest's certificate is checked against; default: URL's host"
     )
@@ -165,7 +168,13 @@ class AgentSettings(BaseSettings):
 
     @property
     def tls_files(self) -> TlsFiles:
-        return TlsFiles(self.tls_ca, self.tls_cert, self.tls_key, self.tls_server_name)
+        return TlsFiles(
+            self.tls_ca,
+            self.tls_cert,
+            self.tls_key,
+            self.tls_server_name,
+            self.insecure_skip_verify,
+        )
 
     @field_validator("collectors")
     @classmethod

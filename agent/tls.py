@@ -5,6 +5,9 @@ so that a certificate some public CA issued for the same name is not accepted. W
 https:// ingest is verified against the system store. ``tls_cert`` with ``tls_key`` is the
 client certificate an ingest with ``APM_INGEST_TLS_CLIENT_CA`` requires.
 
+``insecure_skip_verify`` (off by default) turns verification off, for a test bench; the
+agent logs a warning at every start while it is on.
+
 ``check_files`` is what the settings class runs, so that ``apm-agent check-config`` and the
 service's start refuse a missing file, a file that is not PEM, a lone cert or key, and a key
 that does not match its certificate, each with a message naming the key and the file.
@@ -45,6 +48,8 @@ class TlsFiles:
     cert: Path | None = None
     key: Path | None = None
     server_name: str = ""
+    # No check of the ingest's certificate at all: the agent warns at every start.
+    skip_verify: bool = False
 
 
 def check_pem(path: Path, what: str) -> None:
@@ -74,6 +79,9 @@ def _context(files: TlsFiles) -> ssl.SSLContext:
         ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
     if files.cert is not None and files.key is not None:
         ctx.load_cert_chain(str(files.cert), str(files.key))
+    if files.skip_verify:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
     return ctx
 
 

@@ -6,6 +6,8 @@ from a dropped connection. No engines: the CA and certificates are made with ope
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import re
 import shutil
@@ -13,11 +15,13 @@ import socket
 import ssl
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agent.http import StdlibHttpClient
 from agent.main import main
+from agent.runner import Agent
 from agent.settings import ConfigError, load_settings
 from agent.tls import ClientTls, TlsFiles, TlsRefused, check_files
 from tests.support.certs import Ca, make_ca
@@ -210,21 +214,29 @@ def _tls_server(ca: Ca, answers: int) -> tuple[int, threading.Thread]:
     listener = socket.create_server(("127.0.0.1", 0))
 
     def run() -> None:
-        with listener, ctx.wrap_socket(listener.accept()[0], server_side=True) as conn:
-            conn.settimeout(10)
-            for _ in range(answers):
-                data = b""
-                while b"\r\n\r\n" not in data:
-                    data += conn.recv(65536)
-                head, _, body = data.partition(b"\r\n\r\n")
-                length = int(re.search(rb"(?i)content-length: (\d+)", head)[1])  # type: ignore[index]
-                while len(body) < length:
-                    body += conn.recv(65536)
-                conn.sendall(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+        with listener, contextlib.suppress(ssl.SSLError):  # a client that refused our cert
+            conn = ctx.wrap_socket(listener.accept()[0], server_side=True)
+            _answer(conn, answers)
+            conn.close()
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return listener.getsockname()[1], thread
+
+
+def _answer(conn: ssl.SSLSocket, answers: int) -> None:
+    """Reads ``answers`` requests (headers, then Content-Length bytes), each answered 202."""
+    conn.settimeout(10)
+    for _ in range(answers):
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += conn.recv(65536)
+        head, _, body = data.partition(b"\r\n\r\n")
+        found = re.search(rb"(?i)content-length: (\d+)", head)
+        length = int(found[1]) if found else 0
+        while len(body) < length:
+            body += conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
 
 
 def test_a_close_right_after_the_handshake_is_a_tls_refusal(ca: Ca) -> None:
@@ -244,3 +256,33 @@ def test_a_close_of_a_reused_connection_is_an_ordinary_failure(ca: Ca) -> None:
     with pytest.raises(OSError) as err:
         client.post(url, b"{}", {}, 10)
     assert not isinstance(err.value, TlsRefused)
+
+
+def test_insecure_skip_verify_trusts_any_certificate_and_is_off_by_default(
+    tmp_path: Path, ca: Ca
+) -> None:
+    stranger = make_ca(tmp_path / "stranger", name="stranger")
+    for skip in (False, True):
+        port, thread = _tls_server(stranger, answers=1)
+        client = StdlibHttpClient(ClientTls(TlsFiles(ca=ca.cert, skip_verify=skip)))
+        url = f"https://localhost:{port}/v1/metrics"
+        if skip:
+            assert client.post(url, b"{}", {}, 10).status == 202
+        else:
+            with pytest.raises(ssl.SSLCertVerificationError):
+                client.post(url, b"{}", {}, 10)
+        client.close()
+        thread.join(10)
+
+
+def test_insecure_skip_verify_is_warned_at_every_start(
+    make_settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert make_settings().insecure_skip_verify is False
+    settings = make_settings(ingest_url=URL, insecure_skip_verify=True)
+    for start in (1, 2):
+        with caplog.at_level(logging.WARNING, logger="agent.runner"):
+            Agent(settings, statsd=False).spool.close()
+        assert caplog.text.count("insecure_skip_verify is on") == start
+    with pytest.raises(ConfigError, match="insecure_skip_verify given but ingest_url is not"):
+        make_settings(insecure_skip_verify=True)
