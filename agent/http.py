@@ -73,6 +73,15 @@ class StdlibHttpClient:
         return self._conn
 
     def post(self, url: str, body: bytes, headers: dict[str, str], timeout: float) -> HttpResponse:
+        return self._exchange("POST", url, body, headers, timeout)
+
+    def get(self, url: str, timeout: float) -> HttpResponse:
+        """One GET (``check-config --ready``'s TLS check: any answer means TLS works)."""
+        return self._exchange("GET", url, None, {}, timeout)
+
+    def _exchange(
+        self, method: str, url: str, body: bytes | None, headers: dict[str, str], timeout: float
+    ) -> HttpResponse:
         parts = urlsplit(url)
         path = parts.path or "/"
         if parts.query:
@@ -82,7 +91,7 @@ class StdlibHttpClient:
             conn = self._connection(parts.scheme, parts.netloc, timeout)
             fresh = fresh or conn.sock is None
             try:
-                conn.request("POST", path, body=body, headers=headers)
+                conn.request(method, path, body=body, headers=headers)
                 response = conn.getresponse()
                 data = response.read()
             except (OSError, http.client.HTTPException) as exc:

@@ -1,39 +1,23 @@
 """The agent's TLS settings (agent.tls, agent.settings) and ``apm-agent check-config`` on
-them: each bad file or combination is refused with one line naming the key and the file; and
-the HTTP client telling an ingest that refuses the client certificate after the handshake
-from a dropped connection. No engines: the CA and certificates are made with openssl
-(tests.support.certs), the servers are ssl sockets on loopback."""
+them: each bad file or combination is refused with one line naming the key and the file. No
+engines: the CA and certificates are made with openssl (tests.support.certs)."""
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import os
-import re
 import shutil
-import socket
 import ssl
-import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from agent.http import StdlibHttpClient
 from agent.main import main
-from agent.runner import Agent
 from agent.settings import ConfigError, load_settings
-from agent.tls import ClientTls, TlsFiles, TlsRefused, check_files
+from agent.tls import ClientTls, TlsFiles, check_files
 from tests.support.certs import Ca, make_ca
 
 pytestmark = pytest.mark.unit
 
 URL = "https://ingest.example.internal/v1/metrics"
-
-
-@pytest.fixture(scope="module")
-def ca(tmp_path_factory: pytest.TempPathFactory) -> Ca:
-    return make_ca(tmp_path_factory.mktemp("ca"))
 
 
 @pytest.fixture(scope="module")
@@ -44,14 +28,6 @@ def client(ca: Ca) -> tuple[Path, Path]:
 @pytest.fixture(scope="module")
 def other_key(ca: Ca) -> Path:
     return ca.issue("other", cn="web-2")[1]
-
-
-@pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    for name in list(os.environ):
-        if name.startswith("APM_AGENT_"):
-            monkeypatch.delenv(name)
-    return monkeypatch
 
 
 def _toml(tmp_path: Path, **values: str) -> Path:
@@ -203,86 +179,3 @@ def test_a_replaced_ca_file_is_used_by_the_next_context_a_broken_one_is_not(
     assert subjects(tls.context()) == [((("commonName", "test other"),),)]  # the last good one
     shutil.copy(ca.cert, trusted)
     assert subjects(tls.context()) == [((("commonName", "test ca"),),)]
-
-
-def _tls_server(ca: Ca, answers: int) -> tuple[int, threading.Thread]:
-    """Accepts one connection, answers ``answers`` requests with 202 (keep-alive), then
-    closes it: 0 is an ingest refusing the client right after the handshake."""
-    cert, key = ca.issue("server")
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(str(cert), str(key))
-    listener = socket.create_server(("127.0.0.1", 0))
-
-    def run() -> None:
-        with listener, contextlib.suppress(ssl.SSLError):  # a client that refused our cert
-            conn = ctx.wrap_socket(listener.accept()[0], server_side=True)
-            _answer(conn, answers)
-            conn.close()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return listener.getsockname()[1], thread
-
-
-def _answer(conn: ssl.SSLSocket, answers: int) -> None:
-    """Reads ``answers`` requests (headers, then Content-Length bytes), each answered 202."""
-    conn.settimeout(10)
-    for _ in range(answers):
-        data = b""
-        while b"\r\n\r\n" not in data:
-            data += conn.recv(65536)
-        head, _, body = data.partition(b"\r\n\r\n")
-        found = re.search(rb"(?i)content-length: (\d+)", head)
-        length = int(found[1]) if found else 0
-        while len(body) < length:
-            body += conn.recv(65536)
-        conn.sendall(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
-
-
-def test_a_close_right_after_the_handshake_is_a_tls_refusal(ca: Ca) -> None:
-    port, thread = _tls_server(ca, answers=0)
-    client = StdlibHttpClient(ClientTls(TlsFiles(ca=ca.cert)))
-    with pytest.raises(TlsRefused, match=f"ingest at localhost:{port} closed the connection"):
-        client.post(f"https://localhost:{port}/v1/metrics", b"{}", {}, 10)
-    thread.join(10)
-
-
-def test_a_close_of_a_reused_connection_is_an_ordinary_failure(ca: Ca) -> None:
-    port, thread = _tls_server(ca, answers=1)
-    client = StdlibHttpClient(ClientTls(TlsFiles(ca=ca.cert)))
-    url = f"https://localhost:{port}/v1/metrics"
-    assert client.post(url, b"{}", {}, 10).status == 202
-    thread.join(10)  # the server has closed the kept-alive connection
-    with pytest.raises(OSError) as err:
-        client.post(url, b"{}", {}, 10)
-    assert not isinstance(err.value, TlsRefused)
-
-
-def test_insecure_skip_verify_trusts_any_certificate_and_is_off_by_default(
-    tmp_path: Path, ca: Ca
-) -> None:
-    stranger = make_ca(tmp_path / "stranger", name="stranger")
-    for skip in (False, True):
-        port, thread = _tls_server(stranger, answers=1)
-        client = StdlibHttpClient(ClientTls(TlsFiles(ca=ca.cert, skip_verify=skip)))
-        url = f"https://localhost:{port}/v1/metrics"
-        if skip:
-            assert client.post(url, b"{}", {}, 10).status == 202
-        else:
-            with pytest.raises(ssl.SSLCertVerificationError):
-                client.post(url, b"{}", {}, 10)
-        client.close()
-        thread.join(10)
-
-
-def test_insecure_skip_verify_is_warned_at_every_start(
-    make_settings: Any, caplog: pytest.LogCaptureFixture
-) -> None:
-    assert make_settings().insecure_skip_verify is False
-    settings = make_settings(ingest_url=URL, insecure_skip_verify=True)
-    for start in (1, 2):
-        with caplog.at_level(logging.WARNING, logger="agent.runner"):
-            Agent(settings, statsd=False).spool.close()
-        assert caplog.text.count("insecure_skip_verify is on") == start
-    with pytest.raises(ConfigError, match="insecure_skip_verify given but ingest_url is not"):
-        make_settings(insecure_skip_verify=True)
