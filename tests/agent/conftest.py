@@ -157,15 +157,9 @@ def make_http() -> Callable[..., FakeHttp]:
 
 
 @pytest.fixture
-def make_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Any]]:
+def make_settings(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> Iterator[Callable[..., Any]]:
     """AgentSettings with the spool under tmp_path, free of any APM_AGENT_* in the env."""
-    import os
-
     from agent.settings import load_settings
-
-    for name in list(os.environ):
-        if name.startswith("APM_AGENT_"):
-            monkeypatch.delenv(name)
 
     def make(**overrides: Any) -> Any:
         overrides.setdefault("spool_dir", tmp_path / "spool")

@@ -6,10 +6,10 @@ requires client certificates takes the agent's and refuses a missing or foreign 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import shutil
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,6 +21,7 @@ from agent.exposition import render
 from agent.runner import Agent
 from apm.model import topic_for
 from tests.support.certs import Ca, make_ca
+from tests.support.http import uvicorn_thread
 from tests.support.kafka import read_samples
 
 pytestmark = pytest.mark.integration
@@ -32,51 +33,35 @@ StartIngest = Callable[..., tuple[str, str]]
 def https_ingest(tmp_path: Path, kafka_bootstrap: str) -> Iterator[StartIngest]:
     """Starts the ingest app serving HTTPS with a certificate from ``ca`` (its real Kafka
     publisher, auth and TLS hook); returns its URL (by the name localhost) and an API key."""
-    import uvicorn
-
     from ingest.app import create_app
     from ingest.auth import add_key
     from ingest.cli import tls_context_factory
     from ingest.settings import IngestSettings
-    from launch.probe import free_port
 
-    running: list[tuple[Any, threading.Thread]] = []
+    with contextlib.ExitStack() as running:
 
-    def start(ca: Ca, client_ca: Path | None = None, cn: str = "localhost") -> tuple[str, str]:
-        n = len(running)
-        cert, key = ca.issue(f"ingest{n}", cn=cn)
-        keys = tmp_path / f"keys{n}"
-        api_key = add_key(keys, "agent")
-        settings = IngestSettings(
-            keys_file=keys,
-            kafka_bootstrap=kafka_bootstrap,
-            tls_cert=cert,
-            tls_key=key,
-            tls_client_ca=client_ca,
-        )
-        port = free_port()
-        config = uvicorn.Config(
-            create_app(settings),
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            lifespan="on",
-            ssl_context_factory=tls_context_factory(settings),
-        )
-        server = uvicorn.Server(config)
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        running.append((server, thread))
-        deadline = time.monotonic() + 60
-        while not server.started and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert server.started, "the ingest did not start"
-        return f"https://localhost:{port}/v1/metrics", api_key
+        def start(ca: Ca, client_ca: Path | None = None, cn: str = "localhost") -> tuple[str, str]:
+            n = len(list(tmp_path.glob("keys*")))
+            cert, key = ca.issue(f"ingest{n}", cn=cn)
+            keys = tmp_path / f"keys{n}"
+            api_key = add_key(keys, "agent")
+            settings = IngestSettings(
+                keys_file=keys,
+                kafka_bootstrap=kafka_bootstrap,
+                tls_cert=cert,
+                tls_key=key,
+                tls_client_ca=client_ca,
+            )
+            port = running.enter_context(
+                uvicorn_thread(
+                    create_app(settings),
+                    lifespan="on",
+                    ssl_context_factory=tls_context_factory(settings),
+                )
+            )
+            return f"https://localhost:{port}/v1/metrics", api_key
 
-    yield start
-    for server, thread in running:
-        server.should_exit = True
-        thread.join(30)
+        yield start
 
 
 @pytest.fixture
