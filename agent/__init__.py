@@ -2,7 +2,8 @@
 metrics every second and pushes them to the ingest. ``collectors/`` reads the host through
 psutil (one collector per area, named in a registry); ``statsd/`` parses, aggregates and
 listens for StatsD/DogStatsD lines; ``runner.py`` ticks each second and hands snapshots to
-``push.py``, which sends them with backoff through ``http.py`` and keeps what it cannot send in
+``push.py``, which sends them with backoff through ``http.py`` (over https:// with
+``tls.py``'s client context: ``tls_ca``, a client certificate) and keeps what it cannot send in
 the disk ``spool.py``; ``stats.py`` and ``exposition.py`` are its own telemetry on /metrics;
 ``settings.py`` (with ``configfiles.py``: the TOML file and its ``agent.d/`` fragments),
 ``install.py`` (systemd unit and config), ``once.py`` (a single push), ``version.py``,

@@ -53,6 +53,12 @@ _FAMILIES: tuple[tuple[str, str, str, Callable[[AgentStats, Spool], float]], ...
         lambda s, _: s.blocked_status,
     ),
     (
+        "apm_agent_push_tls_errors_total",
+        "counter",
+        "push attempts that failed in the TLS handshake (untrusted or refused certificate)",
+        lambda s, _: s.tls_errors,
+    ),
+    (
         "apm_agent_push_splits_total",
         "counter",
         "batches halved after a 413",

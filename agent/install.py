@@ -88,6 +88,14 @@ _CONFIG = """\
 [agent]
 # server = "web-042"            # defaults to the host name
 {ingest_lines}
+# HTTPS to a private CA (docs/security.md): tls_ca replaces the system roots (without it an
+# https:// ingest_url is checked against them). tls_cert and tls_key, both or neither, are
+# the client certificate for an ingest that requires one; the key file 0640 root:apm-agent.
+# tls_ca = "/etc/apm/ingest-ca.pem"
+# tls_cert = "/etc/apm/agent.pem"
+# tls_key = "/etc/apm/agent.key"
+# tls_server_name = "ingest.example.internal"  # when the URL's host is not the cert's name
+# insecure_skip_verify = false  # true: no certificate check at all (warned at every start)
 interval_s = 1.0
 collectors = ["cpu", "load", "memory", "disk", "network", "system", "agent"]
 

@@ -1,7 +1,8 @@
 """``apm-agent``: the command the Debian package installs (``python -m agent``). The same agent
 as ``apm agent``, without the rest of the platform: ``run`` (the default; what the systemd
 unit starts), ``check-config`` (validate the files, print the effective settings with secrets
-masked, exit 2 on error), ``--once [--print]`` and ``--version``."""
+masked, exit 2 on error; ``--ready``: something to push to, over TLS both sides accept),
+``--once [--print]`` and ``--version``."""
 
 from __future__ import annotations
 
@@ -22,8 +23,11 @@ from agent.version import VERSION
 __all__ = ["check_config", "main"]
 
 PROG = "apm-agent"
-# check-config --ready: the exit code when the files are valid but say nowhere to push to.
+# check-config --ready: the exit code when the files are valid but say nowhere to push to, or
+# the ingest and the agent do not accept each other's certificates.
 NOT_READY = 3
+# check-config --ready over https://: how long its one request to the ingest may take.
+TLS_CHECK_TIMEOUT_S = 10.0
 # The unit's User= (agent/install.py): check-config run as root names a file of the unit's
 # config that this user cannot read.
 SERVICE_USER = "apm-agent"
@@ -53,7 +57,8 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--ready",
         action="store_true",
-        help=f"also exit {NOT_READY} unless an ingest URL and an API key are configured",
+        help=f"also exit {NOT_READY} unless an ingest URL and an API key are configured and, "
+        "for https://, the ingest and the agent accept each other's certificates",
     )
     return parser
 
@@ -103,7 +108,11 @@ def check_config(config: Path | None, *, ready: bool, out: TextIO | None = None)
             where = str(origin[name])
         else:
             where = "default"
-        print(f"{name} = {_shown(name, getattr(settings, name))}  # {where}", file=out)
+        value = getattr(settings, name)
+        if value is None:  # TOML has no null: an unset optional file is a comment
+            print(f"# {name} is not set  # {where}", file=out)
+            continue
+        print(f"{name} = {_shown(name, value)}  # {where}", file=out)
     if ready:
         missing = [
             key
@@ -113,6 +122,36 @@ def check_config(config: Path | None, *, ready: bool, out: TextIO | None = None)
         if missing:
             print(f"{PROG}: not ready to push: {' and '.join(missing)} not set", file=sys.stderr)
             return NOT_READY
+        if settings.ingest_url.startswith("https://"):
+            return _tls_ready(settings)
+    return 0
+
+
+def _tls_ready(settings: AgentSettings) -> int:
+    """``--ready`` over https://: one GET to the ingest. Any HTTP answer means TLS works; a
+    certificate either side refuses is NOT_READY. An ingest that cannot be reached now is
+    only noted: the agent spools until it can, so that is no reason not to start it."""
+    import ssl
+    from urllib.parse import urlsplit
+
+    from agent.http import StdlibHttpClient
+    from agent.tls import ClientTls, TlsRefused, describe_error
+
+    netloc = urlsplit(settings.ingest_url).netloc
+    client = StdlibHttpClient(ClientTls(settings.tls_files))
+    try:
+        client.get(settings.ingest_url, TLS_CHECK_TIMEOUT_S)
+    except (ssl.SSLError, TlsRefused) as exc:
+        print(f"{PROG}: not ready to push: {describe_error(exc, netloc)}", file=sys.stderr)
+        return NOT_READY
+    except OSError as exc:
+        print(
+            f"{PROG}: note: the ingest at {netloc} cannot be reached now ({exc}), so TLS was "
+            "not checked; the agent keeps its samples on disk until it can",
+            file=sys.stderr,
+        )
+    finally:
+        client.close()
     return 0
 
 

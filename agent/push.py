@@ -13,17 +13,20 @@ import gzip
 import json
 import logging
 import math
+import ssl
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from agent.answers import Action, classify, rejected_by_index, retry_after_seconds
 from agent.http import HttpClient, HttpResponse
 from agent.rejected import RejectedFile
 from agent.spool import Spool
 from agent.stats import AgentStats
+from agent.tls import TlsRefused, describe_error
 from apm.retry import Backoff
 
 __all__ = ["BEAT_S", "BLOCKED_MIN_DELAY_S", "Pusher", "retry_after_seconds"]
@@ -91,6 +94,8 @@ class Pusher:
         body = gzip.compress(b'{"snapshots":[' + b",".join(batch) + b"]}", compresslevel=5)
         try:
             response = self.client.post(self.url, body, self.headers, self.timeout_s)
+        except (ssl.SSLError, TlsRefused) as exc:
+            return self._tls_failed(exc, len(batch))
         except OSError as exc:
             return self._retry(f"ingest unreachable: {exc}", None, len(batch))
         action = classify(response.status, len(batch))
@@ -167,6 +172,22 @@ class Pusher:
             f" (redirected to {location[:200]}; set ingest_url to the final URL)"
             if location
             else "",
+            self.spool.depth,
+            size,
+            delay,
+        )
+        return delay
+
+    def _tls_failed(self, exc: OSError, size: int) -> float:
+        """A certificate the agent does not trust, or one the ingest does not: a configuration
+        problem, retried on the blocked schedule (from 1 s) until the CA file or the settings
+        are fixed; nothing leaves the spool."""
+        self.stats.add("tls_errors")
+        delay = min(self.max_wait_s, self._blocked_backoff.next_delay())
+        log.error(
+            "push failed: %s. The spool keeps all %d snapshots (this batch: %d); "
+            "trying again in %.1fs",
+            describe_error(exc, urlsplit(self.url).netloc),
             self.spool.depth,
             size,
             delay,

@@ -22,6 +22,7 @@ from agent.settings import AgentSettings
 from agent.spool import Spool
 from agent.stats import AgentStats
 from agent.statsd import StatsdAggregator, StatsdListener
+from agent.tls import ClientTls
 from apm.model import Snapshot, metric_name_error, value_error
 from apm.retry import Backoff
 
@@ -84,7 +85,7 @@ class Agent:
             )
         self.pusher = Pusher(
             self.spool,
-            http or StdlibHttpClient(),
+            http or StdlibHttpClient(ClientTls(settings.tls_files)),
             settings.ingest_url,
             settings.api_key,
             Backoff(settings.backoff_initial_s, settings.backoff_cap_s, settings.backoff_jitter),
@@ -97,6 +98,13 @@ class Agent:
             rejected_path=settings.spool_dir.parent / "rejected.jsonl",
         )
         self.stop_event = threading.Event()
+        if settings.insecure_skip_verify:
+            log.warning(
+                "insecure_skip_verify is on: the ingest's certificate is NOT verified, so "
+                "anyone on the path to %s can pose as it and read the API key and the data; "
+                "set tls_ca instead",
+                settings.ingest_url,
+            )
 
     def push_healthy(self, thread: threading.Thread) -> bool:
         """Whether the push thread lives and has beaten recently. While it does not, the

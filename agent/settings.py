@@ -10,11 +10,12 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
 from agent.cardinality import DISK_EXCLUDE_FSTYPES, DISK_EXCLUDE_MOUNTS, NET_EXCLUDE
 from agent.configfiles import ConfigFileError, ConfigFiles, read_config
+from agent.tls import TlsFiles, check_files
 from apm.labels import TAGS_KEEP
 from apm.model import server_name_error
 from apm.settings import PROJECT_ROOT, env_config
@@ -39,6 +40,7 @@ INGEST_ANSWER_DEADLINE_S = 4.0
 PUSH_TIMEOUT_S = 10.0
 
 DEFAULT_COLLECTORS = ["cpu", "load", "memory", "disk", "network", "system", "agent"]
+_TLS_KEYS = ("tls_ca", "tls_cert", "tls_key", "tls_server_name", "insecure_skip_verify")
 # The TOML document being loaded; a context variable so that concurrent loads never mix.
 _TOML: ContextVar[dict[str, Any] | None] = ContextVar("apm_agent_toml", default=None)
 
@@ -67,6 +69,17 @@ class AgentSettings(BaseSettings):
     server: str = Field(default_factory=default_server, description="name sent with every snapshot")
     ingest_url: str = "http://127.0.0.1:8080/v1/metrics"
     api_key: str = ""
+    # Client TLS for an https:// ingest_url (agent.tls, docs/security.md): tls_ca replaces the
+    # system roots; tls_cert with tls_key is the client certificate for an mTLS ingest.
+    tls_ca: Path | None = Field(None, description="PEM CA bundle trusted instead of the system's")
+    tls_cert: Path | None = Field(None, description="PEM client certificate, with tls_key")
+    tls_key: Path | None = Field(None, description="PEM key of tls_cert")
+    insecure_skip_verify: bool = Field(
+        False, description="do not verify the ingest's certificate (warned at every start)"
+    )
+    tls_server_name: str = Field(
+        "", description="name the ingest's certificate is checked against; default: URL's host"
+    )
     interval_s: float = Field(1.0, gt=0, le=60)
     collectors: list[str] = Field(default_factory=lambda: list(DEFAULT_COLLECTORS))
     spool_dir: Path = PROJECT_ROOT / "var" / "agent" / "spool"
@@ -135,6 +148,34 @@ class AgentSettings(BaseSettings):
             raise ValueError("must be an http:// or https:// URL with a host")
         return value
 
+    @field_validator("tls_server_name")
+    @classmethod
+    def _server_name(cls, value: str) -> str:
+        if value and not re.fullmatch(r"[A-Za-z0-9.\-:\[\]]{1,253}", value):
+            raise ValueError("must be a host name or an address")
+        return value
+
+    @model_validator(mode="after")
+    def _tls(self) -> AgentSettings:
+        given = [name for name in _TLS_KEYS if getattr(self, name)]
+        if given and not self.ingest_url.startswith("https://"):
+            raise ValueError(
+                f"{', '.join(given)} given but ingest_url is not https:// "
+                f"({self.ingest_url}): TLS settings are for an https:// ingest"
+            )
+        check_files(self.tls_files)
+        return self
+
+    @property
+    def tls_files(self) -> TlsFiles:
+        return TlsFiles(
+            self.tls_ca,
+            self.tls_cert,
+            self.tls_key,
+            self.tls_server_name,
+            self.insecure_skip_verify,
+        )
+
     @field_validator("collectors")
     @classmethod
     def _collectors(cls, value: list[str]) -> list[str]:
@@ -154,8 +195,16 @@ def _describe(exc: ValidationError, files: ConfigFiles | None) -> str:
     parts = []
     source = "env"
     for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "settings"
-        key = str(err["loc"][0]) if err["loc"] else ""
+        if not err["loc"]:
+            # A check across fields (the TLS settings): its input is the whole document, the
+            # api_key with it, so it is never echoed; the message names the keys.
+            keys = [k for k in _TLS_KEYS if files is not None and k in files.origin]
+            if keys and files is not None:
+                source = str(files.origin[keys[0]])
+            parts.append(str(err["msg"]).removeprefix("Value error, "))
+            continue
+        where = ".".join(str(p) for p in err["loc"])
+        key = str(err["loc"][0])
         if files is not None and key in files.origin:
             source = str(files.origin[key])
         parts.append(f"{where}: {err['msg']} (got {err.get('input')!r})")

@@ -19,6 +19,7 @@ class AgentStats:
     rejected: int = 0  # snapshots the ingest refused for good (422, 413 alone), set aside
     blocked: int = 0  # push attempts answered with a configuration error (401, 404, 3xx ...)
     blocked_status: int = 0  # the status that blocks pushing now; 0 when none does
+    tls_errors: int = 0  # pushes that failed in the TLS handshake (an untrusted certificate ...)
     splits: int = 0  # batches halved after a 413
     push_thread_up: int = 1  # 0 once the runner finds the push thread dead or hung
     collector_errors: int = 0

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
     from ingest.settings import IngestSettings
 
-__all__ = ["register"]
+__all__ = ["register", "tls_context_factory"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -95,13 +95,13 @@ def _serve(args: argparse.Namespace) -> int:
         log_level="info",
         lifespan="on",
         timeout_graceful_shutdown=math.ceil(settings.shutdown_timeout_s),
-        ssl_context_factory=_tls_factory(settings),
+        ssl_context_factory=tls_context_factory(settings),
     )
     uvicorn.Server(config).run()
     return 0
 
 
-def _tls_factory(settings: IngestSettings) -> Callable[..., ssl.SSLContext] | None:
+def tls_context_factory(settings: IngestSettings) -> Callable[..., ssl.SSLContext] | None:
     """uvicorn's hook for its SSLContext: ours, which a watcher thread reloads in place
     (apm.tls), instead of the one uvicorn would build once from file names."""
     if settings.tls_cert is None or settings.tls_key is None:

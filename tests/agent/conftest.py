@@ -4,6 +4,7 @@ a fake HTTP client that answers from a script, and agent settings in a temporary
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,15 +157,9 @@ def make_http() -> Callable[..., FakeHttp]:
 
 
 @pytest.fixture
-def make_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Any]]:
+def make_settings(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> Iterator[Callable[..., Any]]:
     """AgentSettings with the spool under tmp_path, free of any APM_AGENT_* in the env."""
-    import os
-
     from agent.settings import load_settings
-
-    for name in list(os.environ):
-        if name.startswith("APM_AGENT_"):
-            monkeypatch.delenv(name)
 
     def make(**overrides: Any) -> Any:
         overrides.setdefault("spool_dir", tmp_path / "spool")
@@ -195,3 +190,20 @@ def make_pusher(tmp_path: Path, clock: FakeClock) -> Callable[..., Pusher]:
         )
 
     return make
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No APM_AGENT_* variable from the environment reaches the settings."""
+    for name in list(os.environ):
+        if name.startswith("APM_AGENT_"):
+            monkeypatch.delenv(name)
+    return monkeypatch
+
+
+@pytest.fixture(scope="module")
+def ca(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A private CA (tests.support.certs), one per test module."""
+    from tests.support.certs import make_ca
+
+    return make_ca(tmp_path_factory.mktemp("ca"))

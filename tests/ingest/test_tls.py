@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import socket
 import ssl
-import threading
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from pydantic import ValidationError
 
-from ingest.cli import _tls_factory
+from ingest.cli import tls_context_factory
 from ingest.settings import IngestSettings
 from tests.support.certs import Ca, make_ca
+from tests.support.http import uvicorn_thread
 
 pytestmark = pytest.mark.unit
 
@@ -40,25 +38,9 @@ def https(tmp_path: Path) -> Iterator[tuple[int, Ca]]:
     ca = make_ca(tmp_path / "ca")
     cert, key = ca.issue("server")
     settings = IngestSettings(tls_cert=cert, tls_key=key)
-    port = _free_port()
-    config = uvicorn.Config(
-        _hello,
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        lifespan="off",
-        ssl_context_factory=_tls_factory(settings),
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert server.started
-    yield port, ca
-    server.should_exit = True
-    thread.join(10)
+    factory = tls_context_factory(settings)
+    with uvicorn_thread(_hello, lifespan="off", ssl_context_factory=factory) as port:
+        yield port, ca
 
 
 def test_the_service_answers_https_to_a_client_trusting_the_ca(https: tuple[int, Ca]) -> None:
@@ -75,7 +57,7 @@ def test_a_client_not_trusting_the_ca_is_refused(https: tuple[int, Ca]) -> None:
 
 
 def test_plain_http_is_the_default() -> None:
-    assert _tls_factory(IngestSettings()) is None
+    assert tls_context_factory(IngestSettings()) is None
 
 
 def test_a_cert_without_its_key_is_a_clear_error(tmp_path: Path) -> None:

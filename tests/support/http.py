@@ -1,14 +1,42 @@
-"""HTTP helpers the engine tiers share: the dashboard's JSON API with a bearer token, and one
-value from a Prometheus text page."""
+"""HTTP helpers the engine tiers share: the dashboard's JSON API with a bearer token, one
+value from a Prometheus text page, and an ASGI app served by uvicorn on a thread."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import threading
+import time
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["http_json", "metric_value"]
+__all__ = ["http_json", "metric_value", "uvicorn_thread"]
+
+
+@contextlib.contextmanager
+def uvicorn_thread(app: Any, **config: Any) -> Iterator[int]:
+    """Serves ``app`` with uvicorn on a thread, on a free loopback port (yielded), until the
+    block ends; ``config`` goes to uvicorn.Config (lifespan, ssl_context_factory ...)."""
+    import uvicorn
+
+    from launch.probe import free_port
+
+    port = free_port()
+    config.setdefault("log_level", "warning")
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, **config))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not server.started and thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert server.started, "uvicorn did not start (see the log above)"
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join(30)
 
 
 def http_json(url: str, token: str = "", body: Any = None, timeout: float = 10.0) -> Any:
