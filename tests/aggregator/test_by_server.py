@@ -207,3 +207,22 @@ def test_a_checkpoint_of_the_live_path_runs_on_when_windows_are_held(
     for server in ("web-0", "web-1", "web-2"):
         mine = [x for x in rows if x[0] == server]
         assert_matches(_per_server(server_repo, q.id, server), expected(mine, q.query))
+
+
+def test_a_window_held_across_a_jump_of_event_time_past_the_lateness_is_written(
+    fake_store, job_factory, metric_topics, produce, fleet_rows, server_keyspace, server_repo
+):
+    """A backlog read in one batch can carry a window's samples and samples far past its end:
+    the next batch's watermark is then already past the window when its held partials fall
+    due. They are written all the same (the aggregation does not drop them as late)."""
+    metric = metric_topics()
+    q = fake_store.add(f"FROM web-* SELECT {metric} WINDOW 10s COMPUTE count, max BY server")
+    writes = ServerWrites(StorageSettings(), server_keyspace, retry_s=10)
+    job = job_factory(metrics=metric, allowed_lateness_seconds=60, server_writes=writes)
+    rows = fleet_rows(3, 10)
+    produce(metric, [*rows, ("clock", BASE + 500.0, 0.0)])  # one record: one batch
+    job.windows.processAllAvailable()
+    _complete(job, produce, metric, BASE + 501)
+    for server in ("web-0", "web-1", "web-2"):
+        mine = [x for x in rows if x[0] == server]
+        assert_matches(_per_server(server_repo, q.id, server), expected(mine, q.query))
