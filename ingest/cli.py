@@ -104,17 +104,9 @@ def _serve(args: argparse.Namespace) -> int:
 def tls_context_factory(settings: IngestSettings) -> Callable[..., ssl.SSLContext] | None:
     """uvicorn's hook for its SSLContext: ours, which a watcher thread reloads in place
     (apm.tls), instead of the one uvicorn would build once from file names."""
-    if settings.tls_cert is None or settings.tls_key is None:
-        return None
-    import threading
+    from apm.tls import serving_context
 
-    from apm.tls import ReloadingServerContext, watch
-
-    server = ReloadingServerContext(settings.tls_cert, settings.tls_key, settings.tls_client_ca)
-    threading.Thread(
-        target=watch,
-        args=(server, settings.tls_reload_s, threading.Event()),
-        name="tls-reload",
-        daemon=True,
-    ).start()
-    return lambda _config, _default: server.context
+    context = serving_context(
+        settings.tls_cert, settings.tls_key, settings.tls_client_ca, settings.tls_reload_s
+    )
+    return None if context is None else lambda _config, _default: context

@@ -61,5 +61,7 @@ def test_plain_http_is_the_default() -> None:
 
 
 def test_a_cert_without_its_key_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(ValidationError, match="tls_cert and tls_key go together"):
+    with pytest.raises(
+        ValidationError, match="APM_INGEST_TLS_CERT and APM_INGEST_TLS_KEY go together"
+    ):
         IngestSettings(tls_cert=tmp_path / "c.pem")
