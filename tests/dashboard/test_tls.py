@@ -4,6 +4,7 @@ tests.support.certs. The storage is a fake: no page read here touches it."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -48,15 +49,15 @@ class Https:
         return ssl.create_default_context(cafile=str((ca or self.ca).cert))
 
 
-@pytest.fixture
-def https(tmp_path: Path) -> Iterator[Https]:
-    ca = make_ca(tmp_path / "ca")
+@contextlib.contextmanager
+def _served(ca: Ca, client_ca: Path | None = None) -> Iterator[Https]:
     cert, key = ca.issue("dashboard")
     settings = DashboardSettings(
         port=0,
         token=TOKEN,
         tls_cert=cert,
         tls_key=key,
+        tls_client_ca=client_ca,
         tls_reload_s=0.1,
         # Not read by these pages; nothing listens there.
         kafka_bootstrap="127.0.0.1:1",
@@ -73,6 +74,12 @@ def https(tmp_path: Path) -> Iterator[Https]:
         server.shutdown()
         server.server_close()
         thread.join(10)
+
+
+@pytest.fixture
+def https(tmp_path: Path) -> Iterator[Https]:
+    with _served(make_ca(tmp_path / "ca")) as served:
+        yield served
 
 
 def _get(url: str, ctx: ssl.SSLContext, token: str = "") -> tuple[int, bytes]:
@@ -168,3 +175,18 @@ def test_a_replaced_certificate_serves_new_connections_and_keeps_open_ones(
     kept.request("GET", "/healthz")
     assert kept.getresponse().read() == b"ok\n"
     kept.close()
+
+
+def test_with_a_client_ca_only_its_certificates_get_a_page(tmp_path: Path) -> None:
+    ca, foreign = make_ca(tmp_path / "ca"), make_ca(tmp_path / "foreign", "foreign")
+    with _served(ca, client_ca=ca.cert) as served:
+        for presented in (None, foreign, ca):
+            ctx = served.trusting()
+            if presented is not None:
+                ctx.load_cert_chain(*presented.issue(f"client-{presented.cert.stem}", "client"))
+            if presented is ca:
+                assert _get(f"{served.url}/healthz", ctx)[0] == 200
+                continue
+            # TLS 1.3: the refusal arrives as an alert or a close on the first read.
+            with pytest.raises((urllib.error.URLError, ConnectionError, ssl.SSLError)):
+                _get(f"{served.url}/healthz", ctx)
