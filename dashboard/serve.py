@@ -28,14 +28,12 @@ def settings_or_error(**overrides: Any) -> DashboardSettings | str:
     """The settings, or one line per refused setting (naming it) for the start to print."""
     from pydantic import ValidationError
 
+    from apm.settings import refusals
+
     try:
         return DashboardSettings(**overrides)
     except ValidationError as exc:
-        return "\n".join(
-            f"apm dashboard: {'.'.join(map(str, e['loc'])) + ': ' if e['loc'] else ''}"
-            f"{e['msg'].removeprefix('Value error, ')}"
-            for e in exc.errors()
-        )
+        return refusals("apm dashboard", "APM_DASHBOARD_", exc)
 
 
 def make_server(settings: DashboardSettings, wsgi_app: Any) -> BaseWSGIServer:

@@ -67,7 +67,9 @@ def _keygen(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
+    from pydantic import ValidationError
 
+    from apm.settings import refusals
     from ingest.app import create_app
     from ingest.auth import KeyFileError
     from ingest.settings import IngestSettings
@@ -77,7 +79,11 @@ def _serve(args: argparse.Namespace) -> int:
         for k in ("host", "port", "keys_file", "kafka_bootstrap")
         if hasattr(args, k)
     }
-    settings = IngestSettings(**overrides)
+    try:
+        settings = IngestSettings(**overrides)
+    except ValidationError as exc:  # a refused setting, e.g. a TLS file: named, exit 2
+        print(refusals("apm ingest", "APM_INGEST_", exc), file=sys.stderr)
+        return 2
     try:
         app = create_app(settings)
     except KeyFileError as exc:

@@ -131,3 +131,9 @@ def test_apm_dashboard_serve_exits_2_before_connecting_anywhere(tmp_path: Path) 
 def _write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
+
+
+def test_a_refused_field_is_named_by_its_variable() -> None:
+    assert settings_or_error(tls_reload_s=0) == (
+        "apm dashboard: APM_DASHBOARD_TLS_RELOAD_S: Input should be greater than 0"
+    )
