@@ -23,23 +23,18 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from apm.tls import check_ca, check_named, check_pair
+
 __all__ = [
     "ClientTls",
     "TlsFiles",
     "TlsRefused",
     "check_files",
-    "check_pem",
     "closed_after_handshake",
     "describe_error",
 ]
 
 log = logging.getLogger(__name__)
-
-# What each file must hold: a PEM block of this kind (a key may be "EC", "RSA" or PKCS#8).
-_CERT_MARK = "-----BEGIN CERTIFICATE-----"
-_KEY_MARK = "PRIVATE KEY-----"
-# A CA bundle or a key larger than this is not one; read no further.
-_MAX_PEM_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -50,24 +45,6 @@ class TlsFiles:
     server_name: str = ""
     # No check of the ingest's certificate at all: the agent warns at every start.
     skip_verify: bool = False
-
-
-def check_pem(path: Path, what: str) -> None:
-    """ValueError unless ``path`` is a readable file holding a PEM ``what`` ("cert"/"key")."""
-    try:
-        size = path.stat().st_size
-        if size > _MAX_PEM_BYTES:
-            raise ValueError(f"{path}: {size} bytes is not a PEM file (at most {_MAX_PEM_BYTES})")
-        text = path.read_text(errors="replace")
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ValueError(f"{path}: is a directory, not a PEM file") from None
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read: {exc.strerror}") from None
-    mark, kind = (_CERT_MARK, "certificate") if what == "cert" else (_KEY_MARK, "private key")
-    if mark not in text:
-        raise ValueError(f"{path}: not a PEM {kind} (no '{mark.strip('-')}' block)")
 
 
 def _context(files: TlsFiles) -> ssl.SSLContext:
@@ -92,16 +69,13 @@ def check_files(files: TlsFiles) -> None:
             "tls_cert and tls_key go together (a client certificate and its key): "
             "give both or neither"
         )
-    for name, path, what in (
-        ("tls_ca", files.ca, "cert"),
-        ("tls_cert", files.cert, "cert"),
-        ("tls_key", files.key, "key"),
-    ):
-        if path is not None:
-            try:
-                check_pem(path, what)
-            except ValueError as exc:
-                raise ValueError(f"{name}: {exc}") from None
+    check_named(
+        (
+            ("tls_ca", files.ca, "cert"),
+            ("tls_cert", files.cert, "cert"),
+            ("tls_key", files.key, "key"),
+        )
+    )
     if files.key is not None and files.key.stat().st_mode & stat.S_IROTH:
         mode = stat.S_IMODE(files.key.stat().st_mode)
         raise ValueError(
@@ -109,20 +83,9 @@ def check_files(files: TlsFiles) -> None:
             f"chmod 0640 {files.key} (owner root, group apm-agent) or 0600"
         )
     if files.ca is not None:
-        try:
-            ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cafile=str(files.ca))
-        except ssl.SSLError as exc:
-            raise ValueError(f"tls_ca: {files.ca}: not a usable CA bundle: {exc}") from None
+        check_ca("tls_ca", files.ca)
     if files.cert is not None and files.key is not None:
-        try:
-            ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(str(files.cert), str(files.key))
-        except ssl.SSLError as exc:
-            why = (
-                "the key does not match the certificate"
-                if "KEY_VALUES_MISMATCH" in str(exc)
-                else f"cannot be loaded: {exc}"
-            )
-            raise ValueError(f"tls_key {files.key} with tls_cert {files.cert}: {why}") from None
+        check_pair("tls_cert", files.cert, "tls_key", files.key)
 
 
 @dataclass

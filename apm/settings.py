@@ -15,6 +15,8 @@ variables are the storage tier's own, ``APM_STORAGE_HOSTS``, ``APM_STORAGE_PORT`
 ``APM_STORAGE_KEYSPACE`` ...: every process that talks to Cassandra (aggregator, dashboard,
 ``apm storage``) builds ``storage.settings.StorageSettings``, and none has an override of its
 own. ``env_names`` lists the variables a class reads, for checks of deploy files and docs.
+``refusals`` turns a settings class's ValidationError into the lines a service prints at a
+refused start, each naming the variable.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "SHARED_PREFIX",
     "env_config",
     "env_names",
+    "refusals",
     "shared",
 ]
 
@@ -79,3 +82,13 @@ def env_names(cls: type[BaseSettings]) -> set[str]:
         else:
             names.add(prefix + name)
     return {n.upper() for n in names}
+
+
+def refusals(prog: str, prefix: str, exc: ValidationError) -> str:
+    """One line per refused setting, ``prog: PREFIX_NAME: why``; a check over several settings
+    (a model validator) names them in its own message."""
+    lines = []
+    for error in exc.errors():
+        where = "".join(f"{prefix}{str(part).upper()}: " for part in error["loc"][:1])
+        lines.append(f"{prog}: {where}{error['msg'].removeprefix('Value error, ')}")
+    return "\n".join(lines)

@@ -163,6 +163,9 @@ def install_auth(
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
         SESSION_COOKIE_NAME="apm_dashboard_session",
+        # Over HTTPS the browser never sends the session over plain HTTP; over HTTP (make run
+        # on loopback) a Secure cookie would not come back at all.
+        SESSION_COOKIE_SECURE=settings.https,
         PERMANENT_SESSION_LIFETIME=timedelta(hours=settings.session_hours),
     )
     hint = "Sign in with the configured user and password, or with the API token."
@@ -202,7 +205,9 @@ def install_auth(
         session.permanent = True  # the cookie lives as long as the session, not the browser
         response = redirect(safe_next(request.form.get("next")))
         # Readable by scripts on purpose: Dash echoes it in X-CSRFToken (double submit).
-        response.set_cookie(CSRF_COOKIE, session["csrf"], samesite="Strict", httponly=False)
+        response.set_cookie(
+            CSRF_COOKIE, session["csrf"], samesite="Strict", httponly=False, secure=settings.https
+        )
         return response
 
     @server.route("/logout", methods=["POST"])
@@ -213,7 +218,7 @@ def install_auth(
             return Response("CSRF token missing or wrong", status=400)
         sessions.close(session)
         response = redirect("/login")
-        response.delete_cookie(CSRF_COOKIE)
+        response.delete_cookie(CSRF_COOKIE, secure=settings.https)
         return response
 
     @server.before_request

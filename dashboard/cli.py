@@ -23,11 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from dashboard.serve import serve
-    from dashboard.settings import DashboardSettings
+    from dashboard.serve import run
 
-    overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
-    return serve(DashboardSettings(**overrides))
+    return run(host=args.host, port=args.port)
 
 
 def _hash(args: argparse.Namespace) -> int:

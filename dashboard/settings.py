@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 import string
+from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings
 
 from apm.settings import env_config, shared
+from apm.tls import check_server_files
 
 __all__ = ["MIN_TOKEN_BITS", "DashboardSettings", "token_bits"]
 
@@ -37,6 +39,15 @@ class DashboardSettings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = Field(default=8050, ge=0, le=65535)
+    # HTTPS (docs/security.md): with tls_cert and tls_key the dashboard speaks only HTTPS and
+    # its cookies are Secure; the pair is reloaded within tls_reload_s of a change, open
+    # connections kept. With tls_client_ca every browser or client must present a certificate
+    # from that CA at the handshake (and still sign in). Without them: plain HTTP (make run,
+    # on loopback).
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    tls_client_ca: Path | None = None
+    tls_reload_s: float = Field(default=10.0, gt=0)
     # Login: a user with a werkzeug password hash (`apm dashboard hash-password`), or a token,
     # or both. The app refuses to start with neither: an open dashboard is never the default.
     user: str = "admin"
@@ -97,6 +108,16 @@ class DashboardSettings(BaseSettings):
                 "python -c 'import secrets; print(secrets.token_urlsafe(24))'"
             )
         return token
+
+    @model_validator(mode="after")
+    def _tls_files(self) -> DashboardSettings:
+        check_server_files("APM_DASHBOARD_", self.tls_cert, self.tls_key, self.tls_client_ca)
+        return self
+
+    @property
+    def https(self) -> bool:
+        """Served over HTTPS: the cookies carry the Secure flag."""
+        return self.tls_cert is not None
 
     @property
     def ingest_urls(self) -> list[str]:

@@ -67,7 +67,9 @@ def _keygen(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
+    from pydantic import ValidationError
 
+    from apm.settings import refusals
     from ingest.app import create_app
     from ingest.auth import KeyFileError
     from ingest.settings import IngestSettings
@@ -77,7 +79,11 @@ def _serve(args: argparse.Namespace) -> int:
         for k in ("host", "port", "keys_file", "kafka_bootstrap")
         if hasattr(args, k)
     }
-    settings = IngestSettings(**overrides)
+    try:
+        settings = IngestSettings(**overrides)
+    except ValidationError as exc:  # a refused setting, e.g. a TLS file: named, exit 2
+        print(refusals("apm ingest", "APM_INGEST_", exc), file=sys.stderr)
+        return 2
     try:
         app = create_app(settings)
     except KeyFileError as exc:
@@ -104,17 +110,9 @@ def _serve(args: argparse.Namespace) -> int:
 def tls_context_factory(settings: IngestSettings) -> Callable[..., ssl.SSLContext] | None:
     """uvicorn's hook for its SSLContext: ours, which a watcher thread reloads in place
     (apm.tls), instead of the one uvicorn would build once from file names."""
-    if settings.tls_cert is None or settings.tls_key is None:
-        return None
-    import threading
+    from apm.tls import serving_context
 
-    from apm.tls import ReloadingServerContext, watch
-
-    server = ReloadingServerContext(settings.tls_cert, settings.tls_key, settings.tls_client_ca)
-    threading.Thread(
-        target=watch,
-        args=(server, settings.tls_reload_s, threading.Event()),
-        name="tls-reload",
-        daemon=True,
-    ).start()
-    return lambda _config, _default: server.context
+    context = serving_context(
+        settings.tls_cert, settings.tls_key, settings.tls_client_ca, settings.tls_reload_s
+    )
+    return None if context is None else lambda _config, _default: context

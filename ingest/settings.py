@@ -9,6 +9,7 @@ from pydantic_settings import BaseSettings
 
 from apm.model import TOPIC_PARTITIONS
 from apm.settings import env_config, shared
+from apm.tls import check_server_files
 
 __all__ = ["IngestSettings"]
 
@@ -108,8 +109,5 @@ class IngestSettings(BaseSettings):
 
     @model_validator(mode="after")
     def _tls_pair(self) -> IngestSettings:
-        if (self.tls_cert is None) != (self.tls_key is None):
-            raise ValueError("tls_cert and tls_key go together: give both or neither")
-        if self.tls_client_ca is not None and self.tls_cert is None:
-            raise ValueError("tls_client_ca needs tls_cert and tls_key (mTLS is over HTTPS)")
+        check_server_files("APM_INGEST_", self.tls_cert, self.tls_key, self.tls_client_ca)
         return self

@@ -357,3 +357,12 @@ def test_a_weak_token_in_the_environment_stops_the_dashboard(
     monkeypatch.setenv("APM_DASHBOARD_TOKEN", "letmein")
     with pytest.raises(ValueError, match="too weak"):
         DashboardSettings()
+
+
+def test_cookies_over_plain_http_are_not_secure(make_client: Any) -> None:
+    # make run serves HTTP on loopback: a Secure cookie would never come back to it.
+    # (Over HTTPS they are Secure: tests/dashboard/test_tls.py.)
+    signed_in = _login(make_client())
+    cookies = [c.lower() for c in signed_in.headers.getlist("Set-Cookie")]
+    assert len(cookies) == 2 and all("httponly" in c or "_csrf_token" in c for c in cookies)
+    assert not any("secure" in c for c in cookies), cookies

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import socket
 import ssl
+import subprocess
+import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,5 +63,25 @@ def test_plain_http_is_the_default() -> None:
 
 
 def test_a_cert_without_its_key_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(ValidationError, match="tls_cert and tls_key go together"):
+    with pytest.raises(
+        ValidationError, match="APM_INGEST_TLS_CERT and APM_INGEST_TLS_KEY go together"
+    ):
         IngestSettings(tls_cert=tmp_path / "c.pem")
+
+
+def test_apm_ingest_exits_2_naming_a_missing_tls_file(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "apm"), "ingest", "--port", "0"],
+        env={
+            "PATH": "/usr/bin:/bin",
+            "APM_INGEST_TLS_CERT": str(tmp_path / "ingest.pem"),
+            "APM_INGEST_TLS_KEY": str(tmp_path / "ingest.key"),
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (
+        f"apm ingest: APM_INGEST_TLS_CERT: {tmp_path / 'ingest.pem'}: no such file"
+    )
