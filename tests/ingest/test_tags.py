@@ -1,0 +1,114 @@
+"""Host tags in POST /v1/metrics (issue 37): a bad tag refuses its snapshot only, and a
+server's tags go to the tags topic once per change (ingest.tags), over a fake publisher."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import orjson
+import pytest
+
+from apm.tags import MAX_TAGS, decode_tags_record
+from ingest.tags import ServerTags
+from ingest.validate import Validator
+
+pytestmark = pytest.mark.unit
+
+
+def post(client, body: object):
+    return client.post(
+        "/v1/metrics", content=orjson.dumps(body), headers={"Content-Type": "application/json"}
+    )
+
+
+def _snap(server: str, tags: object = None, ts: float | None = None) -> dict:
+    snap: dict = {"server": server, "ts": time.time() if ts is None else ts, "metrics": {"m": 1.0}}
+    if tags is not None:
+        snap["tags"] = tags
+    return snap
+
+
+def _published(fake_publisher) -> list[tuple[str, dict[str, str]]]:
+    return [decode_tags_record(v)[:2] for _, v in fake_publisher.tags]
+
+
+@pytest.mark.parametrize(
+    "tags,at",
+    [
+        ({"Role": "web"}, '.tags["Role"]'),
+        ({"server": "x"}, '.tags["server"]'),
+        ({"role": "w" * 129}, '.tags["role"]'),
+        ({"role": "web\n"}, '.tags["role"]'),
+        ({"role": 3}, '.tags["role"]'),
+        ({"k" * 65: "v"}, '.tags["' + "k" * 65 + '"]'),
+        ({f"k{i}": "v" for i in range(MAX_TAGS + 1)}, ".tags"),
+        (["role", "web"], ".tags"),
+    ],
+)
+def test_a_bad_tag_refuses_its_snapshot_only(make_client, fake_publisher, tags, at):
+    batch = {"snapshots": [_snap("web-1", {"role": "web"}), _snap("web-2", tags)]}
+    answer = post(make_client(), batch)
+    assert answer.status_code == 202, answer.text
+    body = answer.json()
+    assert body["accepted"] == 1 and body["rejected_snapshots"] == 1
+    [rejected] = body["rejected"]
+    assert rejected["index"] == 1 and rejected["at"] == "snapshots[1]" + at
+    assert rejected["error"] == "validation" and rejected["detail"]
+    assert _published(fake_publisher) == [("web-1", {"role": "web"})]
+
+
+def test_a_batch_of_bad_tags_only_is_a_422_naming_the_field(make_client, fake_publisher):
+    answer = post(make_client(), {"snapshots": [_snap("web-1", {"dc": "eu\x00"})]})
+    assert answer.status_code == 422, answer.text
+    body = answer.json()
+    assert body["error"] == "validation" and body["at"] == 'snapshots[0].tags["dc"]'
+    assert "non-printable" in body["detail"]
+    assert fake_publisher.published == [] and fake_publisher.tags == []
+
+
+def test_tags_are_published_once_per_change(make_client, fake_publisher):
+    client = make_client()
+    web = {"role": "web", "dc": "eu-1"}
+    for _ in range(3):
+        assert post(client, {"snapshots": [_snap("web-1", web), _snap("db-1")]}).status_code == 202
+    assert _published(fake_publisher) == [("web-1", web)]  # db-1 said nothing about tags
+    moved = {"role": "web", "dc": "us-2"}
+    post(client, {"snapshots": [_snap("web-1", moved)]})
+    post(client, {"snapshots": [_snap("web-1", moved)]})
+    post(client, {"snapshots": [_snap("web-1", {})]})  # {}: the server has no tags now
+    assert _published(fake_publisher) == [("web-1", web), ("web-1", moved), ("web-1", {})]
+    # Samples are untouched by tags: the metric records carry no tags.
+    assert all(b"role" not in v for r in fake_publisher.published for vs in r.values() for v in vs)
+
+
+def test_the_latest_snapshot_of_a_batch_says_the_tags():
+    validator = Validator(1000, 300, 3600)
+    now = time.time()
+    batch = validator.validate(
+        {
+            "snapshots": [
+                _snap("a", {"v": "2"}, now),
+                _snap("a", {"v": "1"}, now - 1),  # older, sent later: not the latest
+                _snap("b", {"v": "x"}, now),
+            ]
+        }
+    )
+    assert batch.tags == {"a": (now, {"v": "2"}), "b": (now, {"v": "x"})}
+
+
+def test_a_failed_publish_is_tried_again_and_the_memory_is_bounded():
+    tags = ServerTags(max_servers=2)
+    sent: list[tuple[bytes, bytes]] = []
+
+    def down(_records):
+        raise OSError("down")
+
+    assert tags.publish({"a": (1.0, {"r": "w"})}, down) == 0 and tags.failed == 1
+    assert tags.publish({"a": (1.0, {"r": "w"})}, sent.extend) == 1
+    assert tags.publish({"a": (2.0, {"r": "w"})}, sent.extend) == 0  # unchanged
+    tags.publish({"b": (2.0, {"r": "w"}), "c": (2.0, {"r": "w"})}, sent.extend)
+    assert len(tags) == 2  # "a" was the least recently seen: forgotten
+    assert tags.publish({"a": (3.0, {"r": "w"})}, sent.extend) == 1  # so published again
+    assert [json.loads(v)["server"] for _, v in sent] == ["a", "b", "c", "a"]
+    assert [k for k, _ in sent] == [b"a", b"b", b"c", b"a"]
