@@ -92,6 +92,8 @@ def decode_tags_record(value: bytes) -> tuple[str, dict[str, str], float]:
     if not isinstance(doc, dict) or not isinstance(doc.get("server"), str):
         raise ValueError("a server-tags record is an object with a 'server' string")
     tags, ts = doc.get("tags"), doc.get("ts")
-    if tags_error(tags) is not None or not isinstance(ts, int | float):
-        raise ValueError(f"bad server-tags record for {doc['server']!r}")
+    if not isinstance(tags, dict) or tags_error(tags) is not None:
+        raise ValueError(f"bad tags in the server-tags record of {doc['server']!r}")
+    if not isinstance(ts, int | float) or isinstance(ts, bool):
+        raise ValueError(f"bad ts in the server-tags record of {doc['server']!r}")
     return doc["server"], dict(tags), float(ts)

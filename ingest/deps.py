@@ -19,8 +19,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from ingest.auth import KeyFile
 from ingest.errors import ApiError
 from ingest.publisher import Publisher
-from ingest.tags import ServerTags
 from ingest.settings import IngestSettings
+from ingest.tags import ServerTags
 from ingest.telemetry import IngestTelemetry
 from ingest.validate import Validator
 

@@ -194,8 +194,8 @@ class Validator:
             if len(snap) != 4 or snap.keys() != _TAGGED_KEYS:
                 _shape_error(snap, i)
             tags = snap["tags"]
-            if (problem := tags_error(tags)) is not None:
-                key, why = problem
+            if (bad_tag := tags_error(tags)) is not None:
+                key, why = bad_tag
                 at = f"snapshots[{i}].tags" + (f"[{json.dumps(key)}]" if key else "")
                 raise _reject("tag", why, at)
         server = snap["server"]
