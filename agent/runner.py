@@ -22,6 +22,7 @@ from agent.settings import AgentSettings
 from agent.spool import Spool
 from agent.stats import AgentStats
 from agent.statsd import StatsdAggregator, StatsdListener
+from agent.tags import host_tags
 from apm.model import Snapshot, metric_name_error, value_error
 from apm.retry import Backoff
 
@@ -52,6 +53,7 @@ class Agent:
             psutil = psutil_module
         self.settings = settings
         self.clock = clock
+        self.tags = host_tags(settings.tags)  # sent with every snapshot (agent.tags)
         self.stats = AgentStats(clock)
         self.spool = spool or Spool(
             settings.spool_dir, settings.spool_max_bytes, settings.spool_segment_bytes
@@ -156,8 +158,9 @@ class Agent:
                     host.update(metrics)
                 else:
                     late.append((closed_at, metrics))
-        out = [Snapshot(self.settings.server, t, self._valid(m)) for t, m in late]
-        out.append(Snapshot(self.settings.server, ts, self._valid(host)))
+        server, tags = self.settings.server, self.tags
+        out = [Snapshot(server, t, self._valid(m), tags) for t, m in late]
+        out.append(Snapshot(server, ts, self._valid(host), tags))
         return [s for s in out if s.metrics]
 
     def _valid(self, metrics: dict[str, float]) -> dict[str, float]:
