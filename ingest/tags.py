@@ -30,10 +30,12 @@ SendTags = Callable[[Sequence[tuple[bytes, bytes]]], None]
 class ServerTags:
     """The last published tags of at most ``max_servers`` servers (an LRU). Thread-safe."""
 
-    def __init__(self, max_servers: int) -> None:
+    def __init__(self, max_servers: int, counted: Callable[[str, int], None] | None = None) -> None:
+        """``counted(outcome, records)`` hears each publish: "published" or "failed"."""
         if max_servers < 1:
             raise ValueError(f"max_servers must be >= 1, got {max_servers}")
         self.max_servers = max_servers
+        self.counted = counted
         self._last: OrderedDict[str, dict[str, str]] = OrderedDict()
         self._lock = threading.Lock()
         self.published = 0  # records sent, for /metrics
@@ -78,6 +80,10 @@ class ServerTags:
             with self._lock:
                 self.failed += 1
             log.warning("publishing the tags of %d server(s) failed: %s", len(records), exc)
+            if self.counted is not None:
+                self.counted("failed", len(records))
             return 0
         self.remember(changes)
+        if self.counted is not None:
+            self.counted("published", len(records))
         return len(records)

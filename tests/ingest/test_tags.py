@@ -78,6 +78,9 @@ def test_tags_are_published_once_per_change(make_client, fake_publisher):
     post(client, {"snapshots": [_snap("web-1", moved)]})
     post(client, {"snapshots": [_snap("web-1", {})]})  # {}: the server has no tags now
     assert _published(fake_publisher) == [("web-1", web), ("web-1", moved), ("web-1", {})]
+    metrics = client.get("/metrics").text
+    assert 'apm_ingest_tag_records_total{outcome="published"} 3.0' in metrics
+    assert "apm_ingest_tag_servers 1.0" in metrics
     # Samples are untouched by tags: the metric records carry no tags.
     assert all(b"role" not in v for r in fake_publisher.published for vs in r.values() for v in vs)
 
