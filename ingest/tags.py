@@ -4,8 +4,11 @@ when they change (docs/ingest.md, Tags).
 The ingest keeps the tags it last published for each server, bounded to ``max_servers``
 servers (least recently seen out first). A server forgotten, or any server after a restart,
 has its tags published again: the topic is compacted by server, so a repeat costs one record
-and changes nothing. A publish that fails is not remembered, so the next snapshot of that
-server tries again; it never fails the request (its samples are acknowledged already).
+and changes nothing. A change is remembered (claimed) before it is sent, so that concurrent
+requests of one server send it once; a publish that fails is taken back, so the next
+snapshot of that server tries again; it never fails the request (its samples are
+acknowledged already). Two concurrent requests of one server with different tags may reach
+Kafka in either order; the server's next change sets it right.
 """
 
 from __future__ import annotations
@@ -38,52 +41,49 @@ class ServerTags:
         self.counted = counted
         self._last: OrderedDict[str, dict[str, str]] = OrderedDict()
         self._lock = threading.Lock()
-        self.published = 0  # records sent, for /metrics
-        self.failed = 0  # publishes that failed (retried with the server's next snapshot)
 
     def __len__(self) -> int:
         return len(self._last)
 
-    def changed(self, tagged: Mapping[str, Tagged]) -> dict[str, Tagged]:
-        """Those of ``tagged`` whose tags differ from the last published (or are unknown)."""
+    def claim(self, tagged: Mapping[str, Tagged]) -> dict[str, Tagged]:
+        """Those of ``tagged`` whose tags differ from the last published (or are unknown),
+        remembered at once: concurrent requests of the same server (the loadgen's, an
+        agent's retry) then send a change once, not once each."""
         out = {}
         with self._lock:
             for server, (ts, tags) in tagged.items():
-                last = self._last.get(server)
-                if last is None or last != tags:
+                if self._last.get(server) != tags:
                     out[server] = (ts, tags)
-                else:
-                    self._last.move_to_end(server)
-        return out
-
-    def remember(self, published: Mapping[str, Tagged]) -> None:
-        with self._lock:
-            for server, (_, tags) in published.items():
-                self._last[server] = dict(tags)
+                    self._last[server] = dict(tags)
                 self._last.move_to_end(server)
             while len(self._last) > self.max_servers:
                 self._last.popitem(last=False)
-            self.published += len(published)
+        return out
+
+    def forget(self, failed: Mapping[str, Tagged]) -> None:
+        """Takes back a claim whose publish failed, unless a later claim replaced it."""
+        with self._lock:
+            for server, (_, tags) in failed.items():
+                if self._last.get(server) == tags:
+                    del self._last[server]
 
     def publish(self, tagged: Mapping[str, Tagged], send: SendTags) -> int:
         """Sends the changed tags of ``tagged``; returns how many records went out (0 when
         nothing changed or the send failed, which is logged and counted)."""
         if not tagged:
             return 0
-        changes = self.changed(tagged)
+        changes = self.claim(tagged)
         if not changes:
             return 0
         records = [encode_tags_record(s, tags, ts) for s, (ts, tags) in changes.items()]
         try:
             send(records)
         except Exception as exc:  # Kafka down or slow: the next snapshot tries again
-            with self._lock:
-                self.failed += 1
+            self.forget(changes)
             log.warning("publishing the tags of %d server(s) failed: %s", len(records), exc)
             if self.counted is not None:
                 self.counted("failed", len(records))
             return 0
-        self.remember(changes)
         if self.counted is not None:
             self.counted("published", len(records))
         return len(records)

@@ -4,6 +4,7 @@ server's tags go to the tags topic once per change (ingest.tags), over a fake pu
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import orjson
@@ -101,13 +102,14 @@ def test_the_latest_snapshot_of_a_batch_says_the_tags():
 
 
 def test_a_failed_publish_is_tried_again_and_the_memory_is_bounded():
-    tags = ServerTags(max_servers=2)
+    counts: list[tuple[str, int]] = []
+    tags = ServerTags(max_servers=2, counted=lambda outcome, n: counts.append((outcome, n)))
     sent: list[tuple[bytes, bytes]] = []
 
     def down(_records):
         raise OSError("down")
 
-    assert tags.publish({"a": (1.0, {"r": "w"})}, down) == 0 and tags.failed == 1
+    assert tags.publish({"a": (1.0, {"r": "w"})}, down) == 0 and counts == [("failed", 1)]
     assert tags.publish({"a": (1.0, {"r": "w"})}, sent.extend) == 1
     assert tags.publish({"a": (2.0, {"r": "w"})}, sent.extend) == 0  # unchanged
     tags.publish({"b": (2.0, {"r": "w"}), "c": (2.0, {"r": "w"})}, sent.extend)
@@ -115,3 +117,25 @@ def test_a_failed_publish_is_tried_again_and_the_memory_is_bounded():
     assert tags.publish({"a": (3.0, {"r": "w"})}, sent.extend) == 1  # so published again
     assert [json.loads(v)["server"] for _, v in sent] == ["a", "b", "c", "a"]
     assert [k for k, _ in sent] == [b"a", b"b", b"c", b"a"]
+    assert counts[1:] == [("published", 1), ("published", 2), ("published", 1)]
+
+
+def test_concurrent_requests_of_one_server_send_a_change_once():
+    tags = ServerTags(max_servers=10)
+    sent: list[tuple[bytes, bytes]] = []
+    start = threading.Barrier(8)
+
+    def slow(records):
+        time.sleep(0.05)  # the other requests arrive while this one is sending
+        sent.extend(records)
+
+    def request():
+        start.wait()
+        tags.publish({"a": (1.0, {"r": "w"})}, slow)
+
+    threads = [threading.Thread(target=request) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [k for k, _ in sent] == [b"a"]
