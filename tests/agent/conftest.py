@@ -1,9 +1,11 @@
 """Factories for the agent tests: a fake psutil with canned, steppable counters, a fake clock,
-a fake HTTP client that answers from a script, and agent settings in a temporary directory."""
+a fake HTTP client that answers from a script, agent settings in a temporary directory, and an
+environment without APM_AGENT_* variables."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -195,3 +197,12 @@ def make_pusher(tmp_path: Path, clock: FakeClock) -> Callable[..., Pusher]:
         )
 
     return make
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No APM_AGENT_* variable from the environment the tests run in."""
+    for name in list(os.environ):
+        if name.startswith("APM_AGENT_"):
+            monkeypatch.delenv(name)
+    return monkeypatch

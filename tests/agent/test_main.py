@@ -4,7 +4,6 @@ mask, --ready, --version; and the agent.version metric's encoding."""
 from __future__ import annotations
 
 import io
-import os
 from pathlib import Path
 
 import pytest
@@ -13,14 +12,6 @@ from agent.main import NOT_READY, check_config, main
 from agent.version import VERSION, version_number
 
 pytestmark = pytest.mark.unit
-
-
-@pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    for name in list(os.environ):
-        if name.startswith("APM_AGENT_"):
-            monkeypatch.delenv(name)
-    return monkeypatch
 
 
 def _config(tmp_path: Path, text: str, mode: int = 0o600, name: str = "agent.toml") -> Path:

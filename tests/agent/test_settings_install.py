@@ -14,16 +14,6 @@ from apm.settings import PROJECT_ROOT
 pytestmark = pytest.mark.unit
 
 
-@pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    import os
-
-    for name in list(os.environ):
-        if name.startswith("APM_AGENT_"):
-            monkeypatch.delenv(name)
-    return monkeypatch
-
-
 def test_toml_then_env_then_arguments(tmp_path: Path, clean_env) -> None:
     config = tmp_path / "agent.toml"
     config.write_text(

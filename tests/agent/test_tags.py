@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import platform
 from pathlib import Path
 
@@ -20,14 +19,6 @@ from agent.version import VERSION
 from apm.tags import MAX_TAGS, tags_error
 
 pytestmark = pytest.mark.unit
-
-
-@pytest.fixture
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    for name in list(os.environ):
-        if name.startswith("APM_AGENT_"):
-            monkeypatch.delenv(name)
-    return monkeypatch
 
 
 def _write(path: Path, text: str) -> Path:
