@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Mapping
+from typing import Any
 
 __all__ = [
     "MAX_TAGS",
@@ -27,6 +29,7 @@ __all__ = [
     "TAG_KEY_RE",
     "decode_tags_record",
     "encode_tags_record",
+    "read_server_tags",
     "tag_error",
     "tags_error",
 ]
@@ -97,3 +100,48 @@ def decode_tags_record(value: bytes) -> tuple[str, dict[str, str], float]:
     if not isinstance(ts, int | float) or isinstance(ts, bool):
         raise ValueError(f"bad ts in the server-tags record of {doc['server']!r}")
     return doc["server"], dict(tags), float(ts)
+
+
+def read_server_tags(
+    bootstrap: str,
+    servers: set[str] | None = None,
+    max_servers: int = 1_000_000,
+    timeout_s: float = 30.0,
+    topic: str = TAGS_TOPIC,
+) -> dict[str, tuple[dict[str, str], float]]:
+    """{server: (its last tags, their ts)} as the tags topic holds them now (read from its
+    start up to its end offsets), only ``servers``' when given. Bounded: at most
+    ``max_servers`` servers (ValueError beyond) and ``timeout_s`` (TimeoutError). A record
+    that is no server-tags record is skipped."""
+    from apm.kafka import new_consumer, topic_partitions
+
+    deadline = time.monotonic() + timeout_s
+    consumer: Any = new_consumer(bootstrap, consumer_timeout_ms=1000)
+    out: dict[str, tuple[dict[str, str], float]] = {}
+    try:
+        parts = topic_partitions(consumer, [topic])
+        if not parts:
+            return out
+        consumer.assign(parts)
+        consumer.seek_to_beginning(*parts)
+        end = consumer.end_offsets(parts)
+        while any(consumer.position(tp) < end[tp] for tp in parts):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"reading {topic} took more than {timeout_s:g}s")
+            for records in consumer.poll(timeout_ms=500).values():
+                for record in records:
+                    if record.value is None:  # a tombstone: the server's tags are gone
+                        out.pop((record.key or b"").decode("utf-8", "replace"), None)
+                        continue
+                    try:
+                        server, tags, ts = decode_tags_record(record.value)
+                    except ValueError:
+                        continue
+                    if servers is not None and server not in servers:
+                        continue
+                    out[server] = (tags, ts)
+                    if len(out) > max_servers:
+                        raise ValueError(f"{topic} holds more than {max_servers} servers")
+        return out
+    finally:
+        consumer.close()

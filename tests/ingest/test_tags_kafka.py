@@ -4,13 +4,15 @@ gets the 422 naming the field."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import httpx
 import pytest
 
+from apm.cli import main
 from apm.kafka import end_offsets
-from apm.tags import TAGS_TOPIC, decode_tags_record
+from apm.tags import TAGS_TOPIC, decode_tags_record, read_server_tags
 from tests.support.kafka import read_keyed
 
 pytestmark = pytest.mark.integration
@@ -66,3 +68,24 @@ def test_tags_reach_the_compacted_topic_once_per_change_and_a_bad_tag_is_a_422(
         (server, moved),
     ]
     assert _configs(kafka_bootstrap, TAGS_TOPIC)["cleanup.policy"] == "compact"
+
+
+def test_the_last_tags_of_a_server_are_read_back(
+    kafka_bootstrap, start_ingest_process, unique_name, capsys
+):
+    tagged, moved, untagged = unique_name("rb"), unique_name("rb"), unique_name("rb")
+    ingest = start_ingest_process(kafka_bootstrap)
+    with httpx.Client(base_url=ingest.url, headers=ingest.headers, timeout=30) as client:
+        assert _post(client, tagged, {"role": "db"}).status_code == 202
+        assert _post(client, moved, {"dc": "eu-1"}).status_code == 202
+        assert _post(client, moved, {"dc": "eu-2", "env": "prod"}).status_code == 202
+    got = read_server_tags(kafka_bootstrap, {tagged, moved, untagged})
+    assert {s: tags for s, (tags, _ts) in got.items()} == {
+        tagged: {"role": "db"},
+        moved: {"dc": "eu-2", "env": "prod"},
+    }
+    assert main(["ingest", "tags", moved, "--kafka-bootstrap", kafka_bootstrap]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert json.loads(line)["tags"] == {"dc": "eu-2", "env": "prod"}
+    assert main(["ingest", "tags", untagged, "--kafka-bootstrap", kafka_bootstrap]) == 1
+    assert f"no tags for server {untagged!r}" in capsys.readouterr().err
