@@ -9,8 +9,10 @@ import time
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from apm.tags import MAX_TAGS, decode_tags_record
+from apm.tags import MAX_TAGS, decode_tags_record, tags_error
 from ingest.tags import ServerTags
 from ingest.validate import Validator
 
@@ -139,3 +141,30 @@ def test_concurrent_requests_of_one_server_send_a_change_once():
     for thread in threads:
         thread.join()
     assert [k for k, _ in sent] == [b"a"]
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.dictionaries(st.text(max_size=70), st.text(max_size=140), max_size=MAX_TAGS + 2),
+        _JSON,
+    )
+)
+def test_the_validator_takes_exactly_the_tags_the_rule_takes(tags):
+    validator = Validator(1000, 300, 3600)
+    given_tags = {**_snap("b"), "tags": tags}  # None too: _snap would leave it out
+    doc = {"snapshots": [_snap("a", {"ok": "1"}), given_tags]}
+    batch = validator.validate(doc)  # never raises: snapshot "a" is good
+    if tags_error(tags) is None:
+        assert batch.rejected == [] and batch.tags["b"][1] == tags
+    else:
+        [rejected] = batch.rejected
+        assert rejected.index == 1 and rejected.reason == "tag"
+        assert rejected.at.startswith("snapshots[1].tags") and "b" not in batch.tags
