@@ -53,7 +53,8 @@ class Agent:
             psutil = psutil_module
         self.settings = settings
         self.clock = clock
-        self.tags = host_tags(settings.tags)  # sent with every snapshot (agent.tags)
+        # Sent with every snapshot (agent.tags); an ingest from before tags refuses them.
+        self.tags = host_tags(settings.tags) if settings.send_tags else None
         self.stats = AgentStats(clock)
         self.spool = spool or Spool(
             settings.spool_dir, settings.spool_max_bytes, settings.spool_segment_bytes

@@ -113,6 +113,7 @@ class AgentSettings(BaseSettings):
     tags: dict[str, str] = Field(
         default_factory=dict, description="host tags sent with every snapshot (agent.tags)"
     )
+    send_tags: bool = Field(True, description="false: no tags (an ingest from before tags)")
 
     @classmethod
     def settings_customise_sources(

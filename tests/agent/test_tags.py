@@ -104,3 +104,17 @@ def test_every_spooled_snapshot_carries_the_tags(
     [spooled] = [json.loads(r) for r in agent.spool.peek(1000, 1 << 30)]
     assert spooled["tags"] == {**builtin_tags(), "role": "web"}
     assert "load.1" in spooled["metrics"]
+
+
+def test_send_tags_false_sends_none(make_settings, fake_psutil, make_http, clock) -> None:
+    agent = Agent(
+        make_settings(collectors=["load"], tags={"role": "web"}, send_tags=False),
+        psutil=fake_psutil,
+        clock=clock,
+        http=make_http(),
+        statsd=False,
+    )
+    clock.advance(1)
+    agent.tick(clock())
+    [spooled] = [json.loads(r) for r in agent.spool.peek(1000, 1 << 30)]
+    assert "tags" not in spooled and "load.1" in spooled["metrics"]
