@@ -112,7 +112,7 @@ class State:
 
     def __post_init__(self) -> None:
         self.gate = Gate(self.settings.max_inflight)
-        self.tags = ServerTags(self.settings.tags_servers_max, self.telemetry.tag_records)
+        self.tags = ServerTags(self.settings.tags_seen_max_bytes, self.telemetry.tag_records)
         self.telemetry.tag_servers.set_function(self.tags.__len__)
         self.parse_limiter = anyio.CapacityLimiter(self.settings.parse_threads)
         self.publish_limiter = anyio.CapacityLimiter(self.settings.max_inflight)

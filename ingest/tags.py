@@ -1,8 +1,8 @@
 """Each server's host tags, published to the compacted topic ``apm.tags.TAGS_TOPIC`` only
 when they change (docs/ingest.md, Tags).
 
-The ingest keeps the tags it last published for each server, bounded to ``max_servers``
-servers (least recently seen out first). A server forgotten, or any server after a restart,
+The ingest keeps the tags it last published for each server, bounded to ``max_bytes``
+(least recently seen out first). A server forgotten, or any server after a restart,
 has its tags published again: the topic is compacted by server, so a repeat costs one record
 and changes nothing. A change is remembered (claimed) before it is sent, so that concurrent
 requests of one server send it once; a publish that fails is taken back, so the next
@@ -30,20 +30,30 @@ log = logging.getLogger(__name__)
 SendTags = Callable[[Sequence[tuple[bytes, bytes]]], None]
 
 
-class ServerTags:
-    """The last published tags of at most ``max_servers`` servers (an LRU). Thread-safe."""
+def _size(server: str, tags: Mapping[str, str]) -> int:
+    """What one entry costs, roughly: its characters and a fixed overhead per string."""
+    return len(server) + 64 + sum(len(k) + len(v) + 100 for k, v in tags.items())
 
-    def __init__(self, max_servers: int, counted: Callable[[str, int], None] | None = None) -> None:
+
+class ServerTags:
+    """The last published tags of servers, at most ``max_bytes`` of them (``_size``; the
+    least recently seen out first: an LRU). Thread-safe."""
+
+    def __init__(self, max_bytes: int, counted: Callable[[str, int], None] | None = None) -> None:
         """``counted(outcome, records)`` hears each publish: "published" or "failed"."""
-        if max_servers < 1:
-            raise ValueError(f"max_servers must be >= 1, got {max_servers}")
-        self.max_servers = max_servers
+        if max_bytes < 1:
+            raise ValueError(f"max_bytes must be >= 1, got {max_bytes}")
+        self.max_bytes = max_bytes
+        self.bytes = 0
         self.counted = counted
         self._last: OrderedDict[str, dict[str, str]] = OrderedDict()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._last)
+
+    def _drop(self, server: str) -> None:  # with the lock
+        self.bytes -= _size(server, self._last.pop(server))
 
     def claim(self, tagged: Mapping[str, Tagged]) -> dict[str, Tagged]:
         """Those of ``tagged`` whose tags differ from the last published (or are unknown),
@@ -54,10 +64,13 @@ class ServerTags:
             for server, (ts, tags) in tagged.items():
                 if self._last.get(server) != tags:
                     out[server] = (ts, tags)
+                    if server in self._last:
+                        self._drop(server)
                     self._last[server] = dict(tags)
+                    self.bytes += _size(server, tags)
                 self._last.move_to_end(server)
-            while len(self._last) > self.max_servers:
-                self._last.popitem(last=False)
+            while self.bytes > self.max_bytes and self._last:
+                self._drop(next(iter(self._last)))
         return out
 
     def forget(self, failed: Mapping[str, Tagged]) -> None:
@@ -65,7 +78,7 @@ class ServerTags:
         with self._lock:
             for server, (_, tags) in failed.items():
                 if self._last.get(server) == tags:
-                    del self._last[server]
+                    self._drop(server)
 
     def publish(self, tagged: Mapping[str, Tagged], send: SendTags) -> int:
         """Sends the changed tags of ``tagged``; returns how many records went out (0 when

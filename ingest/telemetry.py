@@ -72,7 +72,7 @@ class IngestTelemetry:
         )
         self.tag_servers = Gauge(
             "apm_ingest_tag_servers",
-            "servers whose last published tags the ingest keeps (tags_servers_max)",
+            "servers whose last published tags the ingest keeps (tags_seen_max_bytes)",
             registry=self.registry,
         )
 

@@ -105,7 +105,8 @@ def test_the_latest_snapshot_of_a_batch_says_the_tags():
 
 def test_a_failed_publish_is_tried_again_and_the_memory_is_bounded():
     counts: list[tuple[str, int]] = []
-    tags = ServerTags(max_servers=2, counted=lambda outcome, n: counts.append((outcome, n)))
+    one = len("a") + 64 + len("r") + len("w") + 100  # what one server's entry costs
+    tags = ServerTags(max_bytes=2 * one, counted=lambda outcome, n: counts.append((outcome, n)))
     sent: list[tuple[bytes, bytes]] = []
 
     def down(_records):
@@ -115,7 +116,7 @@ def test_a_failed_publish_is_tried_again_and_the_memory_is_bounded():
     assert tags.publish({"a": (1.0, {"r": "w"})}, sent.extend) == 1
     assert tags.publish({"a": (2.0, {"r": "w"})}, sent.extend) == 0  # unchanged
     tags.publish({"b": (2.0, {"r": "w"}), "c": (2.0, {"r": "w"})}, sent.extend)
-    assert len(tags) == 2  # "a" was the least recently seen: forgotten
+    assert len(tags) == 2 and tags.bytes == 2 * one  # "a", least recently seen: forgotten
     assert tags.publish({"a": (3.0, {"r": "w"})}, sent.extend) == 1  # so published again
     assert [json.loads(v)["server"] for _, v in sent] == ["a", "b", "c", "a"]
     assert [k for k, _ in sent] == [b"a", b"b", b"c", b"a"]
@@ -123,7 +124,7 @@ def test_a_failed_publish_is_tried_again_and_the_memory_is_bounded():
 
 
 def test_concurrent_requests_of_one_server_send_a_change_once():
-    tags = ServerTags(max_servers=10)
+    tags = ServerTags(max_bytes=10_000)
     sent: list[tuple[bytes, bytes]] = []
     start = threading.Barrier(8)
 
