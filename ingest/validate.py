@@ -1,4 +1,5 @@
-"""Fast validation of a decoded JSON batch with the shared naming rules of apm.model.
+"""Fast validation of a decoded JSON batch with the shared naming rules of apm.model (and the
+tag rule of apm.tags: a bad tag refuses its snapshot, as a bad metric name does).
 
 The batch is checked whole before anything is published; each bad snapshot is left out and
 reported by index with its first bad field in ``at``. The hot loop touches each sample once,
