@@ -12,4 +12,4 @@ of the Debian package, deploy/deb/) are its edges.
 Beside them: ``answers.py`` reads the ingest's answers for the pusher; ``cardinality.py``
 guards against metric names that grow without bound; ``rejected.py`` is the bounded set-aside
 file of snapshots the ingest refused for good; ``sdnotify.py`` speaks systemd's notify
-protocol."""
+protocol; ``tags.py`` makes the host tags every snapshot carries (the user's and its own)."""

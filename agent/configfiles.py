@@ -1,5 +1,6 @@
 """The agent's config files: the main TOML file, then the fragments beside it in ``agent.d/``
-(``*.toml``, lexical order, each one overriding the keys it sets), merged into one document.
+(``*.toml``, lexical order, each one overriding the keys it sets; ``tags`` tables merge tag by
+tag), merged into one document.
 
 Every file is checked on its own so that an error names the file and the key: a key the agent
 does not know, TOML it cannot parse, or an ``api_key`` in a file that others may read (the key
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "MERGED_KEYS",
     "SECRET_KEYS",
     "ConfigFileError",
     "ConfigFiles",
@@ -27,6 +29,10 @@ __all__ = [
     "unreadable_by",
 ]
 
+# Tables merged key by key across the files (a later file's entry wins), where every other key
+# is replaced whole: ``tags = { role = "web" }`` in agent.toml and ``tags = { dc = "eu-1" }``
+# in agent.d/ give both tags.
+MERGED_KEYS = frozenset({"tags"})
 # Keys whose values are masked when settings are printed and that only private files may hold.
 SECRET_KEYS = frozenset({"api_key"})
 
@@ -83,6 +89,9 @@ def read_config(config: Path, known: Collection[str]) -> ConfigFiles:
         paths += sorted(p for p in fragments.glob("*.toml") if p.is_file())
     for path in paths:
         for key, value in _read_one(path, known).items():
+            earlier = out.document.get(key)
+            if key in MERGED_KEYS and isinstance(earlier, dict) and isinstance(value, dict):
+                value = {**earlier, **value}
             out.document[key] = value
             out.origin[key] = path
         out.files.append(path)

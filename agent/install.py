@@ -98,6 +98,9 @@ _CONFIG = """\
 # insecure_skip_verify = false  # true: no certificate check at all (warned at every start)
 interval_s = 1.0
 collectors = ["cpu", "load", "memory", "disk", "network", "system", "agent"]
+# Host tags sent with every snapshot, beside os, arch and agent_version (docs/agent.md);
+# agent.d/ fragments add to them tag by tag.
+# tags = {{ role = "web", dc = "eu-1" }}
 
 # Unsent snapshots wait here, bounded; the oldest go first when it is full.
 spool_dir = "{spool_dir}"

@@ -73,6 +73,9 @@ def _shown(name: str, value: object) -> str:
         return "true" if value else "false"
     if isinstance(value, str | list):
         return json.dumps(value)
+    if isinstance(value, dict):  # an inline table: tags = { dc = "eu-1", role = "web" }
+        inner = ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in sorted(value.items()))
+        return "{ " + inner + " }" if inner else "{}"
     return repr(value)
 
 

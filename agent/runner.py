@@ -22,6 +22,7 @@ from agent.settings import AgentSettings
 from agent.spool import Spool
 from agent.stats import AgentStats
 from agent.statsd import StatsdAggregator, StatsdListener
+from agent.tags import host_tags
 from agent.tls import ClientTls
 from apm.model import Snapshot, metric_name_error, value_error
 from apm.retry import Backoff
@@ -53,6 +54,8 @@ class Agent:
             psutil = psutil_module
         self.settings = settings
         self.clock = clock
+        # Sent with every snapshot (agent.tags); an ingest from before tags refuses them.
+        self.tags = host_tags(settings.tags) if settings.send_tags else None
         self.stats = AgentStats(clock)
         self.spool = spool or Spool(
             settings.spool_dir, settings.spool_max_bytes, settings.spool_segment_bytes
@@ -164,8 +167,9 @@ class Agent:
                     host.update(metrics)
                 else:
                     late.append((closed_at, metrics))
-        out = [Snapshot(self.settings.server, t, self._valid(m)) for t, m in late]
-        out.append(Snapshot(self.settings.server, ts, self._valid(host)))
+        server, tags = self.settings.server, self.tags
+        out = [Snapshot(server, t, self._valid(m), tags) for t, m in late]
+        out.append(Snapshot(server, ts, self._valid(host), tags))
         return [s for s in out if s.metrics]
 
     def _valid(self, metrics: dict[str, float]) -> dict[str, float]:

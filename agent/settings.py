@@ -15,6 +15,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
 from agent.cardinality import DISK_EXCLUDE_FSTYPES, DISK_EXCLUDE_MOUNTS, NET_EXCLUDE
 from agent.configfiles import ConfigFileError, ConfigFiles, read_config
+from agent.tags import host_tags_error
 from agent.tls import TlsFiles, check_files
 from apm.labels import TAGS_KEEP
 from apm.model import server_name_error
@@ -122,6 +123,10 @@ class AgentSettings(BaseSettings):
     statsd_idle_ttl_s: float = Field(60.0, ge=0)
     metrics_host: str = "127.0.0.1"
     metrics_port: int = Field(9101, ge=0, le=65535, description="Prometheus /metrics; 0 = off")
+    tags: dict[str, str] = Field(
+        default_factory=dict, description="host tags sent with every snapshot (agent.tags)"
+    )
+    send_tags: bool = Field(True, description="false: no tags (an ingest from before tags)")
 
     @classmethod
     def settings_customise_sources(
@@ -138,6 +143,14 @@ class AgentSettings(BaseSettings):
     @classmethod
     def _server(cls, value: str) -> str:
         if (error := server_name_error(value)) is not None:
+            raise ValueError(error)
+        return value
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _tags(cls, value: object) -> object:
+        # Before pydantic's coercion, so that a number is refused rather than made a string.
+        if (error := host_tags_error(value)) is not None:
             raise ValueError(error)
         return value
 

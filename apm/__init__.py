@@ -14,6 +14,7 @@
 - ``cli.py``: the ``apm`` command's dispatcher, which names each component's CLI.
 
 Also: ``labels.py``, the one rule that makes labels, tags and attributes into metric names;
+``tags.py``, the rule host tags follow and the compacted topic that carries each server's;
 ``query_glob.py``, server globs and the regexes they compile to; ``ranking.py``, the top-N of
 one window of a ``BY server ... TOP n BY f`` query; ``agentversion.py``, the agent's version
 as a metric value.

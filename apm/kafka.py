@@ -119,12 +119,15 @@ class TopicSpec:
     1: the broker accepts a value above the replication factor and then refuses every
     ``acks=all`` write, so a one-broker cluster must not get one. ``min_insync`` None means
     min(2, replication): with ``acks=all``, an acknowledged sample survives the loss of a
-    broker (docs/deploy.md)."""
+    broker (docs/deploy.md). ``compact`` makes a compacted topic (``cleanup.policy=compact``:
+    the last record of each key is kept, whatever its age; apm.tags.TAGS_TOPIC), where
+    ``retention_s`` does not apply."""
 
     partitions: int = TOPIC_PARTITIONS
     replication: int = 1
     retention_s: float | None = TOPIC_RETENTION_S  # None: the broker's default
     min_insync: int | None = None
+    compact: bool = False
 
     def __post_init__(self) -> None:
         if self.partitions < 1 or self.replication < 1:
@@ -143,7 +146,9 @@ class TopicSpec:
     def configs(self) -> dict[str, str]:
         """The topic configs, as strings (what CreateTopics carries)."""
         out: dict[str, str] = {}
-        if self.retention_s is not None:
+        if self.compact:
+            out["cleanup.policy"] = "compact"
+        elif self.retention_s is not None:
             out["retention.ms"] = str(int(self.retention_s * 1000))
         if self.replication > 1:
             insync = self.min_insync if self.min_insync is not None else min(2, self.replication)

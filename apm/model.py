@@ -91,12 +91,17 @@ class Snapshot(NamedTuple):
     server: str
     ts: float
     metrics: dict[str, float]
+    # The server's host tags (apm.tags); sent only when there are some.
+    tags: dict[str, str] | None = None
 
     def samples(self) -> list[Sample]:
         return [Sample(self.server, m, self.ts, v) for m, v in self.metrics.items()]
 
     def to_json(self) -> dict[str, object]:
-        return {"server": self.server, "ts": self.ts, "metrics": self.metrics}
+        doc: dict[str, object] = {"server": self.server, "ts": self.ts, "metrics": self.metrics}
+        if self.tags:
+            doc["tags"] = self.tags
+        return doc
 
 
 def metric_name_error(name: object) -> str | None:

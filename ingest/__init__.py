@@ -10,4 +10,5 @@ the one error shape; ``telemetry.py`` is its own metrics; ``settings.py`` and ``
 (``apm ingest``) are its edges.
 Beside them: ``records.py`` makes a validated batch into Kafka records; ``topics.py`` guards
 and creates new metric topics off the request path, with ``namecache.py`` (names that passed
-the rules, bounded); ``readiness.py`` is the cached Kafka reachability /readyz tells."""
+the rules, bounded); ``readiness.py`` is the cached Kafka reachability /readyz tells;
+``tags.py`` publishes each server's host tags to their compacted topic when they change."""

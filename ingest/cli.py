@@ -1,4 +1,5 @@
-"""``apm ingest [serve]`` runs the service; ``apm ingest keygen`` makes an API key.
+"""``apm ingest [serve]`` runs the service; ``apm ingest keygen`` makes an API key;
+``apm ingest tags [SERVER ...]`` prints servers' host tags from their compacted topic.
 Standard library only at top level: the heavy imports happen inside the handlers."""
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="KEYS_FILE",
         help="also append the line to this key file (created 0600)",
     )
+    tags = verbs.add_parser(
+        "tags", help="print servers' host tags as the apm.server-tags topic holds them"
+    )
+    tags.add_argument("servers", nargs="*", metavar="SERVER", help="only these (default: all)")
+    tags.add_argument("--kafka-bootstrap", default=argparse.SUPPRESS)
     parser.set_defaults(func=_run)
 
 
@@ -49,7 +55,29 @@ def _serve_options(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     if getattr(args, "verb", None) == "keygen":
         return _keygen(args)
+    if getattr(args, "verb", None) == "tags":
+        return _tags(args)
     return _serve(args)
+
+
+def _tags(args: argparse.Namespace) -> int:
+    """One JSON line per server, sorted: {"server", "tags", "ts"}; 1 if a SERVER asked for
+    has no tags there."""
+    import json
+
+    from apm.tags import read_server_tags
+    from ingest.settings import IngestSettings
+
+    bootstrap = getattr(args, "kafka_bootstrap", None) or IngestSettings().kafka_bootstrap
+    wanted = set(args.servers) if args.servers else None
+    found = read_server_tags(bootstrap, wanted)
+    for server in sorted(found):
+        tags, ts = found[server]
+        print(json.dumps({"server": server, "tags": tags, "ts": ts}, ensure_ascii=False))
+    missing = sorted((wanted or set()) - set(found))
+    for server in missing:
+        print(f"apm ingest tags: no tags for server {server!r}", file=sys.stderr)
+    return 1 if missing else 0
 
 
 def _keygen(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ from ingest.auth import KeyFile
 from ingest.errors import ApiError
 from ingest.publisher import Publisher
 from ingest.settings import IngestSettings
+from ingest.tags import ServerTags
 from ingest.telemetry import IngestTelemetry
 from ingest.validate import Validator
 
@@ -100,6 +101,8 @@ class State:
     telemetry: IngestTelemetry
     validator: Validator
     gate: Gate = field(init=False)
+    # The tags last published per server (ingest.tags): only changes go to Kafka.
+    tags: ServerTags = field(init=False)
     # Parsing and validation hold the GIL for up to ~0.5 s per maximal body: a few threads,
     # so that a burst of them cannot take every core and the event loop with them.
     parse_limiter: anyio.CapacityLimiter = field(init=False)
@@ -109,6 +112,8 @@ class State:
 
     def __post_init__(self) -> None:
         self.gate = Gate(self.settings.max_inflight)
+        self.tags = ServerTags(self.settings.tags_seen_max_bytes, self.telemetry.tag_records)
+        self.telemetry.tag_servers.set_function(self.tags.__len__)
         self.parse_limiter = anyio.CapacityLimiter(self.settings.parse_threads)
         self.publish_limiter = anyio.CapacityLimiter(self.settings.max_inflight)
 

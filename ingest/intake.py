@@ -29,12 +29,15 @@ __all__ = ["Decoded", "for_senders", "intake"]
 Decoded = tuple[Batch, dict[str, list[bytes]]]
 
 
-def _publish(state: State, slot: Slot, records: dict[str, list[bytes]]) -> bool:
-    """On a publish thread; False if the request was answered (503) before this started."""
+def _publish(state: State, slot: Slot, batch: Batch, records: dict[str, list[bytes]]) -> bool:
+    """On a publish thread; False if the request was answered (503) before this started.
+    The servers' changed tags go out once the samples are acknowledged (ingest.tags)."""
     if not slot.claim():
         return False
     try:
-        state.publisher.publish(records)
+        if records:
+            state.publisher.publish(records)
+        state.tags.publish(batch.tags, state.publisher.publish_tags)
         return True
     finally:
         slot.release("thread")
@@ -77,10 +80,11 @@ async def intake(
             # Abandoned at the deadline: the thread goes on (and keeps its slot) until the
             # publisher's own timeout, but the caller hears 503 before its own timeout.
             # Nothing to publish (a request of stale markers only): nothing to wait for.
-            published = not records or await anyio.to_thread.run_sync(
+            published = (not records and not batch.tags) or await anyio.to_thread.run_sync(
                 _publish,
                 state,
                 slot,
+                batch,
                 records,
                 abandon_on_cancel=True,
                 limiter=state.publish_limiter,

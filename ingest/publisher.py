@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from apm.kafka import TopicSpec, create_topics, new_admin, new_producer
+from apm.tags import TAGS_TOPIC
 from apm.wire import ENCODING_HEADER
 from ingest.linger import Coalescer
 from ingest.readiness import Readiness
@@ -41,6 +42,11 @@ class Publisher(Protocol):
     def publish(self, records: Mapping[str, Sequence[bytes]]) -> None:
         """Sends every record (topic -> values) and returns once all are acknowledged;
         raises PublishUnavailable otherwise."""
+        ...
+
+    def publish_tags(self, records: Sequence[tuple[bytes, bytes]]) -> None:
+        """Sends keyed (server, tags) records to the compacted ``apm.tags.TAGS_TOPIC`` and
+        returns once all are acknowledged; raises PublishUnavailable otherwise."""
         ...
 
     def ready(self) -> bool: ...
@@ -77,6 +83,11 @@ class KafkaPublisher:
             partitions=settings.topic_partitions,
             replication=settings.topic_replication,
             retention_s=settings.topic_retention_s,
+        )
+        self._tags_spec = TopicSpec(
+            partitions=settings.topic_partitions,
+            replication=settings.topic_replication,
+            compact=True,
         )
         self._topics = TopicCreator(
             self._create_topics,
@@ -153,12 +164,22 @@ class KafkaPublisher:
         with self._admin_lock:
             try:
                 admin = self._get_admin()
-                return create_topics(
+                wanted = [t for t in topics if t not in self._topics.known]
+                created, refused = create_topics(
                     admin,
-                    [t for t in topics if t not in self._topics.known],
+                    [t for t in wanted if t != TAGS_TOPIC],
                     self._spec,
                     timeout_ms=self.settings.kafka_timeout_ms,
                 )
+                if TAGS_TOPIC in wanted:  # the one compacted topic, its own spec
+                    more, no = create_topics(
+                        admin,
+                        [TAGS_TOPIC],
+                        self._tags_spec,
+                        timeout_ms=self.settings.kafka_timeout_ms,
+                    )
+                    created, refused = created + more, {**refused, **no}
+                return created, refused
             except (KafkaError, OSError):
                 self._drop_admin()
                 self._readiness.healthy = False
@@ -223,6 +244,24 @@ class KafkaPublisher:
                 f"Kafka did not acknowledge the batch: {type(exc).__name__}: {exc}"
             ) from exc
         self._readiness.healthy = True
+
+    def publish_tags(self, records: Sequence[tuple[bytes, bytes]]) -> None:
+        """Keyed records, sent as they are (not through the linger window: they are few,
+        one per server whose tags changed), and waited for up to publish_timeout_s."""
+        from kafka.errors import KafkaError
+
+        if self._closed:
+            raise PublishUnavailable("the service is shutting down")
+        started = time.monotonic()
+        self.ensure_topics([TAGS_TOPIC])
+        try:
+            producer = self._get_producer()
+            futures = [producer.send(TAGS_TOPIC, key=k, value=v) for k, v in records]
+            for future in futures:
+                left = self.settings.publish_timeout_s - (time.monotonic() - started)
+                future.get(timeout=max(0.0, left))
+        except (KafkaError, OSError) as exc:
+            raise PublishUnavailable(f"Kafka did not acknowledge the tags: {exc}") from exc
 
     # --- health and shutdown -------------------------------------------------------------------
     def ready(self) -> bool:

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from apm.model import METRIC_NAME_RE, SERVER_NAME_RE
+from apm.tags import MAX_TAG_VALUE_LEN, MAX_TAGS, TAG_KEY_RE
 
 __all__ = ["ERROR_RESPONSES", "REQUEST_BODY", "Accepted", "ErrorBody", "RejectedSnapshot"]
 
@@ -63,6 +64,14 @@ _SNAPSHOT: dict[str, Any] = {
             "description": "metric name -> finite number",
             "propertyNames": {"pattern": f"^{METRIC_NAME_RE.pattern}$"},
             "additionalProperties": {"type": "number"},
+        },
+        "tags": {
+            "type": "object",
+            "description": "the server's host tags (apm.tags); a bad tag refuses the snapshot. "
+            "Left out: the server's tags are unchanged; {}: it has none",
+            "maxProperties": MAX_TAGS,
+            "propertyNames": {"pattern": f"^{TAG_KEY_RE.pattern}$", "not": {"const": "server"}},
+            "additionalProperties": {"type": "string", "maxLength": MAX_TAG_VALUE_LEN},
         },
     },
 }

@@ -105,6 +105,9 @@ class IngestSettings(BaseSettings):
     new_topics_per_minute: int = Field(default=600, ge=1)
     new_topics_max: int = Field(default=10_000, ge=1)
     ready_probe_s: float = Field(default=2.0, gt=0)
+    # issue 37: host tags. The tags last published per server (ingest.tags), at most this many
+    # bytes of them; a server forgotten has its tags published again (idempotent: compacted).
+    tags_seen_max_bytes: int = Field(default=32 * MIB, ge=1)
     close_timeout_s: float = Field(default=5.0, ge=0)
 
     @model_validator(mode="after")

@@ -63,6 +63,21 @@ class IngestTelemetry:
             registry=self.registry,
         )
         self.inflight.set_function(inflight)
+        self._tag_records = Counter(
+            "apm_ingest_tag_records",
+            "server-tags records sent to apm.server-tags (a server's tags changed or were not "
+            "known), or failed (sent again with the server's next snapshot)",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.tag_servers = Gauge(
+            "apm_ingest_tag_servers",
+            "servers whose last published tags the ingest keeps (tags_seen_max_bytes)",
+            registry=self.registry,
+        )
+
+    def tag_records(self, outcome: str, records: int) -> None:
+        self._tag_records.labels(outcome).inc(records)
 
     def accepted(self, samples: int, snapshots: int, rejected: Iterable[Rejection] = ()) -> None:
         """A 202: all of the batch, or (``rejected`` not empty) the good snapshots of it."""

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from apm.model import metric_for_topic
+from apm.tags import TAGS_TOPIC
 from ingest.errors import ApiError
 
 __all__ = ["CreateTopics", "NewTopics", "TopicCreator", "TopicsUnavailable"]
@@ -164,8 +165,8 @@ class TopicCreator:
                     f"{len(self._pending)} topics are being created already "
                     f"(topic_create_max_pending {self.max_pending}); retry later"
                 )
-            if self.guard is not None:
-                self.guard.check(new)  # ApiError: nothing queued
+            if self.guard is not None:  # it caps metric names: the tags topic is none
+                self.guard.check([t for t in new if t != TAGS_TOPIC])
             for topic in new:
                 self._pending[topic] = _Creation()
             self._queue.extend(new)
@@ -210,7 +211,7 @@ class TopicCreator:
                     self._finish(dict.fromkeys(batch, down))
                 continue
             if self.guard is not None:
-                self.guard.charge(len(created))
+                self.guard.charge(sum(t != TAGS_TOPIC for t in created))
             with self._lock:
                 now = self.clock()
                 if refused:  # forget what has expired, so that random names cannot pile up

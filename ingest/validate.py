@@ -1,4 +1,5 @@
-"""Fast validation of a decoded JSON batch with the shared naming rules of apm.model.
+"""Fast validation of a decoded JSON batch with the shared naming rules of apm.model (and the
+tag rule of apm.tags: a bad tag refuses its snapshot, as a bad metric name does).
 
 The batch is checked whole before anything is published; each bad snapshot is left out and
 reported by index with its first bad field in ``at``. The hot loop touches each sample once,
@@ -15,16 +16,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from apm.model import metric_name_error, server_name_error, value_error
+from apm.tags import tags_error
 from ingest.errors import ApiError
 from ingest.namecache import NameCache
 
-__all__ = ["Batch", "Line", "Rejection", "Validator", "count_samples"]
+__all__ = ["Batch", "Line", "Rejection", "Tagged", "Validator", "count_samples"]
 
 # One sample as its apm.wire line, ``server<TAB>ts<TAB>value``, formatted exactly as
 # apm.wire.encode_chunks would (repr of the float). Building the line here, with the
 # server/ts prefix made once per snapshot, halves the per-sample cost of encoding.
 Line = str
 _SNAPSHOT_KEYS = frozenset(("server", "ts", "metrics"))
+_TAGGED_KEYS = frozenset(("server", "ts", "metrics", "tags"))
+# A server's tags as a batch says them: (ts of the snapshot, tags).
+Tagged = tuple[float, dict[str, str]]
 
 
 @dataclass
@@ -50,6 +55,8 @@ class Batch:
     samples: int
     by_metric: dict[str, list[Line]]
     rejected: list[Rejection] = field(default_factory=list)
+    # Each server's tags, from its latest valid snapshot that carries ``tags`` (ingest.tags).
+    tags: dict[str, Tagged] = field(default_factory=dict)
 
     @property
     def rejected_samples(self) -> int:
@@ -143,7 +150,7 @@ class Validator:
                     f"snapshots[{i}].metrics",
                 )
             try:
-                self._snapshot(i, snap, now, by_metric)
+                self._snapshot(i, snap, now, by_metric, batch.tags)
             except ApiError as exc:
                 batch.rejected.append(Rejection(i, exc.reason, exc.detail, exc.at or "", size))
                 if len(batch.rejected) > limit:
@@ -168,15 +175,30 @@ class Validator:
             raise _reject("empty", "the batch is empty: no snapshot holds a metric", "snapshots")
         return batch
 
-    def _snapshot(self, i: int, snap: object, now: float, by_metric: dict[str, list[Line]]) -> None:
-        """Checks snapshot ``i`` and adds its lines to ``by_metric``; on a bad sample, takes
-        back the lines it added and raises (the snapshot is the unit of the verdict)."""
+    def _snapshot(
+        self,
+        i: int,
+        snap: object,
+        now: float,
+        by_metric: dict[str, list[Line]],
+        tagged: dict[str, Tagged],
+    ) -> None:
+        """Checks snapshot ``i`` and adds its lines to ``by_metric`` (its tags to ``tagged``);
+        on a bad sample or tag, takes back the lines it added and raises (the snapshot is the
+        unit of the verdict)."""
         if type(snap) is not dict:
             raise _reject(
                 "shape", "a snapshot must be an object with server, ts, metrics", f"snapshots[{i}]"
             )
+        tags = None
         if len(snap) != 3 or snap.keys() != _SNAPSHOT_KEYS:
-            _shape_error(snap, i)
+            if len(snap) != 4 or snap.keys() != _TAGGED_KEYS:
+                _shape_error(snap, i)
+            tags = snap["tags"]
+            if (bad_tag := tags_error(tags)) is not None:
+                key, why = bad_tag
+                at = f"snapshots[{i}].tags" + (f"[{json.dumps(key)}]" if key else "")
+                raise _reject("tag", why, at)
         server = snap["server"]
         servers, metrics = self.servers, self.metrics
         if type(server) is not str or server not in servers:  # dicts are unhashable
@@ -224,6 +246,10 @@ class Validator:
         except ApiError:
             _take_back(by_metric, values, added)
             raise
+        if tags is not None:
+            seen = tagged.get(server)
+            if seen is None or seen[0] <= ts:
+                tagged[server] = (ts, tags)
 
 
 def _has_metrics(snap: object) -> bool:
@@ -247,7 +273,7 @@ def _shape_error(snap: dict, i: int) -> None:
     for key in ("server", "ts", "metrics"):
         if key not in snap:
             raise _reject("shape", f"a snapshot needs {key!r}", f"snapshots[{i}].{key}")
-    extra = sorted(set(snap) - _SNAPSHOT_KEYS)[0]
+    extra = sorted(set(snap) - _TAGGED_KEYS)[0]
     raise _reject("shape", f"unknown field {extra!r} in a snapshot", f"snapshots[{i}].{extra}")
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from apm.model import Sample, metric_name_error
+from loadgen.tags import ROLES, fleet_tags
 
 __all__ = ["KINDS", "QUANTUM", "Fleet", "Tick", "metric_catalog", "server_names"]
 
@@ -43,8 +44,6 @@ _CATALOG: tuple[tuple[str, str], ...] = (
     ("db.latency.max", "latency"),
     ("http.errors", "count"),
 )
-# Server roles by index modulo 10, so queries such as ``FROM web-*`` select a known share.
-_ROLES = ("web", "web", "web", "web", "api", "api", "api", "db", "cache", "queue")
 
 
 def metric_catalog(count: int, prefix: str = "") -> list[tuple[str, str]]:
@@ -66,7 +65,7 @@ def server_names(count: int) -> list[str]:
     if count < 1:
         raise ValueError(f"servers must be at least 1, got {count}")
     width = max(5, len(str(count - 1)))
-    return [f"{_ROLES[i % len(_ROLES)]}-{i:0{width}d}" for i in range(count)]
+    return [f"{ROLES[i % len(ROLES)]}-{i:0{width}d}" for i in range(count)]
 
 
 @dataclass(frozen=True)
@@ -93,12 +92,15 @@ class Fleet:
     silent_fraction: float = 0.02
     metric_prefix: str = ""
     names: list[str] = field(init=False)
+    # Each server's host tags (loadgen.tags: role, dc, env from its index and the seed).
+    tags: list[dict[str, str]] = field(init=False)
     catalog: list[tuple[str, str]] = field(init=False)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.silent_fraction <= 1.0:
             raise ValueError(f"silent_fraction must be in [0, 1], got {self.silent_fraction}")
         self.names = server_names(self.servers)
+        self.tags = fleet_tags(self.servers, self.seed)
         self.catalog = metric_catalog(self.metrics, self.metric_prefix)
         self.metric_names = [name for name, _ in self.catalog]
         self._cols = {

@@ -91,11 +91,12 @@ class HttpSink:
 
     def _request(self, batch: Batch, key: tuple[int, int] | None) -> Request:
         names, metrics, api_key = self.fleet.names, self.fleet.metric_names, self.settings.api_key
+        tags = self.fleet.tags if self.settings.tags else None
         if key is None:
-            return build_request(batch, names, metrics, api_key, self.settings.gzip_level)
+            return build_request(batch, names, metrics, api_key, self.settings.gzip_level, tags)
         plain = self._templates.get(key)
         if plain is None:  # two threads may both build it: the same bytes, no harm
-            plain = self._templates[key] = template(batch, names, metrics, api_key)
+            plain = self._templates[key] = template(batch, names, metrics, api_key, tags)
         return stamp(plain, batch.ts, self.settings.gzip_level)
 
     def _send(self, batch: Batch, key: tuple[int, int] | None = None) -> None:

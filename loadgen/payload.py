@@ -4,7 +4,7 @@ gzip-encoded, with a Bearer key. Several servers per request, as a relay would s
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,15 +58,20 @@ def build_request(
     metric_names: Sequence[str],
     api_key: str,
     gzip_level: int = 1,
+    tags: Sequence[Mapping[str, str]] | None = None,
 ) -> Request:
     """The HTTP body and headers for ``batch``. Values go out as JSON doubles, which orjson
-    writes in shortest round-trip form, so the ingest reads back the exact generated value."""
+    writes in shortest round-trip form, so the ingest reads back the exact generated value.
+    ``tags`` (by server index, loadgen.tags) go with each server's snapshot when given."""
     ts = float(batch.ts)
     rows = batch.values.tolist()
-    snapshots = [
+    snapshots: list[dict[str, object]] = [
         {"server": names[i], "ts": ts, "metrics": dict(zip(metric_names, row, strict=True))}
         for i, row in zip(batch.servers.tolist(), rows, strict=True)
     ]
+    if tags is not None:
+        for snapshot, i in zip(snapshots, batch.servers.tolist(), strict=True):
+            snapshot["tags"] = tags[i]
     body = orjson.dumps({"snapshots": snapshots})
     headers = {"Content-Type": "application/json"}
     if api_key:
@@ -79,12 +84,16 @@ def build_request(
 
 
 def template(
-    batch: Batch, names: Sequence[str], metric_names: Sequence[str], api_key: str
+    batch: Batch,
+    names: Sequence[str],
+    metric_names: Sequence[str],
+    api_key: str,
+    tags: Sequence[Mapping[str, str]] | None = None,
 ) -> Request:
     """``batch``'s request as plain JSON with a placeholder timestamp, for ``stamp`` to reuse:
     the replay mode encodes each second of its cycle once."""
     plain = build_request(
-        Batch(_SENTINEL_TS, batch.servers, batch.values), names, metric_names, api_key, 0
+        Batch(_SENTINEL_TS, batch.servers, batch.values), names, metric_names, api_key, 0, tags
     )
     if plain.body.count(_SENTINEL) != plain.snapshots:
         raise ValueError("the timestamp placeholder is not unique in the body")

@@ -89,6 +89,9 @@ class LoadgenSettings(BaseSettings):
     request_timeout_s: float = Field(default=30.0, gt=0)
     # Per request, across 503s and refused connections.
     retry_deadline_s: float = Field(default=120.0, gt=0)
+    # Each server's role, dc and env tags (loadgen.tags) in its snapshots; off: the bodies of
+    # before tags (a benchmark's baseline). The direct Kafka sink never writes tags.
+    tags: bool = True
     direct_kafka: bool = False
     # APM_LOADGEN_KAFKA_BOOTSTRAP, else the shared APM_KAFKA_BOOTSTRAP (apm.settings).
     kafka_bootstrap: str = shared("APM_LOADGEN_", "kafka_bootstrap")

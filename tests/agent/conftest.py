@@ -1,5 +1,6 @@
 """Factories for the agent tests: a fake psutil with canned, steppable counters, a fake clock,
-a fake HTTP client that answers from a script, and agent settings in a temporary directory."""
+a fake HTTP client that answers from a script, agent settings in a temporary directory, and an
+environment without APM_AGENT_* variables."""
 
 from __future__ import annotations
 

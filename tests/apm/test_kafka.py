@@ -71,6 +71,15 @@ def test_the_default_spec_is_the_platform_s_one_partition_and_a_day() -> None:
 
 
 @unit
+def test_a_compacted_spec_keeps_each_key_s_last_record_whatever_its_age() -> None:
+    assert TopicSpec(compact=True).configs() == {"cleanup.policy": "compact"}
+    assert TopicSpec(compact=True, replication=3).configs() == {
+        "cleanup.policy": "compact",
+        "min.insync.replicas": "2",
+    }
+
+
+@unit
 @pytest.mark.parametrize(
     ("replication", "min_insync", "want"),
     [(1, None, None), (2, None, "2"), (3, None, "2"), (5, None, "2"), (3, 3, "3"), (2, 1, "1")],

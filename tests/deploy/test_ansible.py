@@ -35,6 +35,7 @@ def test_the_rendered_fragment_is_a_valid_agent_config(tmp_path: Path, monkeypat
         "apm_agent_ingest_url": "https://ingest.example.internal/v1/metrics",
         "apm_agent_api_key": 'k"3y',
         "apm_agent_settings": {"statsd_tags": "drop", "interval_s": 2.0, "collectors": ["cpu"]},
+        "apm_agent_tags": {"role": "web", "dc": "eu-1", "team": 'caf\u00e9 "north"'},
     }
     result = subprocess.run(
         [
@@ -77,3 +78,4 @@ def test_the_rendered_fragment_is_a_valid_agent_config(tmp_path: Path, monkeypat
         2.0,
         ["cpu"],
     )
+    assert settings.tags == variables["apm_agent_tags"]

@@ -16,6 +16,7 @@ class FakePublisher:
     """Records what would go to Kafka; ``unavailable`` makes it refuse like a down broker."""
 
     published: list[dict[str, list[bytes]]] = field(default_factory=list)
+    tags: list[tuple[bytes, bytes]] = field(default_factory=list)  # keyed tags records
     unavailable: bool = False
     closed: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -25,6 +26,12 @@ class FakePublisher:
             raise PublishUnavailable("Kafka is down (fake)")
         with self.lock:
             self.published.append({t: list(v) for t, v in records.items()})
+
+    def publish_tags(self, records: Sequence[tuple[bytes, bytes]]) -> None:
+        if self.unavailable:
+            raise PublishUnavailable("Kafka is down (fake)")
+        with self.lock:
+            self.tags.extend(records)
 
     def ready(self) -> bool:
         return not self.unavailable

@@ -11,10 +11,12 @@ import uuid
 
 import pytest
 
+from apm.kafka import end_offsets
 from apm.model import topic_for
-from loadgen.fleet import metric_catalog
+from apm.tags import TAGS_TOPIC, decode_tags_record
+from loadgen.fleet import Fleet, metric_catalog
 from loadgen.runner import expected_samples, run_load
-from tests.support.kafka import read_samples
+from tests.support.kafka import read_keyed, read_samples
 
 pytestmark = pytest.mark.integration
 
@@ -45,12 +47,26 @@ def test_backfill_through_the_real_ingest_lands_whole_in_kafka(
         silent_fraction=0.1,
     )
     own_topics.extend(topic_for(m) for m, _ in metric_catalog(6, settings.metric_prefix))
+    since = end_offsets(kafka_bootstrap, [TAGS_TOPIC])
     result = run_load(settings, progress=False)
     s = result.summary
     assert s["lost"] == 0 and s["errors"] == {} and s["ambiguous_retries"] == 0, s
     want = _want(settings)
     assert s["accepted"] == len(want)
-    assert sorted(read_samples(kafka_bootstrap, own_topics)) == want
+    got = sorted(read_samples(kafka_bootstrap, own_topics))
+    assert got == want
+    # Each sending server's seeded tags (loadgen.tags) reached the tags topic once: this
+    # ingest is new, and they never change. The topic is shared: the fleet's servers only.
+    senders = {server for _topic, server, _ts, _value in got}
+    assert len(senders) > settings.servers // 2
+    fleet = Fleet(settings.servers, settings.metrics, settings.seed)
+    expected = dict(zip(fleet.names, fleet.tags, strict=True))
+    sent: dict[str, list[dict[str, str]]] = {}
+    for _key, value in read_keyed(kafka_bootstrap, TAGS_TOPIC, since):
+        server, tags, _ts = decode_tags_record(value)
+        if server in expected:
+            sent.setdefault(server, []).append(tags)
+    assert sent == {server: [expected[server]] for server in senders}
 
 
 def test_direct_kafka_writes_the_same_records(make_settings, own_topics, kafka_bootstrap):

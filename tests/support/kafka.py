@@ -13,16 +13,12 @@ import kafka.errors as Errors
 from apm.kafka import Offsets, new_consumer, topic_partitions
 from apm.wire import decode
 
-__all__ = ["FakeAdmin", "publish_versions", "read_records", "read_samples"]
+__all__ = ["FakeAdmin", "publish_versions", "read_keyed", "read_records", "read_samples"]
 
 
-def read_records(
-    bootstrap: str, topics: Iterable[str], since: Offsets | None = None
-) -> list[tuple[str, bytes]]:
-    """(topic, value) of every record now in ``topics`` (missing topics: none), each checked
-    to carry the ``enc=tsv1`` header. ``since`` (apm.kafka.end_offsets taken before the test
-    sent anything) skips what other tests left in shared topics; a partition not in it is read
-    from its oldest record."""
+def _read(bootstrap: str, topics: Iterable[str], since: Offsets | None) -> list[Any]:
+    """Every record now in ``topics`` after ``since`` (a partition not in it: from its
+    oldest record), as kafka-python's ConsumerRecords."""
     since = since or {}
     consumer = new_consumer(bootstrap, consumer_timeout_ms=2000)
     try:
@@ -35,15 +31,35 @@ def read_records(
             if (tp.topic, tp.partition) in since:
                 consumer.seek(tp, since[(tp.topic, tp.partition)])
         end = consumer.end_offsets(parts)
-        out: list[tuple[str, bytes]] = []
+        out: list[Any] = []
         while any(consumer.position(tp) < end[tp] for tp in parts):
             for records in consumer.poll(timeout_ms=1000).values():
-                for record in records:
-                    assert dict(record.headers).get("enc") == b"tsv1"
-                    out.append((record.topic, record.value))
+                out.extend(records)
         return out
     finally:
         consumer.close()
+
+
+def read_records(
+    bootstrap: str, topics: Iterable[str], since: Offsets | None = None
+) -> list[tuple[str, bytes]]:
+    """(topic, value) of every record now in ``topics`` (missing topics: none), each checked
+    to carry the ``enc=tsv1`` header. ``since`` (apm.kafka.end_offsets taken before the test
+    sent anything) skips what other tests left in shared topics; a partition not in it is read
+    from its oldest record."""
+    out = []
+    for record in _read(bootstrap, topics, since):
+        assert dict(record.headers).get("enc") == b"tsv1"
+        out.append((record.topic, record.value))
+    return out
+
+
+def read_keyed(
+    bootstrap: str, topic: str, since: Offsets | None = None
+) -> list[tuple[bytes | None, bytes]]:
+    """(key, value) of every record now in ``topic`` after ``since`` (as read_records), for
+    keyed topics such as apm.tags.TAGS_TOPIC (no encoding header)."""
+    return [(record.key, record.value) for record in _read(bootstrap, [topic], since)]
 
 
 def read_samples(
