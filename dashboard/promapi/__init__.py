@@ -12,8 +12,8 @@ Modules: :mod:`~dashboard.promapi.selector` (the PromQL subset; :mod:`.scan` and
 (series and points from stored windows, the reads planned by :mod:`.plan`), the PromQL beyond a
 selector (:mod:`.promql_parse` over promql-parser into :mod:`.promql_tree`, :mod:`.promql_eval`
 at each step with :mod:`.promql_functions`, :mod:`.promql_elementwise` (abs, round, clamp*),
-:mod:`.promql_aggregate`, :mod:`.promql_match` (operators between vectors) and
-:mod:`.promql_rows`, :mod:`.promql_run` from storage within the
+:mod:`.promql_sort` (sort, sort_desc), :mod:`.promql_aggregate`, :mod:`.promql_match`
+(operators between vectors) and :mod:`.promql_rows`, :mod:`.promql_run` from storage within the
 limits; both evaluators read through one :mod:`.store`), :mod:`.shape` (the JSON),
 :mod:`.access` (auth), :mod:`.routes` (the blueprint and its handlers, over :mod:`.deps`, with
 :mod:`.hooks`' auth, counting and errors), :mod:`.alerts` (the ``ALERTS`` series of the alert

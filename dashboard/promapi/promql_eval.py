@@ -22,6 +22,7 @@ from dashboard.promapi.promql_elementwise import apply
 from dashboard.promapi.promql_functions import binary, compare, over_time
 from dashboard.promapi.promql_match import vector_binop
 from dashboard.promapi.promql_rows import Row, dense
+from dashboard.promapi.promql_sort import sort_rows
 from dashboard.promapi.promql_tree import (
     Aggregate,
     Binary,
@@ -29,6 +30,7 @@ from dashboard.promapi.promql_tree import (
     Node,
     Number,
     OverTime,
+    Sort,
     Vector,
 )
 from dashboard.promapi.selector import Selector
@@ -88,6 +90,10 @@ def evaluate(node: Node, at: Steps) -> float | list[Row]:
         inner = evaluate(node.expr, at)
         assert isinstance(inner, list)  # the parser refuses a function of a number
         return apply(node.fn, node.params, inner)
+    if isinstance(node, Sort):
+        inner = evaluate(node.expr, at)
+        assert isinstance(inner, list)  # the parser refuses sorting a number
+        return sort_rows(node.desc, inner, len(times))
     assert isinstance(node, Binary)
     lhs, rhs = evaluate(node.lhs, at), evaluate(node.rhs, at)
     if isinstance(lhs, list) and isinstance(rhs, list):

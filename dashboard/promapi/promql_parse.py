@@ -9,6 +9,7 @@ tree (:mod:`.promql_tree`) :mod:`.promql_eval` evaluates:
   number);
 * ``abs``, ``round`` (with or without ``to_nearest``), ``clamp``, ``clamp_min`` and
   ``clamp_max`` of a vector, their parameters numbers (:mod:`.promql_elementwise`);
+* ``sort`` and ``sort_desc`` of a vector (:mod:`.promql_sort`);
 * ``+ - * / % ^`` and ``== != < > <= >=`` (with or without ``bool``) between any two of a
   vector and a scalar, ``and``/``or``/``unless`` between vectors, with ``on``/``ignoring``
   and ``group_left``/``group_right`` (:class:`Matching`), unary minus, parentheses.
@@ -28,6 +29,7 @@ import promql_parser as pp
 
 from dashboard.promapi.promql_elementwise import PARAMS
 from dashboard.promapi.promql_functions import binary, compare
+from dashboard.promapi.promql_sort import SORTS
 from dashboard.promapi.promql_tree import (
     AGGREGATIONS,
     ARITHMETIC,
@@ -42,6 +44,7 @@ from dashboard.promapi.promql_tree import (
     Node,
     Number,
     OverTime,
+    Sort,
     Vector,
 )
 from dashboard.promapi.selector import (
@@ -70,6 +73,7 @@ __all__ = [
     "Node",
     "Number",
     "OverTime",
+    "Sort",
     "Vector",
     "parse_promql",
 ]
@@ -164,6 +168,9 @@ def _call(call: pp.Call, depth: int) -> Node:
     name = call.func.name
     if name in PARAMS:
         return _elementwise(call, depth)
+    if name in SORTS:  # the parser has checked its one argument is a vector
+        expr = _convert(call.args[0], depth + 1)
+        return Sort(expr, desc=name == "sort_desc")
     fn = name.removesuffix("_over_time")
     if fn == name or fn not in OVER_TIME:
         raise _unsupported(f"the function {name}()")
@@ -250,6 +257,7 @@ def _number(tree: object, name: str, depth: int) -> float:
 def _unsupported(what: str) -> SelectorError:
     return SelectorError(
         f"{what} is not supported; the read API evaluates selectors, *_over_time(), "
-        "aggregations (not group), abs, round, clamp* and operators but atan2 (docs/interop.md)",
+        "aggregations (not group), abs, round, clamp*, sort* and operators but atan2 "
+        "(docs/interop.md)",
         0,
     )

@@ -21,6 +21,7 @@ __all__ = [
     "Node",
     "Number",
     "OverTime",
+    "Sort",
     "Vector",
 ]
 
@@ -95,5 +96,14 @@ class Elementwise:
     params: tuple[float, ...] = ()
 
 
-Node = Number | Vector | OverTime | Aggregate | Binary | Elementwise
-Expr = OverTime | Aggregate | Binary | Vector | Elementwise  # beyond what selector.parse_expr reads
+@dataclass(frozen=True)
+class Sort:
+    """``sort(expr)`` or, ``desc``, ``sort_desc(expr)`` (:mod:`.promql_sort`)."""
+
+    expr: Node
+    desc: bool = False
+
+
+Node = Number | Vector | OverTime | Aggregate | Binary | Elementwise | Sort
+# What parse_promql makes beyond what selector.parse_expr reads:
+Expr = OverTime | Aggregate | Binary | Vector | Elementwise | Sort
