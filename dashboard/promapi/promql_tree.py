@@ -21,6 +21,7 @@ __all__ = [
     "Node",
     "Number",
     "OverTime",
+    "Relabel",
     "Sort",
     "Vector",
 ]
@@ -104,6 +105,15 @@ class Sort:
     desc: bool = False
 
 
-Node = Number | Vector | OverTime | Aggregate | Binary | Elementwise | Sort
+@dataclass(frozen=True)
+class Relabel:
+    """``label_replace``/``label_join`` (:mod:`.promql_labels`) with its string arguments."""
+
+    fn: str
+    expr: Node
+    args: tuple[str, ...]
+
+
+Node = Number | Vector | OverTime | Aggregate | Binary | Elementwise | Sort | Relabel
 # What parse_promql makes beyond what selector.parse_expr reads:
-Expr = OverTime | Aggregate | Binary | Vector | Elementwise | Sort
+Expr = OverTime | Aggregate | Binary | Vector | Elementwise | Sort | Relabel

@@ -141,6 +141,18 @@ EXPRESSIONS = [
     "sort_desc(sum by (server) (apm_query{S}))",
     "sort(max_over_time(apm_query{S}[1m]))",
     "sort(apm_query{A}) * 2",  # inside an expression: values only
+    # label_replace/label_join: anchored regex, $1/${name} expansion, "" deletes the label.
+    'label_replace(apm_query{A}, "f", "fn-$1", "fn", "p?(.*)")',
+    r'label_replace(apm_query{A}, "x", "${name}/$2$3", "metric", "(?P<name>[a-z]+)\\.(.)(.*)")',
+    'label_replace(apm_query{AB}, "window", "", "fn", "max")',  # deleted where it matches
+    'label_replace(apm_query{A}, "fn", "$1x", "fn", "(m.*)")',  # the group "1x": ""
+    'label_replace(apm_query{A}, "x", "$$1 $1 ${1", "id", "a)|(.*")',  # ^(?:a)|(.*)$, as Go
+    'label_replace(max_over_time(apm_query{AB}[1m]), "__name__", "m_$1", "fn", "(.*)")',
+    'label_replace(apm_query{S}, "server", "$1", "server", "web-(.*)")',
+    'sum by (host) (label_replace(apm_query{S}, "host", "$1", "server", "([a-z]+)-.*"))',
+    'label_join(apm_query{A}, "key", "/", "id", "fn", "absent")',
+    'label_join(apm_query{ABC}, "id", ",", "absent")',  # "" deletes id: still unique by fn
+    'sort_desc(label_join(max by (server) (apm_query{S}), "s", "", "server", "server"))',
     # Per-server series (query S): the PromQL Grafana users write over them.
     "apm_query{S} * 1",
     "topk(2, apm_query{S})",
@@ -179,6 +191,12 @@ REFUSED = [
     ("apm_query{AB} - ignoring(fn) group_left apm_query{A}", "many-to-many matching not allowed"),
     ("apm_query{A} / on(id) group_right max by (id) (apm_query{A})", "on the left hand-side"),
     ("apm_query{A} + on(id) max by (id) (apm_query{A})", "many-to-one matching must be explicit"),
+    ('label_replace(apm_query{A}, "fn", "", "fn", "m.*")', "the same labelset"),
+    ('label_join(apm_query{S12}, "server", "", "absent")', "the same labelset"),
+    ('label_replace(apm_query{A}, "a-b", "x", "fn", ".*")', "invalid destination label name"),
+    ('label_replace(apm_query{A}, "d", "x", "fn", "(")', "invalid regular expression"),
+    ('label_join(apm_query{A}, "d", ",", "b-c")', "invalid source label name"),
+    ('label_join(apm_query{A}, "", ",", "fn")', "invalid destination label name"),
 ]
 
 
