@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
+import promql_parser
 import pytest
 
 from apm.query import WindowResult
@@ -145,7 +146,7 @@ EXPRESSIONS = [
     'label_replace(apm_query{A}, "f", "fn-$1", "fn", "p?(.*)")',
     r'label_replace(apm_query{A}, "x", "${name}/$2$3", "metric", "(?P<name>[a-z]+)\\.(.)(.*)")',
     'label_replace(apm_query{AB}, "window", "", "fn", "max")',  # deleted where it matches
-    'label_replace(apm_query{A}, "fn", "$1x", "fn", "(m.*)")',  # the group "1x": ""
+    'label_replace(apm_query{A}, "x", "$1x", "fn", "(m.*)")',  # the group "1x": "", no x
     'label_replace(apm_query{A}, "x", "$$1 $1 ${1", "id", "a)|(.*")',  # ^(?:a)|(.*)$, as Go
     'label_replace(max_over_time(apm_query{AB}[1m]), "__name__", "m_$1", "fn", "(.*)")',
     'label_replace(apm_query{S}, "server", "$1", "server", "web-(.*)")',
@@ -280,6 +281,15 @@ def _ask(client: httpx.Client, path: str, params: dict[str, Any]) -> Any:
     return normalise(answer.json()["data"])
 
 
+def _sorted_outermost(query: str) -> bool:
+    """Whether an instant query's order is Prometheus' to compare: its outermost function
+    (parentheses aside) is sort() or sort_desc()."""
+    tree = promql_parser.parse(query)
+    while isinstance(tree, promql_parser.ParenExpr):
+        tree = tree.expr
+    return isinstance(tree, promql_parser.Call) and tree.func.name in ("sort", "sort_desc")
+
+
 def _compare(ours: httpx.Client, url: str, query: str, base: int, extra: dict) -> None:
     last = base + 10 * WINDOWS  # the last window's end (A's and B's; C stops at last - 200)
     ranges = [(base + 300, last, 10), (base + 5, last, 15), (base, last - 100, 60), (base, last, 7)]
@@ -293,8 +303,7 @@ def _compare(ours: httpx.Client, url: str, query: str, base: int, extra: dict) -
             theirs = _ask(prometheus, "/api/v1/query_range", params)
             assert theirs != {}, f"Prometheus answers nothing to {query}"
             assert same(mine, theirs), (query, start - base, step, mine, theirs)
-        # An instant query's order is Prometheus' only for an outermost sort()/sort_desc().
-        ordered = query.startswith(("sort(", "sort_desc("))
+        ordered = _sorted_outermost(query)
         for at in (base + 600, base + 605.5, base + 700, base + 701, last, last + 300, last + 301):
             mine = _ask(ours, "/api/v1/query", {"query": query, "time": at, **extra})
             theirs = _ask(prometheus, "/api/v1/query", {"query": query, "time": at})
