@@ -28,7 +28,7 @@ from dashboard.promapi.evaluate import Deadline
 from dashboard.promapi.promql_rows import ExecutionError, Row, Sparse, dense, put
 from dashboard.promapi.regex import Capturing, RegexError, compile_capturing
 
-__all__ = ["RELABEL", "expand", "relabel", "relabeller"]
+__all__ = ["RELABEL", "expand", "label_name", "relabel", "relabeller"]
 
 RELABEL = ("label_replace", "label_join")
 # Prometheus 2.x's model.LabelNameRE (names are ASCII there).
@@ -38,7 +38,8 @@ _MAX_DIGITS = 9  # Go's extract reads a group number while it is below 1e8: 9 di
 Relabeller = Callable[[Mapping[str, str]], dict[str, str]]
 
 
-def _valid(name: str) -> bool:
+def label_name(name: str) -> bool:
+    """Whether ``name`` is a label name to Prometheus 2.x (``count_values`` checks it too)."""
     return _LABEL_NAME.fullmatch(name) is not None
 
 
@@ -102,7 +103,7 @@ def _replacer(dst: str, replacement: str, src: str, regex: str) -> Relabeller:
         raise ExecutionError(
             f"invalid regular expression in label_replace(): {regex} (RE2: {exc})"
         ) from None
-    if not _valid(dst):
+    if not label_name(dst):
         raise ExecutionError(f"invalid destination label name in label_replace(): {dst}")
 
     def replaced(labels: Mapping[str, str]) -> dict[str, str]:
@@ -130,9 +131,9 @@ def _count(raw: bytes) -> int:
 
 def _joiner(dst: str, sep: str, srcs: Sequence[str]) -> Relabeller:
     for src in srcs:
-        if not _valid(src):
+        if not label_name(src):
             raise ExecutionError(f"invalid source label name in label_join(): {src}")
-    if not _valid(dst):
+    if not label_name(dst):
         raise ExecutionError(f"invalid destination label name in label_join(): {dst}")
 
     def joined(labels: Mapping[str, str]) -> dict[str, str]:

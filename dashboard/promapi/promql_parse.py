@@ -25,14 +25,13 @@ regular expressions; :mod:`.promql_checks`). Anything else (another function or 
 from __future__ import annotations
 
 import json
-import re
 
 import promql_parser as pp
 
 from dashboard.promapi.promql_checks import regex_error, selector_of, unsupported
 from dashboard.promapi.promql_elementwise import PARAMS
 from dashboard.promapi.promql_functions import binary, compare
-from dashboard.promapi.promql_labels import RELABEL, relabeller
+from dashboard.promapi.promql_labels import RELABEL, label_name, relabeller
 from dashboard.promapi.promql_sort import SORTS
 from dashboard.promapi.promql_tree import (
     AGGREGATIONS,
@@ -89,7 +88,6 @@ _CARDS = {
     "VectorMatchCardinality.ManyToMany": "many-to-many",
 }
 MAX_DEPTH = 64  # nesting, so that converting and evaluating never recurse deeply
-_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 
 def parse_promql(text: str) -> Selector | Constant | Expr:
@@ -206,7 +204,7 @@ def _aggregate(agg: pp.AggregateExpr, depth: int) -> Node:
     value_label = ""
     if op == "count_values":  # the parser has checked that its parameter is a string
         value_label = str(agg.param.val) if isinstance(agg.param, pp.StringLiteral) else ""
-        if not _LABEL_NAME.fullmatch(value_label):
+        if not label_name(value_label):
             raise SelectorError(f"invalid label name {json.dumps(value_label)}", 0)
         param = None
     else:
