@@ -10,10 +10,12 @@ docs/interop.md ("Prometheus read API out").
 Modules: :mod:`~dashboard.promapi.selector` (the PromQL subset; :mod:`.scan` and the RE2-backed
 :mod:`.regex`), :mod:`.params` (times, durations, steps), :mod:`.evaluate` and :mod:`.run`
 (series and points from stored windows, the reads planned by :mod:`.plan`), the PromQL beyond a
-selector (:mod:`.promql_parse` over promql-parser into :mod:`.promql_tree`, :mod:`.promql_eval`
+selector (:mod:`.promql_parse` over promql-parser into :mod:`.promql_tree`, its selectors and
+refusals in :mod:`.promql_checks`, :mod:`.promql_eval`
 at each step with :mod:`.promql_functions`, :mod:`.promql_elementwise` (abs, round, clamp*),
-:mod:`.promql_aggregate`, :mod:`.promql_match` (operators between vectors) and
-:mod:`.promql_rows`, :mod:`.promql_run` from storage within the
+:mod:`.promql_sort` (sort, sort_desc), :mod:`.promql_labels` (label_replace, label_join),
+:mod:`.promql_aggregate`, :mod:`.promql_match`
+(operators between vectors) and :mod:`.promql_rows`, :mod:`.promql_run` from storage within the
 limits; both evaluators read through one :mod:`.store`), :mod:`.shape` (the JSON),
 :mod:`.access` (auth), :mod:`.routes` (the blueprint and its handlers, over :mod:`.deps`, with
 :mod:`.hooks`' auth, counting and errors), :mod:`.alerts` (the ``ALERTS`` series of the alert

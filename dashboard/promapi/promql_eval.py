@@ -20,8 +20,10 @@ from dashboard.promapi.evaluate import Deadline
 from dashboard.promapi.promql_aggregate import aggregate
 from dashboard.promapi.promql_elementwise import apply
 from dashboard.promapi.promql_functions import binary, compare, over_time
+from dashboard.promapi.promql_labels import relabel
 from dashboard.promapi.promql_match import vector_binop
 from dashboard.promapi.promql_rows import Row, dense
+from dashboard.promapi.promql_sort import sort_rows
 from dashboard.promapi.promql_tree import (
     Aggregate,
     Binary,
@@ -29,6 +31,8 @@ from dashboard.promapi.promql_tree import (
     Node,
     Number,
     OverTime,
+    Relabel,
+    Sort,
     Vector,
 )
 from dashboard.promapi.selector import Selector
@@ -88,6 +92,14 @@ def evaluate(node: Node, at: Steps) -> float | list[Row]:
         inner = evaluate(node.expr, at)
         assert isinstance(inner, list)  # the parser refuses a function of a number
         return apply(node.fn, node.params, inner)
+    if isinstance(node, Sort):
+        inner = evaluate(node.expr, at)
+        assert isinstance(inner, list)  # the parser refuses sorting a number
+        return sort_rows(node.desc, inner, len(times))
+    if isinstance(node, Relabel):
+        inner = evaluate(node.expr, at)
+        assert isinstance(inner, list)  # the parser refuses relabelling a number
+        return relabel(node.fn, node.args, inner, (len(times), at.max_points, deadline))
     assert isinstance(node, Binary)
     lhs, rhs = evaluate(node.lhs, at), evaluate(node.rhs, at)
     if isinstance(lhs, list) and isinstance(rhs, list):

@@ -9,25 +9,30 @@ tree (:mod:`.promql_tree`) :mod:`.promql_eval` evaluates:
   number);
 * ``abs``, ``round`` (with or without ``to_nearest``), ``clamp``, ``clamp_min`` and
   ``clamp_max`` of a vector, their parameters numbers (:mod:`.promql_elementwise`);
+* ``sort`` and ``sort_desc`` of a vector (:mod:`.promql_sort`), ``label_replace`` and
+  ``label_join`` (:mod:`.promql_labels`; their errors are 422 ``execution`` as
+  Prometheus', raised here before anything is read);
 * ``+ - * / % ^`` and ``== != < > <= >=`` (with or without ``bool``) between any two of a
   vector and a scalar, ``and``/``or``/``unless`` between vectors, with ``on``/``ignoring``
   and ``group_left``/``group_right`` (:class:`Matching`), unary minus, parentheses.
 
 Each selector is checked by :func:`~.selector.parse_selector` (the metric, the labels, RE2
-regular expressions). Anything else (another function or operator, ``offset``, ``@``,
-subqueries, strings) is refused with :class:`SelectorError` naming it, as a 400
-``bad_data``. The tree's classes are re-exported here.
+regular expressions; :mod:`.promql_checks`). Anything else (another function or operator,
+``offset``, ``@``, subqueries, strings) is refused with :class:`SelectorError` naming it, as a
+400 ``bad_data``. The tree's classes are re-exported here.
 """
 
 from __future__ import annotations
 
 import json
-import re
 
 import promql_parser as pp
 
+from dashboard.promapi.promql_checks import regex_error, selector_of, unsupported
 from dashboard.promapi.promql_elementwise import PARAMS
 from dashboard.promapi.promql_functions import binary, compare
+from dashboard.promapi.promql_labels import RELABEL, label_name, relabeller
+from dashboard.promapi.promql_sort import SORTS
 from dashboard.promapi.promql_tree import (
     AGGREGATIONS,
     ARITHMETIC,
@@ -42,17 +47,17 @@ from dashboard.promapi.promql_tree import (
     Node,
     Number,
     OverTime,
+    Relabel,
+    Sort,
     Vector,
 )
 from dashboard.promapi.selector import (
-    ALERTS,
     METRIC,
     Constant,
     Selector,
     SelectorError,
     check_length,
     parse_expr,
-    parse_selector,
 )
 
 __all__ = [
@@ -70,6 +75,8 @@ __all__ = [
     "Node",
     "Number",
     "OverTime",
+    "Relabel",
+    "Sort",
     "Vector",
     "parse_promql",
 ]
@@ -81,8 +88,6 @@ _CARDS = {
     "VectorMatchCardinality.ManyToMany": "many-to-many",
 }
 MAX_DEPTH = 64  # nesting, so that converting and evaluating never recurse deeply
-_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
-_OPS = {"MatchOp.Equal": "=", "MatchOp.NotEqual": "!=", "MatchOp.Re": "=~", "MatchOp.NotRe": "!~"}
 
 
 def parse_promql(text: str) -> Selector | Constant | Expr:
@@ -92,7 +97,7 @@ def parse_promql(text: str) -> Selector | Constant | Expr:
     try:
         tree = pp.parse(text)
     except ValueError as exc:
-        _regex_error(text)  # RE2's message names the regex's problem better than Rust's
+        regex_error(text)  # RE2's message names the regex's problem better than Rust's
         raise SelectorError(str(exc)[:200], 0) from None
     except BaseException as exc:  # a Rust panic is pyo3's PanicException, a BaseException
         if not type(exc).__name__ == "PanicException":
@@ -108,15 +113,6 @@ def parse_promql(text: str) -> Selector | Constant | Expr:
     return node
 
 
-def _regex_error(text: str) -> None:
-    try:
-        parse_expr(text)
-    except SelectorError as exc:
-        if "regular expression" in exc.detail:
-            raise
-    return
-
-
 def _convert(tree: object, depth: int) -> Node:
     if depth > MAX_DEPTH:
         raise SelectorError(f"expressions nest at most {MAX_DEPTH} deep", 0)
@@ -130,7 +126,7 @@ def _convert(tree: object, depth: int) -> Node:
             Number(-inner.value) if isinstance(inner, Number) else Binary("*", inner, Number(-1.0))
         )
     if isinstance(tree, pp.VectorSelector):
-        return Vector(_selector(tree))
+        return Vector(selector_of(tree))
     if isinstance(tree, pp.Call):
         return _call(tree, depth)
     if isinstance(tree, pp.AggregateExpr):
@@ -138,43 +134,34 @@ def _convert(tree: object, depth: int) -> Node:
     if isinstance(tree, pp.BinaryExpr):
         return _binary(tree, depth)
     if isinstance(tree, pp.MatrixSelector):
-        raise _unsupported("a range selector outside *_over_time()")
+        raise unsupported("a range selector outside *_over_time()")
     if isinstance(tree, pp.SubqueryExpr):
-        raise _unsupported("subqueries")
+        raise unsupported("subqueries")
     if isinstance(tree, pp.StringLiteral):
-        raise _unsupported("a string")
-    raise _unsupported(type(tree).__name__)
-
-
-def _selector(vs: pp.VectorSelector) -> Selector:
-    if vs.offset is not None:
-        raise _unsupported("offset")
-    if vs.at is not None:
-        raise _unsupported("the @ modifier")
-    if vs.matchers.or_matchers:
-        raise _unsupported("'or' inside a selector")
-    parts = [f"{m.name}{_OPS[str(m.op)]}{json.dumps(m.value)}" for m in vs.matchers.matchers]
-    selector = parse_selector(f"{vs.name or ''}{{{', '.join(parts)}}}")
-    if not selector.may_name(METRIC):
-        raise _unsupported(f"{ALERTS} inside functions and operators ({ALERTS} is a bare selector)")
-    return selector
+        raise unsupported("a string")
+    raise unsupported(type(tree).__name__)
 
 
 def _call(call: pp.Call, depth: int) -> Node:
     name = call.func.name
     if name in PARAMS:
         return _elementwise(call, depth)
+    if name in SORTS:  # the parser has checked its one argument is a vector
+        expr = _convert(call.args[0], depth + 1)
+        return Sort(expr, desc=name == "sort_desc")
+    if name in RELABEL:
+        return _relabel(call, depth)
     fn = name.removesuffix("_over_time")
     if fn == name or fn not in OVER_TIME:
-        raise _unsupported(f"the function {name}()")
+        raise unsupported(f"the function {name}()")
     *params, arg = call.args
     if not isinstance(arg, pp.MatrixSelector):
-        raise _unsupported(f"{name}() of anything but a range selector such as {METRIC}{{...}}[5m]")
+        raise unsupported(f"{name}() of anything but a range selector such as {METRIC}{{...}}[5m]")
     if arg.vector_selector.offset is not None or arg.vector_selector.at is not None:
-        raise _unsupported("offset and @")
+        raise unsupported("offset and @")
     range_ms = round(arg.range.total_seconds() * 1000)
     param = _number(params[0], name, depth) if params else None
-    return OverTime(fn, _selector(arg.vector_selector), range_ms, param)
+    return OverTime(fn, selector_of(arg.vector_selector), range_ms, param)
 
 
 def _elementwise(call: pp.Call, depth: int) -> Node:
@@ -187,36 +174,51 @@ def _elementwise(call: pp.Call, depth: int) -> Node:
         )
     expr = _convert(arg, depth + 1)
     if isinstance(expr, Number):
-        raise _unsupported(f"{name}() of a scalar")
+        raise unsupported(f"{name}() of a scalar")
     params = tuple(_number(p, name, depth) for p in rest)
     return Elementwise(name, expr, params)
+
+
+def _relabel(call: pp.Call, depth: int) -> Node:
+    """The parser has checked the argument types: a vector, then strings."""
+    name = call.func.name
+    arg, *rest = call.args
+    for i, a in enumerate(rest):
+        while isinstance(a, pp.ParenExpr):  # ("dst"), as Prometheus' stringFromArg unwraps
+            a = a.expr
+        rest[i] = a
+    args = tuple(str(a.val) for a in rest if isinstance(a, pp.StringLiteral))
+    if len(args) != len(rest):
+        raise unsupported(f"{name}() with an argument that is not a string literal")
+    relabeller(name, args)  # Prometheus' errors (regex, label names) before any read: 422
+    return Relabel(name, _convert(arg, depth + 1), args)
 
 
 def _aggregate(agg: pp.AggregateExpr, depth: int) -> Node:
     op = str(agg.op)
     if op not in AGGREGATIONS:
-        raise _unsupported(f"the aggregation {op}")
+        raise unsupported(f"the aggregation {op}")
     mod = agg.modifier
     labels = tuple(mod.labels) if mod is not None else ()
     without = mod is not None and mod.type == pp.AggModifierType.Without
     value_label = ""
     if op == "count_values":  # the parser has checked that its parameter is a string
         value_label = str(agg.param.val) if isinstance(agg.param, pp.StringLiteral) else ""
-        if not _LABEL_NAME.fullmatch(value_label):
+        if not label_name(value_label):
             raise SelectorError(f"invalid label name {json.dumps(value_label)}", 0)
         param = None
     else:
         param = _number(agg.param, op, depth) if agg.param is not None else None
     expr = _convert(agg.expr, depth + 1)
     if isinstance(expr, Number):
-        raise _unsupported(f"{op}() of a scalar")
+        raise unsupported(f"{op}() of a scalar")
     return Aggregate(op, expr, labels, without, mod is not None, param, value_label)
 
 
 def _binary(b: pp.BinaryExpr, depth: int) -> Node:
     op = str(b.op)
     if op not in ARITHMETIC + COMPARISONS + SET_OPERATORS:
-        raise _unsupported(f"the operator {op}")
+        raise unsupported(f"the operator {op}")
     mod = b.modifier
     lhs, rhs = _convert(b.lhs, depth + 1), _convert(b.rhs, depth + 1)
     bool_ = bool(mod is not None and mod.return_bool)
@@ -243,13 +245,5 @@ def _matching(op: str, mod: pp.BinModifier | None) -> Matching:
 def _number(tree: object, name: str, depth: int) -> float:
     node = _convert(tree, depth + 1)
     if not isinstance(node, Number):
-        raise _unsupported(f"{name}() with a parameter that is not a number")
+        raise unsupported(f"{name}() with a parameter that is not a number")
     return node.value
-
-
-def _unsupported(what: str) -> SelectorError:
-    return SelectorError(
-        f"{what} is not supported; the read API evaluates selectors, *_over_time(), "
-        "aggregations (not group), abs, round, clamp* and operators but atan2 (docs/interop.md)",
-        0,
-    )

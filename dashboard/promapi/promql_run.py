@@ -15,6 +15,7 @@ from dashboard.promapi.evaluate import Deadline, LimitError, Series
 from dashboard.promapi.plan import by_query
 from dashboard.promapi.promql_eval import LOOKBACK_MS, Raw, Row, Steps, evaluate
 from dashboard.promapi.promql_parse import Expr
+from dashboard.promapi.promql_sort import ordered
 from dashboard.promapi.selector import Selector
 from dashboard.promapi.server_reads import collect, planned_rows, read_servers
 from dashboard.promapi.shape import format_time, format_value, matrix, vector
@@ -52,7 +53,7 @@ class PromqlRunner:
             return {"resultType": "scalar", "result": [format_time(t_ms), format_value(found)]}
         rows = [(labels, (t_ms, values[0])) for labels, values in found if values[0] is not None]
         self._store.on_points(len(rows))
-        return vector(rows)
+        return vector(rows, keep_order=ordered(expr))
 
     def _run(
         self, expr: Expr, times: range, deadline: Deadline, lookback_ms: int

@@ -21,6 +21,8 @@ __all__ = [
     "Node",
     "Number",
     "OverTime",
+    "Relabel",
+    "Sort",
     "Vector",
 ]
 
@@ -95,5 +97,23 @@ class Elementwise:
     params: tuple[float, ...] = ()
 
 
-Node = Number | Vector | OverTime | Aggregate | Binary | Elementwise
-Expr = OverTime | Aggregate | Binary | Vector | Elementwise  # beyond what selector.parse_expr reads
+@dataclass(frozen=True)
+class Sort:
+    """``sort(expr)`` or, ``desc``, ``sort_desc(expr)`` (:mod:`.promql_sort`)."""
+
+    expr: Node
+    desc: bool = False
+
+
+@dataclass(frozen=True)
+class Relabel:
+    """``label_replace``/``label_join`` (:mod:`.promql_labels`) with its string arguments."""
+
+    fn: str
+    expr: Node
+    args: tuple[str, ...]
+
+
+Node = Number | Vector | OverTime | Aggregate | Binary | Elementwise | Sort | Relabel
+# What parse_promql makes beyond what selector.parse_expr reads:
+Expr = OverTime | Aggregate | Binary | Vector | Elementwise | Sort | Relabel

@@ -13,6 +13,9 @@ full match, and ``.`` does not match a newline. ``\\C`` (one byte, which may spl
 character; Go refuses it too) is refused. Anything RE2 refuses (look-around,
 back-references, ``{n}`` over 1000) is a :class:`RegexError` with RE2's reason.
 
+``label_replace`` compiles its pattern with its groups (:func:`compile_capturing`), within
+the same limits, unanchored: it anchors the pattern itself as Prometheus does.
+
 An alternation of plain literals (Grafana's multi-value variables: ``(id1|id2|...)``, values
 escaped as ``\\.``) is a set lookup instead: ~100 times faster per value than RE2 through
 its Python binding, and of any size within :data:`MAX_PATTERN_CHARS`.
@@ -21,7 +24,8 @@ its Python binding, and of any size within :data:`MAX_PATTERN_CHARS`.
 from __future__ import annotations
 
 import string
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Protocol, cast
 
 import re2
 
@@ -29,8 +33,10 @@ __all__ = [
     "MAX_MEMORY_BYTES",
     "MAX_PATTERN_CHARS",
     "MAX_PROGRAM",
+    "Capturing",
     "Regex",
     "RegexError",
+    "compile_capturing",
     "compile_regex",
 ]
 
@@ -45,6 +51,10 @@ _OPTIONS = re2.Options()
 _OPTIONS.max_mem = MAX_MEMORY_BYTES
 _OPTIONS.log_errors = False  # refusals are the caller's 400, not the server's stderr
 _OPTIONS.never_capture = True  # a yes/no answer needs no submatches: RE2 stays on its DFA
+# label_replace's: the same budget, with the groups its replacement refers to.
+_CAPTURING = re2.Options()
+_CAPTURING.max_mem = MAX_MEMORY_BYTES
+_CAPTURING.log_errors = False
 
 _META = frozenset("\\.+*?()|[]{}^$")
 # Escapes that are the character itself in RE2 (and Go): the punctuation Grafana escapes.
@@ -59,6 +69,19 @@ class _Program(Protocol):
     programsize: int
 
     def fullmatch(self, text: bytes) -> object | None: ...
+
+
+class Match(Protocol):
+    def span(self, group: int) -> tuple[int, int]: ...
+
+
+class Capturing(Protocol):
+    """A pattern compiled with its groups (:func:`compile_capturing`)."""
+
+    groups: int
+    groupindex: Mapping[str, int]
+
+    def search(self, text: bytes) -> Match | None: ...
 
 
 class Regex:
@@ -143,10 +166,23 @@ def compile_regex(pattern: str) -> Regex:
     literals = _literals(pattern)
     if literals is not None:
         return Regex(pattern, None, literals)
+    return Regex(pattern, _compile(pattern, _OPTIONS), None)
+
+
+def compile_capturing(pattern: str) -> Capturing:
+    """``pattern`` compiled as it is (not anchored) with its groups, for ``search``; within
+    the same limits as :func:`compile_regex`, or :class:`RegexError`."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise RegexError(f"a pattern is at most {MAX_PATTERN_CHARS} characters")
+    program = _compile(pattern, _CAPTURING)
+    return cast(Capturing, program)
+
+
+def _compile(pattern: str, options: re2.Options) -> _Program:
     if _refuses_byte_escape(pattern):
         raise RegexError("\\C (any byte) is not supported")
     try:
-        program: _Program = re2.compile(pattern, _OPTIONS)
+        program: _Program = re2.compile(pattern, options)
     except UnicodeEncodeError:
         raise RegexError("the pattern is not valid Unicode (a lone surrogate)") from None
     except re2.error as exc:
@@ -159,4 +195,4 @@ def compile_regex(pattern: str) -> Regex:
             f"the pattern compiles to {program.programsize} RE2 instructions, "
             f"more than {MAX_PROGRAM}"
         )
-    return Regex(pattern, program, None)
+    return program

@@ -60,11 +60,15 @@ def matrix(rows: Sequence[tuple[Mapping[str, str], Sequence[Point]]]) -> dict[st
     }
 
 
-def vector(rows: Sequence[tuple[Mapping[str, str], Point]]) -> dict[str, object]:
+def vector(
+    rows: Sequence[tuple[Mapping[str, str], Point]], keep_order: bool = False
+) -> dict[str, object]:
+    """Samples sorted by their labels, or, ``keep_order`` (an instant ``sort()``), as given."""
+    ordered = rows if keep_order else sorted(rows, key=lambda row: sorted(row[0].items()))
     return {
         "resultType": "vector",
         "result": [
             {"metric": dict(labels), "value": [format_time(t), format_value(v)]}
-            for labels, (t, v) in sorted(rows, key=lambda row: sorted(row[0].items()))
+            for labels, (t, v) in ordered
         ],
     }

@@ -85,7 +85,8 @@ def reference_prometheus(
 
 
 def normalise(data: Mapping[str, Any]) -> Answer | float:
-    """A query's ``data``: a scalar's value, or each series' points by its label set."""
+    """A query's ``data``: a scalar's value, or each series' points by its label set, in the
+    answer's order (a dict keeps it; :func:`same` compares it only when asked)."""
     kind, result = data["resultType"], data["result"]
     if kind == "scalar":
         return float(result[1])
@@ -98,12 +99,23 @@ def _point(p: Sequence[Any]) -> tuple[float, float]:
     return float(p[0]), float(p[1])
 
 
-def same(a: Answer | float, b: Answer | float, rel: float = 1e-9) -> bool:
-    """Equal label sets, timestamps and values to ``rel`` (NaN equals NaN)."""
+def same(a: Answer | float, b: Answer | float, rel: float = 1e-9, ordered: bool = False) -> bool:
+    """Equal label sets, timestamps and values to ``rel`` (NaN equals NaN); ``ordered`` (an
+    instant ``sort()``): the series' values in the same order too. Series of equal values may
+    come in any order, as Prometheus' sort is not stable, and each series' own value is
+    compared anyway, so the order of values is the whole of a sort's order."""
     if isinstance(a, float) or isinstance(b, float):
         return isinstance(a, float) and isinstance(b, float) and _close(a, b, rel)
     if a.keys() != b.keys():
         return False
+    if ordered:
+        values = [[v for _, v in points] for points in a.values()]
+        others = [[v for _, v in points] for points in b.values()]
+        if not all(
+            len(x) == len(y) and all(_close(p, q, rel) for p, q in zip(x, y, strict=True))
+            for x, y in zip(values, others, strict=True)
+        ):
+            return False
     for key, points in a.items():
         other = b[key]
         if len(points) != len(other):
