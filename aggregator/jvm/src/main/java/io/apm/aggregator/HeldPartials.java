@@ -237,10 +237,8 @@ public final class HeldPartials {
       if (overflowed) {
         this.overflowed = true;
       } else if (!this.overflowed) {
-        // Both terms are below 10^38 < 2^127 in magnitude, so the sum cannot wrap.
-        long sum = this.low + low;
-        this.high += high + (Long.compareUnsigned(sum, this.low) < 0 ? 1 : 0);
-        this.low = sum;
+        this.high = Partials.sumHigh(this.high, this.low, high, low);
+        this.low += low;
         this.nFixed += nFixed;
         this.overflowed = Partials.beyond(this.high, this.low);
       }
@@ -266,14 +264,15 @@ public final class HeldPartials {
     }
 
     Row row() {
-      boolean exact = !overflowed;
-      return RowFactory.create(
+      return Partials.row(
           Partials.seriesId(queryId, server),
           windowSeconds,
           end,
           n,
-          exact ? Partials.decimal(high, low) : null,
-          exact ? nFixed : 0L,
+          overflowed,
+          nFixed,
+          high,
+          low,
           floatSum,
           min,
           max,

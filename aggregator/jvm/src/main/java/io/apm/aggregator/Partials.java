@@ -35,6 +35,45 @@ public final class Partials {
   private static final long LIMIT_HIGH = BigInteger.TEN.pow(38).shiftRight(64).longValue();
   private static final long LIMIT_LOW = BigInteger.TEN.pow(38).longValue();
 
+  /**
+   * The high word of the 128-bit sum of (high, low) and (addHigh, addLow); its low word is {@code
+   * low + addLow}. Both terms are below 10^38 < 2^127 in magnitude, so the sum cannot wrap.
+   */
+  static long sumHigh(long high, long low, long addHigh, long addLow) {
+    return high + addHigh + (Long.compareUnsigned(low + addLow, low) < 0 ? 1 : 0);
+  }
+
+  /**
+   * A partial's row ({@link Dedup#PARTIALS}): an overflowed exact sum reports no exact value at
+   * all (null, and no exact count), which sends its window to the float sum.
+   */
+  static Row row(
+      String seriesId,
+      int windowSeconds,
+      long end,
+      long n,
+      boolean overflowed,
+      long nFixed,
+      long high,
+      long low,
+      double floatSum,
+      double min,
+      double max,
+      byte[] sketch) {
+    boolean exact = !overflowed;
+    return RowFactory.create(
+        seriesId,
+        windowSeconds,
+        end,
+        n,
+        exact ? decimal(high, low) : null,
+        exact ? nFixed : 0L,
+        floatSum,
+        min,
+        max,
+        sketch);
+  }
+
   /** Whether a 128-bit integer at scale 18 is 10^38 or more in magnitude. */
   static boolean beyond(long high, long low) {
     if (high < 0) { // its magnitude: the two's complement
@@ -276,10 +315,8 @@ public final class Partials {
       min = Math.min(min, value);
       max = Math.max(max, value);
       if (exact != null && !overflowed) {
-        // Both terms are below 10^38 < 2^127 in magnitude, so the sum cannot wrap.
-        long sum = low + exact[1];
-        high += exact[0] + (Long.compareUnsigned(sum, low) < 0 ? 1 : 0);
-        low = sum;
+        high = sumHigh(high, low, exact[0], exact[1]);
+        low += exact[1];
         nFixed++;
         overflowed = beyond(high, low);
       }
@@ -289,14 +326,15 @@ public final class Partials {
     }
 
     Row row() {
-      boolean exact = !overflowed;
-      return RowFactory.create(
+      return Partials.row(
           seriesId(query.queryId, server),
           query.windowSeconds,
           end,
           n,
-          exact ? decimal(high, low) : null,
-          exact ? nFixed : 0L,
+          overflowed,
+          nFixed,
+          high,
+          low,
           floatSum,
           min,
           max,
