@@ -44,17 +44,13 @@ JVM_OPS = {
 @dataclass(frozen=True)
 class ServerWrites:
     """Where and how the executors write: the storage settings (``keyspace`` overrides
-    theirs), requests in flight per task, rows per single-partition batch, partitions per
-    batch of a server's series (same replicas), and how long a transient failure is retried
-    before the batch fails (and is replayed)."""
+    theirs), requests in flight per task, rows per single-partition batch, and how long a
+    transient failure is retried before the batch fails (and is replayed)."""
 
     storage: StorageSettings
     keyspace: str
     concurrency: int = 64
     batch_rows: int = 32
-    # A server's series gets one row per window: batches of this many such partitions that
-    # share their replicas (1: one request a row). Cassandra warns past 10 partitions a batch.
-    spread_rows: int = 10
     retry_s: float = 60.0
 
     @classmethod
@@ -77,7 +73,6 @@ class ServerWrites:
             "protocol_version": str(s.protocol_version),
             "concurrency": str(self.concurrency),
             "batch_rows": str(self.batch_rows),
-            "spread_rows": str(self.spread_rows),
             "retry_ms": str(int(self.retry_s * 1000)),
         }
 

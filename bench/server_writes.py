@@ -1,10 +1,10 @@
 """The executors' writer of per-server results (aggregator/server_writes.py) alone, on the real
 Cassandra: rows/s for one window of N servers x Q queries (``evaluate``'s per-server rows made
-up in Spark), with a server's series written one request a partition and as batches of up to
-10 partitions of the same replicas, in the same run. Prints its figures; with --doc also into
-docs/BENCHMARKS.md.
+up in Spark), with single-partition batches of each of --batch-rows in the same run (a
+server_series partition holds the ~40 servers of a shard at 10,000 servers). Prints its
+figures; with --doc also into docs/BENCHMARKS.md.
 
-    python -m bench.server_writes [--servers 10000] [--queries 10] [--repeat 3] [--spreads 1,10]
+    python -m bench.server_writes [--servers 10000] [--queries 10] [--repeat 3] [--batch-rows 8,32]
 """
 
 from __future__ import annotations
@@ -25,12 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument(
-        "--batch-rows", type=int, default=32, help="rows per single-partition batch"
-    )
-    parser.add_argument(
-        "--spreads",
-        default="1,10",
-        help="partitions per batch of a server's series to compare, comma-separated",
+        "--batch-rows",
+        default="8,32",
+        help="rows per single-partition batch to compare, comma-separated",
     )
     parser.add_argument("--doc", action="store_true", help="also write docs/BENCHMARKS.md")
     args = parser.parse_args(argv)
@@ -51,9 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     queries = {f"q{i}": parse(text) for i in range(args.queries)}
     java = series_queries(spark, queries)
     rows_n = args.servers * args.queries
-    table = [["batches of a server's series", "rows", "median s", "rows/s (median)"]]
+    table = [["rows a partition batch", "rows", "median s", "rows/s (median)"]]
     try:
-        spreads = [int(x) for x in args.spreads.split(",")]
+        spreads = [int(x) for x in args.batch_rows.split(",")]
         results: dict[int, list[float]] = {spread: [] for spread in spreads}
         start = 1_900_000_000
         for i in range(args.repeat):
@@ -79,9 +76,7 @@ def main(argv: list[str] | None = None) -> int:
                     .persist()
                 )
                 frame.count()
-                writes = ServerWrites(
-                    StorageSettings(), keyspace, batch_rows=args.batch_rows, spread_rows=spread
-                )
+                writes = ServerWrites(StorageSettings(), keyspace, batch_rows=spread)
                 counts = WriteCounts(spark, f"swb-{i}-{spread}")
                 began = time.monotonic()
                 write(frame, java, writes, time.time(), counts)
@@ -91,12 +86,12 @@ def main(argv: list[str] | None = None) -> int:
                 if done["written"] == 0 or done["refused"]:
                     raise RuntimeError(f"the writer wrote {done}")
                 results[spread].append(took)
-                progress(f"spread {spread}: {rows_n:,} rows in {took:.2f} s ({done})")
+                progress(f"batch rows {spread}: {rows_n:,} rows in {took:.2f} s ({done})")
         for spread, times in results.items():
             med = statistics.median(times)
             table.append(
                 [
-                    "one request a partition" if spread == 1 else f"up to {spread} partitions",
+                    f"up to {spread}",
                     f"{rows_n:,}",
                     f"{med:.2f}",
                     f"{rows_n / med:,.0f}",
@@ -108,8 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         spark.stop()
     notes = (
         f"{args.servers:,} servers x {args.queries} BY server TOP 10 queries, one 10 s window: "
-        "each row written to server_results and window_servers "
-        f"({args.batch_rows} rows a partition batch), "
+        "each row written to server_series (partition: query, day, shard of 256) and "
+        "window_servers (partition: query, window) in single-partition batches, "
         "the day indexes, and every window ranked (its window read from window_servers "
         "before the task's writes, on the executor cache's first miss; the first repeat also "
         f"writes the day indexes); {args.repeat} repeats alternating, medians. Local "

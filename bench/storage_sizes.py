@@ -20,6 +20,7 @@ from apm.query import WindowResult
 from apm.ranking import OTHERS, Ranked
 from bench.base import progress, publish
 from storage.repository import Repository
+from storage.server_tables import server_shard
 from storage.settings import StorageSettings
 
 __all__ = ["main"]
@@ -47,11 +48,13 @@ def _nodetool(*args: str) -> str:
 
 
 def _write(repo: Repository, day0: int, now: float) -> None:
-    """One server's day of 10 s windows, one window of every server, rankings of an hour."""
-    server = "web-00001.dc1"
-    repo.upsert_results(
-        WindowResult("q-day", day0 + 10 * i, 10, VALUES, 1000, now, server) for i in range(8640)
-    )
+    """One shard's day of 10 s windows (the fleet's servers that share web-00001's shard),
+    one window of every server, rankings of an hour."""
+    shard = server_shard("web-00001.dc1")
+    for server in _shard_servers(shard):
+        repo.upsert_results(
+            WindowResult("q-day", day0 + 10 * i, 10, VALUES, 1000, now, server) for i in range(8640)
+        )
     repo.upsert_results(
         WindowResult("q-fleet", day0, 10, VALUES, 1000, now, f"web-{i:05d}.dc1")
         for i in range(SERVERS)
@@ -64,6 +67,11 @@ def _write(repo: Repository, day0: int, now: float) -> None:
             for k in range(360)
             for i in range(n + 1)
         )
+
+
+def _shard_servers(shard: int) -> list[str]:
+    names = (f"web-{i:05d}.dc1" for i in range(SERVERS))
+    return [name for name in names if server_shard(name) == shard]
 
 
 def main() -> int:
@@ -90,9 +98,10 @@ def main() -> int:
     rows = [
         ["table", "largest partition written", "size (<=)"],
         [
-            "server_results",
-            "one server, one day of 10 s windows (8,640 rows)",
-            size("server_results"),
+            "server_series",
+            f"one shard ({len(_shard_servers(server_shard('web-00001.dc1')))} of {SERVERS:,} "
+            "servers), one day of 10 s windows (8,640 rows a server)",
+            size("server_series"),
         ],
         ["window_servers", f"one window of {SERVERS:,} servers", size("window_servers")],
         ["result_servers", f"one day of {SERVERS:,} servers", size("result_servers")],

@@ -96,22 +96,19 @@ def read_range(
     page_size: int,
     ahead: int,
     profile: object,
-    server: str = "",
 ) -> Iterator[WindowResult]:
     """Windows of ``query_id`` with lo_ms <= window_start < hi_ms in ``buckets`` (ascending),
     ascending by window_start. ``stmt`` selects (window_start, window_seconds, vals, samples,
-    updated_at) for (query_id, bucket, lo_ms, hi_ms) with ``window_start >= ? AND < ?``; for
-    (query_id, server, bucket, lo_ms, hi_ms) when ``server`` is given (one server's series)."""
-    key = (query_id, server) if server else (query_id,)
+    updated_at) for (query_id, bucket, lo_ms, hi_ms) with ``window_start >= ? AND < ?``."""
 
     def bound() -> Iterator[Any]:
         for bucket in buckets:
-            statement = stmt.bind((*key, bucket, lo_ms, hi_ms))
+            statement = stmt.bind((query_id, bucket, lo_ms, hi_ms))
             statement.fetch_size = page_size
             yield statement
 
     for row in pipelined(session, bound(), ahead, profile):
-        yield window_result(query_id, row, server)
+        yield window_result(query_id, row)
 
 
 def pipelined(

@@ -29,6 +29,7 @@ __all__ = [
     "bucket_of",
     "migrate",
     "missing_tables",
+    "table_names",
 ]
 
 log = logging.getLogger(__name__)
@@ -142,6 +143,11 @@ def _existing(session: Any, keyspace: str) -> dict[str, int]:
         "SELECT table_name, default_time_to_live FROM system_schema.tables WHERE keyspace_name = ?"
     )
     return {row[0]: int(row[1] or 0) for row in session.execute(stmt, (keyspace,))}
+
+
+def table_names(session: Any, keyspace: str) -> set[str]:
+    """The tables ``keyspace`` has (none if it does not exist)."""
+    return set(_existing(session, keyspace))
 
 
 def _columns(session: Any, keyspace: str, table: str) -> set[str]:

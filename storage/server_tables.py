@@ -4,8 +4,15 @@ Created and migrated by ``storage.schema.migrate`` with the results tables (this
 holds their DDL, so that ``schema`` can import it without a circle). Sizes at 10,000 servers
 are in docs/storage.md, "Per-server series":
 
-- ``server_results``: one server's series, partition (query_id, server, day): a 24 h chart of
-  one server reads one partition (8,640 rows for 10 s windows).
+- ``server_series``: the servers' series, partition (query_id, day, shard), clustering
+  (server, window_start): the ~40 servers of one of the SERVER_SHARDS shards at 10,000 servers.
+  A window of a query is then ~256 single-partition batches (one mutation each) where one
+  partition a server made it 10,000 mutations; a 24 h chart of one server still reads one slice
+  of one partition (8,640 rows for 10 s windows). ``server_shard`` places a server (the Java
+  writer, io.apm.aggregator.ServerShard, computes the same).
+- ``server_results``: the layout before ``server_series`` (partition (query_id, server, day)),
+  no longer created or written. A keyspace that has it from an older release is read from it
+  too until the operator drops it, one retention after the upgrade (docs/storage.md).
 - ``window_servers``: every server's result of one window, partition (query_id, window_start),
   clustering server: ~10,000 rows, what the aggregator re-ranks a window from.
 - ``result_servers``: the servers of a query per day, partition (query_id, day).
@@ -21,17 +28,39 @@ are in docs/storage.md, "Per-server series":
 
 from __future__ import annotations
 
-__all__ = ["RANKING_BUCKET_SECONDS", "SERVER_TABLES", "server_ddl", "server_statements"]
+import zlib
+
+__all__ = [
+    "LEGACY_SERIES_TABLE",
+    "RANKING_BUCKET_SECONDS",
+    "SERVER_SHARDS",
+    "SERVER_TABLES",
+    "server_ddl",
+    "server_shard",
+    "server_statements",
+]
 
 # table -> True for an index (it outlives the rows it points to: retention + index extra).
 SERVER_TABLES = {
-    "server_results": False,
+    "server_series": False,
     "window_servers": False,
     "result_servers": True,
     "server_buckets": True,
     "rankings": False,
 }
 RANKING_BUCKET_SECONDS = 3600
+# Part of the stored layout: changing it moves every server to another partition, so it is a
+# migration, not a setting. 256 keeps a day partition near 44 MB at 10,000 servers and 10 s
+# windows (docs/storage.md, "Per-server series").
+SERVER_SHARDS = 256
+LEGACY_SERIES_TABLE = "server_results"
+
+
+def server_shard(server: str) -> int:
+    """The shard of ``server``'s series: CRC-32 of its UTF-8 name modulo SERVER_SHARDS, which
+    java.util.zip.CRC32 computes alike."""
+    return zlib.crc32(server.encode()) % SERVER_SHARDS
+
 
 _TWCS = (
     "compaction = {'class': 'TimeWindowCompactionStrategy', "
@@ -47,11 +76,12 @@ def server_ddl(keyspace: str, ttl_s: int, index_extra_s: int) -> dict[str, str]:
     ks, expiring = keyspace, f"default_time_to_live = {ttl_s} AND gc_grace_seconds = {_GC_GRACE_S}"
     index_ttl = f"default_time_to_live = {ttl_s + index_extra_s}"
     return {
-        "server_results": f"""
-            CREATE TABLE IF NOT EXISTS {ks}.server_results (
-                query_id text, server text, bucket int, window_start timestamp, {_VALUES},
-                PRIMARY KEY ((query_id, server, bucket), window_start))
-            WITH CLUSTERING ORDER BY (window_start DESC) AND {_TWCS} AND {expiring}""",
+        "server_series": f"""
+            CREATE TABLE IF NOT EXISTS {ks}.server_series (
+                query_id text, bucket int, shard int, server text, window_start timestamp,
+                {_VALUES},
+                PRIMARY KEY ((query_id, bucket, shard), server, window_start))
+            WITH {_TWCS} AND {expiring}""",
         "window_servers": f"""
             CREATE TABLE IF NOT EXISTS {ks}.window_servers (
                 query_id text, window_start timestamp, server text, {_VALUES},
@@ -90,9 +120,9 @@ def server_statements(keyspace: str) -> dict[str, str]:
     them in this order)."""
     ks = keyspace
     return {
-        "server_results": (
-            f"INSERT INTO {ks}.server_results (query_id, server, bucket, window_start, "
-            f"{_VALUE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?"
+        "server_series": (
+            f"INSERT INTO {ks}.server_series (query_id, bucket, shard, server, window_start, "
+            f"{_VALUE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?"
         ),
         "window_servers": (
             f"INSERT INTO {ks}.window_servers (query_id, window_start, server, {_VALUE_COLS}) "

@@ -1,8 +1,9 @@
 """Writes and reads of the per-server series of ``BY server`` queries (the tables of
 ``storage.server_tables``); ``storage.repository.Repository`` delegates to :class:`ServerStore`.
 
-A per-server row is written twice: to its server's series (``server_results``, what a chart of
-one server reads) and to its window's partition (``window_servers``, what a re-ranking reads),
+A per-server row is written twice: to its server's series (``server_series``, what a chart of
+one server reads; the legacy ``server_results`` is read too while a keyspace has it) and to
+its window's partition (``window_servers``, what a re-ranking reads),
 each ``USING TIMESTAMP`` = its updated_at like the results, so a replayed older version never
 overwrites a newer one. The indexes are written first, a reader never sees rows they do not
 point to: ``server_buckets`` (the query's days) and ``result_servers`` (a day's servers), each
@@ -17,10 +18,10 @@ from typing import Any
 from apm.model import server_name_error
 from apm.query import WindowResult
 from storage import codec
-from storage.driver import execute_many, execute_spread
-from storage.reader import bucket_span, ms_ceil, pipelined, read_range, span_ms
-from storage.schema import IndexRows, bucket_of
-from storage.server_tables import server_statements
+from storage.driver import execute_many
+from storage.reader import bucket_span, ms_ceil, pipelined, span_ms
+from storage.schema import IndexRows, bucket_of, table_names
+from storage.server_tables import LEGACY_SERIES_TABLE, server_shard, server_statements
 
 __all__ = ["ServerStore"]
 
@@ -36,15 +37,24 @@ class ServerStore:
         self.ahead = min(8, concurrency)  # partitions read ahead (storage.reader)
         ks = keyspace
         writes = server_statements(ks)
-        self._put_series = self._prep(writes["server_results"])
+        self._put_series = self._prep(writes["server_series"])
         self._put_window = self._prep(writes["window_servers"])
         self._put_server = self._prep(writes["result_servers"])
         self._put_bucket = self._prep(writes["server_buckets"])
         self._put_newest = self._prep(writes["newest"])
         self._series = self._prep(
-            f"SELECT {_COLS} FROM {ks}.server_results WHERE query_id = ? AND server = ? "
-            "AND bucket = ? AND window_start >= ? AND window_start < ? ORDER BY window_start ASC"
+            f"SELECT {_COLS} FROM {ks}.server_series WHERE query_id = ? AND bucket = ? "
+            "AND shard = ? AND server = ? AND window_start >= ? AND window_start < ?"
         )
+        # A keyspace from before server_series keeps its older rows there: read both (one
+        # partition more a day) until the operator drops it (docs/storage.md).
+        self._legacy = None
+        if LEGACY_SERIES_TABLE in table_names(session, ks):
+            self._legacy = self._prep(
+                f"SELECT {_COLS} FROM {ks}.{LEGACY_SERIES_TABLE} WHERE query_id = ? "
+                "AND server = ? AND bucket = ? AND window_start >= ? AND window_start < ? "
+                "ORDER BY window_start ASC"
+            )
         self._window = self._prep(
             f"SELECT server, {_COLS} FROM {ks}.window_servers "
             "WHERE query_id = ? AND window_start = ?"
@@ -89,24 +99,18 @@ class ServerStore:
             days_servers.setdefault((qid, day), []).append((qid, day, server))
         self._many(self._put_server, list(days_servers.values()))
         self._indexed.written(servers)
-        series: dict[tuple[str, str, int], list[tuple[Any, ...]]] = {}
+        series: dict[tuple[str, int, int], list[tuple[Any, ...]]] = {}
         windows: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
         newest: dict[str, float] = {}
         for (qid, server, ms), r in rows.items():
             values, bucket = codec.result_columns(r), bucket_of(r.window_start)
-            series.setdefault((qid, server, bucket), []).append((qid, server, bucket, ms, *values))
+            shard = server_shard(server)
+            series.setdefault((qid, bucket, shard), []).append(
+                (qid, bucket, shard, server, ms, *values)
+            )
             windows.setdefault((qid, ms), []).append((qid, ms, server, *values))
             newest[qid] = max(newest.get(qid, 0.0), r.updated_at)
-        # Mostly one row per partition (one window of each server): batched by replicas.
-        flat = [p for group in series.values() for p in group]
-        execute_spread(
-            self.session,
-            self._put_series,
-            flat,
-            keyspace=self.keyspace,
-            concurrency=self.concurrency,
-            profile=self.profile,
-        )
+        self._many(self._put_series, list(series.values()))
         self._many(self._put_window, list(windows.values()))
         self._many(
             self._put_newest,
@@ -130,18 +134,47 @@ class ServerStore:
         if (err := server_name_error(server)) is not None:
             raise ValueError(err)
         lo, hi = span_ms(start, end, page_size)
-        return read_range(
-            self.session,
-            self._series,
-            query_id,
-            self.days(query_id, lo, hi),
-            lo,
-            hi,
-            page_size=page_size,
-            ahead=self.ahead,
-            profile=self.profile,
-            server=server,
+        days, shard = self.days(query_id, lo, hi), server_shard(server)
+
+        def bound() -> Iterator[Any]:
+            for day in days:
+                statement = self._series.bind((query_id, day, shard, server, lo, hi))
+                statement.fetch_size = page_size
+                yield statement
+
+        rows = (
+            codec.window_result(query_id, row, server)
+            for row in pipelined(self.session, bound(), self.ahead, self.profile)
         )
+        if self._legacy is None:
+            return rows
+        return self._with_legacy(self._legacy, rows, (query_id, server), days, (lo, hi), page_size)
+
+    def _with_legacy(
+        self,
+        legacy: Any,
+        rows: Iterator[WindowResult],
+        series: tuple[str, str],
+        days: list[int],
+        span: tuple[int, int],
+        page_size: int,
+    ) -> Iterator[WindowResult]:
+        """``rows`` merged with the legacy table's rows of the same days: a day at a time (each
+        side ascending), the newer version of a window where both hold it (a window refined
+        after the upgrade)."""
+        (query_id, server), (lo, hi) = series, span
+
+        def bound() -> Iterator[Any]:
+            for day in days:
+                statement = legacy.bind((query_id, server, day, lo, hi))
+                statement.fetch_size = page_size
+                yield statement
+
+        old = (
+            codec.window_result(query_id, row, server)
+            for row in pipelined(self.session, bound(), self.ahead, self.profile)
+        )
+        yield from _merged(rows, old)
 
     def read_window(self, query_id: str, window_start: float) -> Iterator[WindowResult]:
         """Every server's row of one window, by server name (one partition, paged)."""
@@ -166,3 +199,18 @@ class ServerStore:
         """updated_at of the query's newest per-server row (None if it has none)."""
         row = self.session.execute(self._newest, (query_id,), execution_profile=self.profile).one()
         return None if row is None else codec.epoch(row[0])
+
+
+def _merged(new: Iterator[WindowResult], old: Iterator[WindowResult]) -> Iterator[WindowResult]:
+    """Two ascending series as one, the newer ``updated_at`` where both have a window."""
+    a, b = next(new, None), next(old, None)
+    while a is not None or b is not None:
+        if b is None or (a is not None and a.window_start < b.window_start):
+            yield a  # type: ignore[misc]
+            a = next(new, None)
+        elif a is None or b.window_start < a.window_start:
+            yield b
+            b = next(old, None)
+        else:
+            yield a if a.updated_at >= b.updated_at else b
+            a, b = next(new, None), next(old, None)

@@ -41,46 +41,11 @@ public final class CassandraSink implements WriteSink {
 
   private final CqlSession session;
   private final Map<String, PreparedStatement> inserts;
-  private final java.util.Set<String> spread;
-  private final int spreadRows;
 
   public CassandraSink(CqlSession session, Map<String, String> insertCql) {
-    this(session, insertCql, java.util.Set.of(), 1);
-  }
-
-  /**
-   * {@code spread}: the tables whose rows are mostly one per partition (a server's series:
-   * one row per server and window), sent as batches of up to {@code spreadRows} partitions
-   * that have the same replicas. Cassandra warns past 10 partitions in a batch
-   * (unlogged_batch_across_partitions_warn_threshold); the Python side measured such batches
-   * at 3x the rate of one request a row (storage/driver.py, execute_spread).
-   */
-  public CassandraSink(
-      CqlSession session, Map<String, String> insertCql, java.util.Set<String> spread, int spreadRows) {
     this.session = session;
     this.inserts = new ConcurrentHashMap<>();
     insertCql.forEach((table, cql) -> inserts.put(table, prepare(session, cql)));
-    this.spread = spread;
-    this.spreadRows = spreadRows;
-  }
-
-  @Override
-  public Object group(String table, List<Object> partition, Object[] row) {
-    if (!spread.contains(table)) {
-      return partition;
-    }
-    var tokens = session.getMetadata().getTokenMap();
-    var key = inserts.get(table).bind(row).getRoutingKey();
-    if (tokens.isEmpty() || key == null) {
-      return partition;
-    }
-    var keyspace = inserts.get(table).getVariableDefinitions().get(0).getKeyspace();
-    return tokens.get().getReplicas(keyspace, key);
-  }
-
-  @Override
-  public int batchRows(String table) {
-    return spread.contains(table) ? spreadRows : -1;
   }
 
   public static PreparedStatement prepare(CqlSession session, String cql) {

@@ -79,11 +79,10 @@ public final class ResultWriter {
   public void add(String table, List<Object> partition, Object[] row) {
     List<Object> key = new ArrayList<>(2);
     key.add(table);
-    key.add(sink.group(table, partition, row));
+    key.add(partition);
     List<Object[]> batch = pending.computeIfAbsent(key, k -> new ArrayList<>());
     batch.add(row);
-    int limit = sink.batchRows(table);
-    if (batch.size() >= (limit > 0 ? limit : batchRows)) {
+    if (batch.size() >= batchRows) {
       pending.remove(key);
       send(table, batch);
     }

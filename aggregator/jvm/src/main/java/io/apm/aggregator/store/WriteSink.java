@@ -14,18 +14,4 @@ public interface WriteSink {
 
   /** Whether a failure of {@link #write} may pass if the same rows are sent again. */
   boolean isTransient(Throwable failure);
-
-  /**
-   * The rows that may share a batch with this one: by default its partition (a single-partition
-   * batch is one mutation). A sink may group the partitions of one replica set instead
-   * ({@link CassandraSink}), which {@link #batchRows} then caps.
-   */
-  default Object group(String table, List<Object> partition, Object[] row) {
-    return partition;
-  }
-
-  /** At most this many rows in one batch of {@code table}, or -1: the writer's own limit. */
-  default int batchRows(String table) {
-    return -1;
-  }
 }

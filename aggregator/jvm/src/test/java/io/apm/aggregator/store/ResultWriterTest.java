@@ -88,10 +88,10 @@ class ResultWriterTest {
     for (int i = 0; i < 7; i++) {
       w.add("window_servers", List.of("q", 10L), row(i)); // one partition
     }
-    w.add("server_results", List.of("q", "a", 1), row(0));
-    w.add("server_results", List.of("q", "b", 1), row(1));
+    w.add("server_series", List.of("q", "a", 1), row(0));
+    w.add("server_series", List.of("q", "b", 1), row(1));
     w.flush();
-    assertEquals(List.of("window_servers:3", "window_servers:3", "window_servers:1", "server_results:1", "server_results:1"), sink.batches);
+    assertEquals(List.of("window_servers:3", "window_servers:3", "window_servers:1", "server_series:1", "server_series:1"), sink.batches);
     assertEquals(9, w.rows());
   }
 
