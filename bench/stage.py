@@ -23,9 +23,27 @@ from loadgen.runner import run_load
 from loadgen.settings import LoadgenSettings
 from loadgen.truth import TruthCollector
 
-__all__ = ["Procs", "Stage", "check_results", "cpu_seconds", "wire_bytes_per_sample"]
+__all__ = [
+    "Procs",
+    "Stage",
+    "cassandra_pids",
+    "check_results",
+    "cpu_seconds",
+    "wire_bytes_per_sample",
+]
 
 FRESHNESS_TARGET_S = 5.0
+
+
+def cassandra_pids() -> list[int]:
+    """The stack's Cassandra (its pid file), or none when the stack is not this machine's."""
+    from launch.stack.config import StackSettings
+
+    pidfile = StackSettings().var / "cassandra" / "cassandra.pid"
+    try:
+        return [int(pidfile.read_text().strip())]
+    except (OSError, ValueError):
+        return []
 
 
 def cpu_seconds(pids: dict[str, list[int]], own: tuple[str, ...] = ()) -> dict[str, float]:

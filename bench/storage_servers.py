@@ -17,9 +17,11 @@ from functools import partial
 from apm.query import WindowResult
 from apm.ranking import OTHERS, Ranked
 from bench.base import progress, publish
+from bench.stage import cassandra_pids, cpu_seconds
 from storage.codec import result_columns
 from storage.driver import execute_many
 from storage.repository import Repository
+from storage.server_tables import server_shard
 from storage.settings import StorageSettings
 
 __all__ = ["main"]
@@ -48,30 +50,67 @@ def _ranking(qid: str, start: int, now: float) -> list[Ranked]:
     ]
 
 
+LAYOUTS = {
+    "shard": "server_series (a partition per query, day and shard of 256), batched by partition",
+    "server": "a partition per query, server and day (the layout before), one request a row",
+    "server10": "the same, unlogged batches of 10 partitions (as that layout was written)",
+}
+_CASSANDRA = {"cassandra": cassandra_pids()}
 _LEGACY = """CREATE TABLE IF NOT EXISTS {ks}.bench_server_results (
     query_id text, server text, bucket int, window_start timestamp, window_seconds int,
     vals frozen<map<text, double>>, samples bigint, updated_at timestamp,
     PRIMARY KEY ((query_id, server, bucket), window_start))"""
 
 
-def _partition_a_server(repo: Repository, rows: list[WindowResult]) -> None:
-    """What upsert_results writes for ``rows`` (indexes aside), but each server's series row
-    in a partition of its own, one request each: the layout before server_series (a
-    partition per query, server and day), in a table of the bench's keyspace."""
+def _series_only(repo: Repository, rows: list[WindowResult], layout: str) -> None:
+    """The series rows of ``rows`` alone, in ``layout``: "shard" (server_series, batched by
+    partition as upsert_results does), "server" (a partition a server, the layout before
+    server_series, one request each) or "server10" (the same, unlogged batches of 10
+    partitions, as that layout was written)."""
     store = repo._servers  # the comparison needs the statements themselves
+    many = {"concurrency": repo.concurrency, "profile": repo.profile}
+    if layout == "shard":
+        groups: dict[tuple[str, int, int], list[tuple[object, ...]]] = {}
+        for r in rows:
+            day, shard = int(r.window_start // DAY), server_shard(r.server)
+            ms, cols = round(r.window_start * 1000), result_columns(r)
+            groups.setdefault((r.query_id, day, shard), []).append(
+                (r.query_id, day, shard, r.server, ms, *cols)
+            )
+        execute_many(repo.session, store._put_series, list(groups.values()), **many)  # type: ignore[arg-type]
+        return
     put = repo.session.prepare(
         f"INSERT INTO {repo.keyspace}.bench_server_results (query_id, server, bucket, "
         "window_start, window_seconds, vals, samples, updated_at) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?"
     )
-    series, window = [], []
-    for r in rows:
-        ms, cols = round(r.window_start * 1000), result_columns(r)
-        series.append([(r.query_id, r.server, int(r.window_start // DAY), ms, *cols)])
-        window.append((r.query_id, ms, r.server, *cols))
-    many = {"concurrency": repo.concurrency, "profile": repo.profile}
-    execute_many(repo.session, put, series, **many)  # type: ignore[arg-type]
-    execute_many(repo.session, store._put_window, [window], **many)  # type: ignore[arg-type]
+    params = [
+        (r.query_id, r.server, int(r.window_start // DAY), round(r.window_start * 1000), *cols)
+        for r in rows
+        for cols in (result_columns(r),)
+    ]
+    if layout == "server":
+        execute_many(repo.session, put, [[p] for p in params], **many)  # type: ignore[arg-type]
+        return
+    from cassandra.concurrent import execute_concurrent
+    from cassandra.query import BatchStatement, BatchType
+
+    batches = []
+    for i in range(0, len(params), 10):
+        batch = BatchStatement(batch_type=BatchType.UNLOGGED)
+        for p in params[i : i + 10]:
+            batch.add(put, p)
+        batches.append((batch, ()))
+    execute_concurrent(
+        repo.session, batches, concurrency=repo.concurrency, raise_on_first_error=True
+    )
+
+
+def _timed_cpu(run: Callable[[], object]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the stack's Cassandra) of ``run``."""
+    before = cpu_seconds(_CASSANDRA)["cassandra"]
+    wall = _timed(run)
+    return wall, cpu_seconds(_CASSANDRA)["cassandra"] - before
 
 
 def _timed(run: Callable[[], object]) -> float:
@@ -97,16 +136,18 @@ def main() -> int:
         repo.session.execute(_LEGACY.format(ks=keyspace))
         progress(f"upserting windows of {SERVERS} servers, by shard and a partition a server")
         first = _timed(partial(repo.upsert_results, _fleet(fleet_q, today, now)))  # + indexes
-        fleet, single, plain = [], [], []
+        fleet, plain = [], []
+        layouts: dict[str, list[tuple[float, float]]] = {name: [] for name in LAYOUTS}
         plain_rows = [
             WindowResult(f"{plain_q}-{i % 100}", today + 10 * (i // 100), 10, VALUES, 10, now)
             for i in range(SERVERS)
         ]
-        for k in range(1, PAIRS + 1):  # interleaved, so that the machine's load hits all three
+        for k in range(1, PAIRS + 1):  # interleaved, so that the machine's load hits all
             fleet.append(_timed(partial(repo.upsert_results, _fleet(fleet_q, today + 10 * k, now))))
-            later = _fleet(fleet_q, today + 10 * (PAIRS + k), now)
-            single.append(_timed(partial(_partition_a_server, repo, later)))
             plain.append(_timed(partial(repo.upsert_results, plain_rows)))
+            for j, layout in enumerate(LAYOUTS):
+                later = _fleet(fleet_q, today + 10 * (PAIRS * (j + 1) + k), now)
+                layouts[layout].append(_timed_cpu(partial(_series_only, repo, later, layout)))
         progress("one server's day: 8,640 windows")
         repo.upsert_results(
             WindowResult(day_q, today - DAY + 10 * i, 10, VALUES, 10, now, "web-00001")
@@ -125,7 +166,7 @@ def main() -> int:
     finally:
         repo.session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")
         repo.close()
-    steady, single_s, plain_s = (statistics.median(t) for t in (fleet, single, plain))
+    steady, plain_s = (statistics.median(t) for t in (fleet, plain))
     rows = [
         ["operation", "time", "rate"],
         [
@@ -138,12 +179,15 @@ def main() -> int:
             f"{steady * 1000:.0f} ms",
             f"{SERVERS / steady:,.0f} rows/s",
         ],
-        [
-            "same rows, each server's series row in a partition of its own (the layout "
-            "before server_series), one request each",
-            f"{single_s * 1000:.0f} ms",
-            f"{SERVERS / single_s:,.0f} rows/s",
-        ],
+        *(
+            [
+                f"{LAYOUTS[name]}: {SERVERS:,} series rows alone, Cassandra CPU "
+                f"{statistics.median(c for _, c in runs) / SERVERS * 1e6:.0f} us a row",
+                f"{statistics.median(t for t, _ in runs) * 1000:.0f} ms",
+                f"{SERVERS / statistics.median(t for t, _ in runs):,.0f} rows/s",
+            ]
+            for name, runs in layouts.items()
+        ),
         [
             f"upsert_results, {SERVERS:,} plain rows (100 queries x 100 windows)",
             f"{plain_s * 1000:.0f} ms",
@@ -177,12 +221,14 @@ def main() -> int:
         ],
     ]
     notes = (
-        f"Median of {REPEATS} runs (the three upserts compared: of {PAIRS} interleaved runs; "
+        f"Median of {REPEATS} runs (the upserts compared: of {PAIRS} interleaved runs; "
         "the first window: one run), local single-node Cassandra 5 (rf 1), one "
         "client process, concurrency 64, 4 functions a row, on the shared 2-core machine: "
         "read the same-run ratios (per-server rows against plain ones) more than the absolute "
         "figures. A per-server row is written twice (its server's series and its window's "
-        "partition), plus the day's server list once an hour per server."
+        "partition), plus the day's server list once an hour per server. The series rows "
+        "alone, in each layout: Cassandra's CPU time (user + system, /proc) over the rows, "
+        "what a layout costs the cores it shares, least moved by other work on them."
     )
     return publish(
         "storage-servers", "Storage: per-server series and rankings", COMMAND, rows, notes
