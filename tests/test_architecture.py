@@ -3,8 +3,9 @@
 - ``apm`` is the shared contract: it imports no other package of this project (``apm.cli``
   names the components' CLIs as strings and imports them lazily).
 - Each component imports the contract and, where data flows from storage to it, ``storage``;
-  never another component, and never ``bench``. Only a component's own ``cli.py`` may use
-  ``launch`` to start itself.
+  never another component, never ``launch`` (not even its CLI: launch hands a component what
+  it needs from the machine, the aggregator's jars say, and runs peers such as Alertmanager
+  itself), and never ``bench``.
 - ``launch`` (running the platform on one machine) sits above the components; ``bench`` above
   everything. Neither is imported by product code.
 
@@ -68,8 +69,6 @@ def test_a_component_imports_the_contract_and_storage_only(component: str):
     bad = {}
     for path in _modules(component):
         extra = _imports(path) - allowed
-        if path.name == "cli.py" and path.parent.name == component:
-            extra -= {"launch"}  # a component's CLI may start itself through launch
         if extra:
             bad[str(path.relative_to(ROOT))] = extra
     assert not bad
