@@ -7,6 +7,7 @@
 - ``run.py``: ``apm run`` / ``make run``, which starts the engines and then that table.
 - ``supervisor.py``: pid files, logs, health waits and stops for any background process.
 - ``probe.py``: ``http_ok`` and ``free_port``.
+- ``jvm.py``: the JVM helpers the engine launchers share (JDK check, command line, options).
 - ``restarts.py``: ``apm run``'s restart policy for a component found dead.
 - ``alertmanager.py``: Debian's Alertmanager for ``make run``, run by the process table itself.
 - ``cluster/``: the multi-node cluster on one machine (``apm cluster up|down|status``).

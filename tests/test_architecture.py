@@ -10,6 +10,8 @@
   everything. Neither is imported by product code.
 
 And each package's docstring is a true map: it names every module and subpackage it holds.
+No product module imports another module's private (``_``) name: what is shared is public, in
+the module that owns it (``launch/jvm.py`` for the JVM helpers, say).
 """
 
 from __future__ import annotations
@@ -83,6 +85,21 @@ def test_nothing_outside_the_tests_imports_them():
     for package in FIRST_PARTY - {"tests"}:
         for path in _modules(package):
             assert "tests" not in _imports(path), path
+
+
+def test_no_module_imports_another_modules_private_names():
+    bad = []
+    for package in FIRST_PARTY - {"tests"}:
+        for path in _modules(package):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module):
+                    continue
+                if node.module.split(".")[0] not in FIRST_PARTY:
+                    continue
+                private = [a.name for a in node.names if a.name.startswith("_")]
+                if private:
+                    bad.append(f"{path.relative_to(ROOT)}: {node.module} {private}")
+    assert not bad, bad
 
 
 # A module is named in a map as ``name``, ``name.py`` or ``name/`` (any of several in one
