@@ -38,6 +38,7 @@ __all__ = [
     "dashboard",
     "dashboard_token",
     "ingest",
+    "ingest_key",
     "ingest_url",
     "loadgen",
 ]
@@ -186,6 +187,22 @@ def dashboard_token(home: Path) -> str:
         token_file.touch(mode=0o600)
         token_file.write_text(secrets.token_urlsafe(24) + "\n")
     return token_file.read_text().strip()
+
+
+def ingest_key(home: Path, label: str) -> tuple[Path, str]:
+    """The keys file of an ingest started here and its one key, created once: the key in
+    ``home/ingest.key`` (mode 600), for the agents and the load generator; both are made again
+    when either is missing, so the file never holds a key the keys file does not."""
+    from ingest.auth import add_key
+
+    keys, key_file = Path(home) / "ingest.keys", Path(home) / "ingest.key"
+    if not key_file.exists() or not keys.exists():
+        keys.unlink(missing_ok=True)
+        key_file.parent.mkdir(parents=True, exist_ok=True)
+        key = add_key(keys, label=label)
+        key_file.touch(mode=0o600)
+        key_file.write_text(key + "\n")
+    return keys, key_file.read_text().strip()
 
 
 def agent(

@@ -82,6 +82,18 @@ def test_dashboard_token_is_created_once_private(tmp_path: Path):
     assert (tmp_path / "d" / "dashboard.token").stat().st_mode & 0o077 == 0
 
 
+def test_the_ingest_key_is_created_once_private_and_accepted_by_its_keys_file(tmp_path: Path):
+    from ingest.auth import KeyFile
+
+    keys, key = processes.ingest_key(tmp_path / "h", "make-run")
+    assert processes.ingest_key(tmp_path / "h", "other") == (keys, key)  # once
+    assert (tmp_path / "h" / "ingest.key").stat().st_mode & 0o077 == 0
+    assert KeyFile(keys).check(key) and not KeyFile(keys).check(key + "x")
+    keys.unlink()  # a key file without its keys file is made again, both together
+    _, again = processes.ingest_key(tmp_path / "h", "make-run")
+    assert again != key and KeyFile(keys).check(again)
+
+
 def test_no_secret_reaches_a_command_line_that_ps_shows(tmp_path: Path):
     """`make run` (apm run) hands the ingest key to the agent and the load generator, and the
     dashboard its token, through the environment: no argv holds them, whole or in part."""
