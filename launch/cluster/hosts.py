@@ -22,9 +22,12 @@ Root only (``ip netns``). Network faults between these hosts: launch.cluster.fau
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import os
 import re
 import shutil
+import signal
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -95,7 +98,8 @@ def namespaces() -> list[str]:
 
 def sweep(tier: str | None = None) -> list[str]:
     """Removes the namespaces (and their /etc/netns files) of ``tier``, or of every tier:
-    what a run left behind when it crashed. Removing a namespace removes its veth ends."""
+    what a run left behind when it crashed, processes inside them included (killed).
+    Removing a namespace removes its veth ends and its packet filters."""
     mine = f"{PREFIX}{tier}" if tier else None
 
     def ours(name: str) -> bool:
@@ -105,6 +109,11 @@ def sweep(tier: str | None = None) -> list[str]:
 
     gone = sorted(n for n in namespaces() if ours(n))
     for name in gone:
+        # A process left inside (a crashed run's server) would keep the namespace, and its
+        # links, alive after its name is deleted: it goes first.
+        for pid in _ip("netns", "pids", name, check=False).stdout.split():
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(pid), signal.SIGKILL)
         _ip("netns", "delete", name, check=False)  # gone meanwhile: fine
     if NETNS_ETC.is_dir():
         for path in NETNS_ETC.iterdir():

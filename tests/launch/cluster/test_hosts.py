@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import signal
 import uuid
 from collections.abc import Iterator
 
@@ -87,9 +88,11 @@ def test_a_tier_left_behind_by_a_crash_is_swept() -> None:
     require_netns()
     tier = "t" + uuid.uuid4().hex[:8]
     left = Hosts(tier, ["a", "b"]).up()  # never taken down, as if the run had died
+    server = left.popen("a", ["sleep", "600"])  # and a process of it still inside a host
     mine = {left.lan, left["a"].netns, left["b"].netns}
     assert mine <= set(namespaces())
     again = Hosts(tier, ["a", "b"]).up()  # up() starts from nothing: the leftover goes first
+    assert server.wait(10) == -signal.SIGKILL  # it would have held the old namespace alive
     assert sorted(again.down()) == sorted(mine)
     assert not mine & set(namespaces())
     assert not any((NETNS_ETC / n).exists() for n in mine)
