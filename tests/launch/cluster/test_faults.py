@@ -44,10 +44,12 @@ def _reachable(echo: EchoHosts) -> set[tuple[str, str]]:
 ALL = {(a, b) for a in NAMES for b in NAMES if a != b}
 
 
-def test_this_machine_can_partition_but_has_no_netem() -> None:
-    """What the fault layer is built on here; netem's absence is why slow links need a proxy."""
+def test_this_machine_can_partition() -> None:
+    """What the fault layer is built on. netem is only reported: this machine has none, which
+    is why slow links are to come from a TCP proxy, but a machine with it is no defect."""
     require_netns()
-    assert supported() == {"partition": True, "netem": False}
+    found = supported()
+    assert found["partition"] is True and isinstance(found["netem"], bool)
 
 
 def test_a_cut_pair_stops_reaching_each_other_and_a_heal_brings_it_back(
