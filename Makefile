@@ -48,17 +48,18 @@ run: up  ## install, fetch, start the engines, then the whole platform (Ctrl-C s
 	$(APM) run
 
 browser: debs
-debs:  ## Debian's packages the tests use as real peers: chromium + chromedriver (browser tests), docker-compose (compose config test), nginx (the cluster's load balancer), prometheus (interop), prometheus-alertmanager (alerting), systemd (systemd-analyze rates the agent's unit), openssl (the TLS tests' CA); mmdebstrap, dpkg-dev, lintian, ansible-core, iproute2 (the agent's .deb on a clean root)
+debs:  ## Debian's packages the tests use as real peers: chromium + chromedriver (browser tests), docker-compose (compose config test), nginx (the cluster's load balancer), prometheus (interop), prometheus-alertmanager (alerting), systemd (systemd-analyze rates the agent's unit), openssl (the TLS tests' CA); mmdebstrap, dpkg-dev, lintian, ansible-core, iproute2 (the agent's .deb on a clean root; hosts as network namespaces), nftables (network faults between those hosts)
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null && \
 	  command -v docker-compose >/dev/null && command -v nginx >/dev/null && \
 	  command -v prometheus >/dev/null && command -v prometheus-alertmanager >/dev/null && \
 	  command -v systemd-analyze >/dev/null && command -v openssl >/dev/null && \
 	  command -v mmdebstrap >/dev/null && \
 	  command -v dpkg-architecture >/dev/null && command -v lintian >/dev/null && \
-	  command -v ansible-playbook >/dev/null && command -v ip >/dev/null || \
+	  command -v ansible-playbook >/dev/null && command -v ip >/dev/null && \
+	  command -v nft >/dev/null || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	      chromium chromium-driver docker-compose nginx prometheus prometheus-alertmanager systemd \
-	      openssl mmdebstrap dpkg-dev lintian ansible-core iproute2; }
+	      openssl mmdebstrap dpkg-dev lintian ansible-core iproute2 nftables; }
 
 agent-deb: install  ## the agent as a Debian package: dist/apm-agent_<version>_<arch>.deb (VERSION=... to override), then lintian
 	deploy/deb/build.sh $(if $(VERSION),--version $(VERSION))
@@ -84,8 +85,8 @@ endef
 test: install lint test-jvm jars debs  ## lint, the JVM unit tests, then every tier against the real engines
 	$(call run_pytest,-m "(unit or integration or e2e) and not cluster" tests)
 
-test-cluster: install jars debs  ## the cluster tier: faults injected into the multi-node cluster (< 20 min)
-	$(call run_pytest,-m cluster tests/cluster)
+test-cluster: install jars debs  ## the cluster tier: faults injected into the multi-node cluster (< 20 min), and hosts as network namespaces (root)
+	$(call run_pytest,-m cluster tests/cluster tests/launch/cluster)
 
 test-jvm:  ## the unit tests of the aggregator's JVM operator (aggregator/jvm), through Maven
 	mvn -q -B -f aggregator/jvm/pom.xml test -DbuildDir=$(CURDIR)/.cache/jvm-test

@@ -67,7 +67,7 @@ def _run(args: argparse.Namespace) -> int:
     import threading
 
     settings = _settings(args)
-    if settings is None:
+    if settings is None or _jars_missing(settings):
         return 2
     from aggregator.job import Aggregator
     from aggregator.lag import KafkaOffsets
@@ -106,7 +106,7 @@ def _session(settings: AggregatorSettings) -> Any:
 
     return build_session(
         settings.identity,
-        jars=_local_jars(),
+        jars=_local_jars(settings),
         master=settings.spark_master or None,
         driver_memory=settings.driver_memory,
         extra=settings.spark_conf,
@@ -127,16 +127,25 @@ def _not_covered(keyspace: str | None) -> list[str]:
         return []
 
 
-def _local_jars() -> list[str]:
-    """The Kafka connector from the local jar cache (``apm stack fetch``). Under spark-submit
-    the cluster hands the jars in with ``--jars`` and this is not asked."""
+def _local_jars(settings: AggregatorSettings) -> list[str]:
+    """The jars whoever started the job handed in (``APM_AGGREGATOR_JARS``). Under
+    spark-submit the cluster hands them in with ``--jars`` and this is not asked."""
     from aggregator.session import under_spark_submit
 
-    if under_spark_submit():
-        return []
-    from launch.stack.jars import spark_jars
+    return [] if under_spark_submit() else settings.jar_list
 
-    return spark_jars()
+
+def _jars_missing(settings: AggregatorSettings) -> bool:
+    from aggregator.session import under_spark_submit
+
+    if under_spark_submit() or settings.jar_list:
+        return False
+    print(
+        "apm aggregator: no jars for Spark (the Kafka connector and the JVM operator): set "
+        "APM_AGGREGATOR_JARS=$(apm stack jars), or start it through `apm run`",
+        file=sys.stderr,
+    )
+    return True
 
 
 def _status(args: argparse.Namespace) -> int:

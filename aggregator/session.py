@@ -3,7 +3,8 @@
 Settings that matter on a small machine (docs/reference measurements): shuffle partitions equal
 to the core count (the default 200 is ~50x slower), the UI off, loopback binding, a capped
 driver heap, and the Kafka connector's jars handed in through ``spark.jars`` by the caller (the
-CLI takes them from the local jar cache; under spark-submit they come with ``--jars``).
+CLI takes them from ``APM_AGGREGATOR_JARS``, which ``apm run`` fills from the local jar cache;
+under spark-submit they come with ``--jars``).
 
 Per-task overhead matters because the Kafka source makes one task and one cached consumer per
 topic-partition with new data: the consumer cache is sized far above any partition count we

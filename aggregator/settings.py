@@ -81,6 +81,10 @@ class AggregatorSettings(BaseSettings):
     # ``{"spark.cores.max": "1", "spark.executor.memory": "768m"}``) sizing its executors.
     spark_master: str = ""
     spark_conf: dict[str, str] = Field(default_factory=dict)
+    # The jars Spark loads (comma-separated paths): the Kafka connector and the aggregator's
+    # JVM operator. Whoever starts the job hands them in (``apm run`` and ``apm cluster up``
+    # from the jar cache; ``apm stack jars`` prints them); under spark-submit, ``--jars`` does.
+    jars: str = ""
 
     @field_validator("metrics")
     @classmethod
@@ -102,6 +106,10 @@ class AggregatorSettings(BaseSettings):
         if value <= 0:
             raise ValueError("trigger intervals must be positive")
         return value
+
+    @property
+    def jar_list(self) -> list[str]:
+        return [j.strip() for j in self.jars.split(",") if j.strip()]
 
     @property
     def metric_list(self) -> list[str]:

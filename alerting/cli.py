@@ -54,12 +54,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     test = cmds.add_parser("test-notify", help="send a test notification to each receiver")
     test.add_argument("--receiver", help="only this one: alertmanager, webhook or email")
     test.set_defaults(func=_test_notify)
-    am = cmds.add_parser(
-        "alertmanager", help="run Debian's prometheus-alertmanager for `make run` (foreground)"
-    )
-    am.add_argument("--port", type=int, default=9095, help="listen port on 127.0.0.1 (9095)")
-    am.add_argument("--dir", required=True, help="its config and storage directory")
-    am.set_defaults(func=_alertmanager)
 
 
 def _json(text: str) -> Any:
@@ -201,18 +195,3 @@ def _test_notify(args: argparse.Namespace) -> int:
             failed += 1
             print(f"{sender.name}: FAILED: {describe(exc)}", file=sys.stderr)
     return EXIT_FAILED if failed else 0
-
-
-def _alertmanager(args: argparse.Namespace) -> int:
-    import os
-    from pathlib import Path
-
-    from launch.alertmanager import command
-
-    try:
-        cmd = command(Path(args.dir), args.port)
-    except FileNotFoundError as exc:
-        print(f"apm alert: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    os.execv(cmd[0], cmd)  # the process becomes the Alertmanager: signals reach it directly
-    return 0  # pragma: no cover (execv does not return)

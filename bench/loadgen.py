@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -36,33 +35,27 @@ def _run(
     import psutil
 
     from bench.stage import cpu_seconds
+    from launch import processes
 
-    servers = args.rate // args.metrics
-    cmd = [
-        sys.executable,
-        "-m",
-        "apm.cli",
-        "loadgen",
-        "--target",
+    spec = processes.loadgen(
         target,
-        "--servers",
-        str(servers),
-        "--metrics",
-        str(args.metrics),
-        "--duration",
-        f"{args.seconds}s",
-        "--metric-prefix",
-        prefix,
-        "--silent-fraction",
-        "0",
-        "--concurrency",
-        "32",
-        "--gzip-level",
-        str(args.gzip_level),
-        "--replay-seconds",
-        str(replay),
-        "--quiet",
-    ]
+        key,
+        servers=args.rate // args.metrics,
+        metrics=args.metrics,
+        duration=f"{args.seconds}s",
+        metric_prefix=prefix,
+        extra_args=(
+            "--silent-fraction",
+            "0",
+            "--concurrency",
+            "32",
+            "--gzip-level",
+            str(args.gzip_level),
+            "--replay-seconds",
+            str(replay),
+            "--quiet",
+        ),
+    )
     ingest = {"ingest": [ingest_pid]}
     before = cpu_seconds(ingest)["ingest"]
     began = time.monotonic()
@@ -70,7 +63,7 @@ def _run(
     with out.open("wb") as summary:  # apm loadgen prints its JSON summary on stdout
         # The key goes through the environment: a command line is visible to `ps`.
         env = {**os.environ, "APM_LOADGEN_API_KEY": key}
-        proc = subprocess.Popen(cmd, stdout=summary, env=env)
+        proc = subprocess.Popen(spec.command, stdout=summary, env=env)
     # A process's CPU is readable until it is reaped: sample it just before it ends.
     cores = 0.0
     while proc.poll() is None:

@@ -7,11 +7,12 @@
 - ``run.py``: ``apm run`` / ``make run``, which starts the engines and then that table.
 - ``supervisor.py``: pid files, logs, health waits and stops for any background process.
 - ``probe.py``: ``http_ok`` and ``free_port``.
+- ``jvm.py``: the JVM helpers the engine launchers share (JDK check, command line, options).
 - ``restarts.py``: ``apm run``'s restart policy for a component found dead.
-- ``alertmanager.py``: Debian's Alertmanager for ``make run``; ``prometheus.py``: Debian's
-  Prometheus as a peer of the platform (its config, process and raw samples).
+- ``alertmanager.py``: Debian's Alertmanager for ``make run``, run by the process table itself.
 - ``cluster/``: the multi-node cluster on one machine (``apm cluster up|down|status``).
 
-No product package imports this one, except that a component's CLI may start itself through
-it (``apm aggregator run`` takes the Kafka connector's jars from the local cache).
+This is the top floor: no product package imports it. It hands the components what they need
+from the machine (the aggregator's jars through ``APM_AGGREGATOR_JARS``) and runs the peers
+itself (Alertmanager). The tests' Prometheus peer lives in ``tests/support/prometheus.py``.
 """

@@ -12,6 +12,8 @@ build their processes from the functions below, so a command line lives in one p
     proc.stop()                         # SIGTERM: drains, flushes, exits
 
 Secrets (API keys, the dashboard token) go through the environment, never the command line.
+What a process needs from this machine is prepared when it starts (``ProcessSpec.prepare``: the
+aggregator's jars, Alertmanager's config), so building the table has no side effects.
 """
 
 from __future__ import annotations
@@ -29,12 +31,14 @@ __all__ = [
     "ProcessSpec",
     "agent",
     "aggregator",
+    "aggregator_jars",
     "alerting",
     "alerting_receivers",
     "alertmanager",
     "dashboard",
     "dashboard_token",
     "ingest",
+    "ingest_key",
     "ingest_url",
     "loadgen",
 ]
@@ -47,9 +51,16 @@ class ProcessSpec:
     marker: str  # a string of the command line that identifies this process
     health: str | None = None  # answers 200 once the process is ready
     env: Mapping[str, str] = field(default_factory=dict)
+    # A program of its own (Debian's Alertmanager) instead of `python -m apm.cli`.
+    program: str | None = None
+    # Called by start() before the process runs: writes what it reads and returns environment
+    # known only then (the jar cache may need a fetch first).
+    prepare: Callable[[], Mapping[str, str]] | None = field(default=None, compare=False)
 
     @property
     def command(self) -> list[str]:
+        if self.program:
+            return [self.program, *self.argv]
         return [sys.executable, "-m", "apm.cli", *self.argv]
 
     def process(self, home: Path) -> ManagedProcess:
@@ -69,7 +80,8 @@ class ProcessSpec:
         """Starts the process (pid file and log in ``home``); with ``wait_s`` and a health
         URL, waits until it is ready, stopping it again if it is not."""
         proc = self.process(home)
-        proc.start(self.command, env={**self.env, **(env or {})})
+        prepared = self.prepare() if self.prepare else {}
+        proc.start(self.command, env={**self.env, **prepared, **(env or {})})
         if wait_s and self.health:
             try:
                 proc.wait_healthy(self.ready, wait_s, progress)
@@ -137,8 +149,20 @@ def aggregator(
     if keyspace:
         argv += ["--keyspace", keyspace]
     return ProcessSpec(
-        name, tuple(argv), marker=marker, health=f"http://127.0.0.1:{metrics_port}/metrics"
+        name,
+        tuple(argv),
+        marker=marker,
+        health=f"http://127.0.0.1:{metrics_port}/metrics",
+        prepare=aggregator_jars,
     )
+
+
+def aggregator_jars() -> dict[str, str]:
+    """The Kafka connector and the aggregator's JVM operator from the local jar cache (fetched
+    when missing), handed to ``apm aggregator run`` as ``APM_AGGREGATOR_JARS``."""
+    from launch.stack.jars import spark_jars
+
+    return {"APM_AGGREGATOR_JARS": ",".join(spark_jars())}
 
 
 def dashboard(
@@ -163,6 +187,22 @@ def dashboard_token(home: Path) -> str:
         token_file.touch(mode=0o600)
         token_file.write_text(secrets.token_urlsafe(24) + "\n")
     return token_file.read_text().strip()
+
+
+def ingest_key(home: Path, label: str) -> tuple[Path, str]:
+    """The keys file of an ingest started here and its one key, created once: the key in
+    ``home/ingest.key`` (mode 600), for the agents and the load generator; both are made again
+    when either is missing, so the file never holds a key the keys file does not."""
+    from ingest.auth import add_key
+
+    keys, key_file = Path(home) / "ingest.keys", Path(home) / "ingest.key"
+    if not key_file.exists() or not keys.exists():
+        keys.unlink(missing_ok=True)
+        key_file.parent.mkdir(parents=True, exist_ok=True)
+        key = add_key(keys, label=label)
+        key_file.touch(mode=0o600)
+        key_file.write_text(key + "\n")
+    return keys, key_file.read_text().strip()
 
 
 def agent(
@@ -249,12 +289,19 @@ def alerting(
 
 
 def alertmanager(workdir: Path, port: int = 9095) -> ProcessSpec:
-    """Debian's Alertmanager through ``apm alert alertmanager`` (launch/alertmanager.py)."""
+    """Debian's Alertmanager (launch/alertmanager.py), its config written into ``workdir`` at
+    start; only built when the binary is installed (``make debs``)."""
+    from launch import alertmanager as am
+
+    def write_config() -> dict[str, str]:
+        am.write_config(workdir)
+        return {}
+
     return ProcessSpec(
         "alertmanager",
-        ("alert", "alertmanager", "--port", str(port), "--dir", str(workdir)),
-        # In the command line before and after `apm alert alertmanager` execs the binary
-        # (--dir, then --config.file under it).
-        marker=str(workdir),
+        tuple(am.arguments(workdir, port)),
+        marker=f"--config.file={workdir}/",  # its config lives under workdir
         health=f"http://127.0.0.1:{port}/-/ready",
+        program=am.BINARY or "prometheus-alertmanager",
+        prepare=write_config,
     )

@@ -165,26 +165,13 @@ def _dashboard_credentials(home: Path) -> dict[str, str]:
     return {"APM_DASHBOARD_TOKEN": dashboard_token(home)}
 
 
-def _api_key(home: Path) -> tuple[Path, str]:
-    from ingest.auth import add_key
-
-    keys, key_file = home / "ingest.keys", home / "ingest.key"
-    if not key_file.exists() or not keys.exists():
-        keys.unlink(missing_ok=True)
-        key_file.parent.mkdir(parents=True, exist_ok=True)
-        key = add_key(keys, label="make-run")
-        key_file.touch(mode=0o600)
-        key_file.write_text(key + "\n")
-    return keys, key_file.read_text().strip()
-
-
 def _start_platform(home: Path, bootstrap: str, fleet: bool) -> str:
     from launch import processes
     from storage.repository import Repository
 
     with Repository.connect() as repo:  # creates the schema when missing
         _say("schema ready")
-        _, key = _api_key(home)  # the key file is the one _platform names
+        _, key = processes.ingest_key(home, "make-run")  # the keys file _platform names
         table = _platform(home, bootstrap, key)
         ingest = table[f"ingest-{INGEST_PORT}"]
         if not ingest.ready():

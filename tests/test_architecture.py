@@ -3,12 +3,15 @@
 - ``apm`` is the shared contract: it imports no other package of this project (``apm.cli``
   names the components' CLIs as strings and imports them lazily).
 - Each component imports the contract and, where data flows from storage to it, ``storage``;
-  never another component, and never ``bench``. Only a component's own ``cli.py`` may use
-  ``launch`` to start itself.
+  never another component, never ``launch`` (not even its CLI: launch hands a component what
+  it needs from the machine, the aggregator's jars say, and runs peers such as Alertmanager
+  itself), and never ``bench``.
 - ``launch`` (running the platform on one machine) sits above the components; ``bench`` above
   everything. Neither is imported by product code.
 
 And each package's docstring is a true map: it names every module and subpackage it holds.
+No product module imports another module's private (``_``) name: what is shared is public, in
+the module that owns it (``launch/jvm.py`` for the JVM helpers, say).
 """
 
 from __future__ import annotations
@@ -68,8 +71,6 @@ def test_a_component_imports_the_contract_and_storage_only(component: str):
     bad = {}
     for path in _modules(component):
         extra = _imports(path) - allowed
-        if path.name == "cli.py" and path.parent.name == component:
-            extra -= {"launch"}  # a component's CLI may start itself through launch
         if extra:
             bad[str(path.relative_to(ROOT))] = extra
     assert not bad
@@ -84,6 +85,21 @@ def test_nothing_outside_the_tests_imports_them():
     for package in FIRST_PARTY - {"tests"}:
         for path in _modules(package):
             assert "tests" not in _imports(path), path
+
+
+def test_no_module_imports_another_modules_private_names():
+    bad = []
+    for package in FIRST_PARTY - {"tests"}:
+        for path in _modules(package):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module):
+                    continue
+                if node.module.split(".")[0] not in FIRST_PARTY:
+                    continue
+                private = [a.name for a in node.names if a.name.startswith("_")]
+                if private:
+                    bad.append(f"{path.relative_to(ROOT)}: {node.module} {private}")
+    assert not bad, bad
 
 
 # A module is named in a map as ``name``, ``name.py`` or ``name/`` (any of several in one

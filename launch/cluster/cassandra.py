@@ -20,9 +20,9 @@ from typing import Any
 
 from launch.cluster.layout import ClusterLayout
 from launch.cluster.node import Node, override_lines
+from launch.jvm import CASSANDRA_JDK17, jvm_command
 from launch.stack.config import StackSettings
 from launch.stack.jars import jar_dir
-from launch.stack.services import _CASSANDRA_JDK17, _jvm
 
 __all__ = ["cassandra_yaml", "command", "nodes", "peers", "sees_all_up", "session"]
 
@@ -68,10 +68,10 @@ def command(layout: ClusterLayout, stack: StackSettings, node: str) -> list[str]
     jamm = sorted(jars.glob("jamm-*.jar"))
     jmx = layout.cassandra_jmx_ports[layout.cassandra_nodes.index(node)]
     return [
-        *_jvm(stack, f"cluster-{node}", layout.cassandra_heap),
+        *jvm_command(stack, f"cluster-{node}", layout.cassandra_heap),
         f"-Xmn{layout.cassandra_heap_new}",
         "-Xss256k",
-        *_CASSANDRA_JDK17,
+        *CASSANDRA_JDK17,
         *([f"-javaagent:{jamm[-1]}"] if jamm else []),
         f"-Dcassandra.config=file://{home / 'cassandra.yaml'}",
         f"-Dcassandra.storagedir={home}",

@@ -24,8 +24,8 @@ from types import ModuleType
 from launch.cluster import cassandra, kafka, spark
 from launch.cluster.layout import ClusterLayout
 from launch.cluster.node import Node, tree_rss
+from launch.jvm import check_java
 from launch.stack.config import StackSettings
-from launch.stack.control import _check_java
 from launch.stack.jars import jar_dir
 from launch.supervisor import ManagedProcess, StartError, port_in_use, stop_all
 
@@ -141,7 +141,7 @@ def up(
     """Starts what is not running, waits until every node is healthy, then the platform."""
     layout = layout or ClusterLayout()
     stack = StackSettings()
-    _check_java(stack)
+    check_java(stack)
     _check_jars(stack)
     nodes = engine_nodes(layout, stack)
     t0 = time.monotonic()

@@ -19,9 +19,9 @@ from string import Template
 from apm.kafka import new_admin
 from launch.cluster.layout import ClusterLayout
 from launch.cluster.node import Node, override_lines
+from launch.jvm import jvm_command
 from launch.stack.config import StackSettings
 from launch.stack.jars import jar_dir
-from launch.stack.services import _jvm
 
 __all__ = ["broker_ids", "cluster_id", "command", "nodes", "server_properties"]
 
@@ -89,7 +89,7 @@ def _prepare(layout: ClusterLayout, stack: StackSettings, node: str) -> None:
     if (layout.home(node) / "data" / "meta.properties").exists():
         return  # formatted before: a restart keeps the node's log and metadata
     cmd = [
-        *_jvm(stack, f"cluster-{node}-format", "256m"),
+        *jvm_command(stack, f"cluster-{node}-format", "256m"),
         "-cp",
         str(jar_dir(stack, "kafka") / "*"),
         _log4j(stack),
@@ -108,7 +108,7 @@ def _prepare(layout: ClusterLayout, stack: StackSettings, node: str) -> None:
 
 def command(layout: ClusterLayout, stack: StackSettings, node: str) -> list[str]:
     return [
-        *_jvm(stack, f"cluster-{node}", layout.kafka_heap),
+        *jvm_command(stack, f"cluster-{node}", layout.kafka_heap),
         _log4j(stack),
         "-cp",
         str(jar_dir(stack, "kafka") / "*"),

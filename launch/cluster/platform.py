@@ -69,16 +69,7 @@ def _say(message: str) -> None:
 def api_key(layout: ClusterLayout) -> str:
     """The ingest key of the cluster (created once in ``var/cluster/ingest.key``, mode 600);
     both replicas read the same keys file."""
-    from ingest.auth import add_key
-
-    keys, key_file = layout.var / "ingest.keys", layout.var / "ingest.key"
-    if not key_file.exists() or not keys.exists():
-        keys.unlink(missing_ok=True)
-        key_file.parent.mkdir(parents=True, exist_ok=True)
-        key = add_key(keys, label="cluster")
-        key_file.touch(mode=0o600)
-        key_file.write_text(key + "\n")
-    return key_file.read_text().strip()
+    return processes.ingest_key(layout.var, "cluster")[1]
 
 
 def dashboard_token(layout: ClusterLayout) -> str:

@@ -21,6 +21,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="resolve the engines' jars and build the aggregator's JVM operator, through Maven "
         "(idempotent)",
     )
+    verbs.add_parser(
+        "jars",
+        help="print the jars `apm aggregator run` needs, comma-separated, for "
+        "APM_AGGREGATOR_JARS (fetches them when missing)",
+    )
     verbs.add_parser("up", help="start Kafka and Cassandra and wait until healthy (idempotent)")
     verbs.add_parser("down", help="stop the engines")
     verbs.add_parser("status", help="pid, ports and health of each engine")
@@ -38,7 +43,7 @@ def _print_status(rows) -> bool:
 def _run(args: argparse.Namespace) -> int:
     from launch.stack import control
     from launch.stack.config import StackSettings
-    from launch.stack.jars import FetchError, aggregator_jar, fetch
+    from launch.stack.jars import FetchError, aggregator_jar, fetch, spark_jars
     from launch.supervisor import StartError
 
     settings = StackSettings()
@@ -46,6 +51,9 @@ def _run(args: argparse.Namespace) -> int:
         if args.verb == "fetch":
             fetch(settings)
             print(f"jars: aggregator operator {aggregator_jar(settings)}", file=sys.stderr)
+            return 0
+        if args.verb == "jars":
+            print(",".join(spark_jars(settings)))
             return 0
         if args.verb == "up":
             return 0 if _print_status(control.up(settings)) else 1

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from functools import partial
 
+from launch.jvm import check_java
 from launch.stack.config import StackSettings
 from launch.stack.jars import ENGINES, fetch
 from launch.stack.services import SERVICES, Service
@@ -36,19 +36,10 @@ def _say(message: str) -> None:
     print(f"stack: {message}", file=sys.stderr, flush=True)
 
 
-def _check_java(settings: StackSettings) -> None:
-    if shutil.which(settings.java) is None:
-        raise StartError(f"no JDK: `{settings.java}` not found on PATH (install OpenJDK 17)")
-    out = subprocess.run([settings.java, "-version"], capture_output=True, text=True).stderr
-    major = out.split('"')[1].split(".")[0] if '"' in out else "0"
-    if not major.isdigit() or int(major) < 17:
-        raise StartError(f"JDK 17 or newer needed, found: {out.splitlines()[0] if out else '?'}")
-
-
 def up(settings: StackSettings | None = None) -> list[ServiceStatus]:
     """Starts what is not running and waits until every engine answers. Idempotent."""
     settings = settings or StackSettings()
-    _check_java(settings)
+    check_java(settings)
     fetch(settings, ENGINES)
     started: list[ManagedProcess] = []
     try:

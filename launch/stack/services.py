@@ -12,51 +12,11 @@ from pathlib import Path
 from string import Template
 
 from apm.kafka import new_admin
+from launch.jvm import CASSANDRA_JDK17, jvm_command
 from launch.stack.config import StackSettings
 from launch.stack.jars import jar_dir
 
 __all__ = ["SERVICES", "Service"]
-
-# Cassandra 5 on JDK 17 needs these (conf/jvm17-server.options in its distribution).
-_CASSANDRA_JDK17 = [
-    "-Djdk.attach.allowAttachSelf=true",
-    *[
-        f"--add-exports={m}=ALL-UNNAMED"
-        for m in (
-            "java.base/jdk.internal.misc",
-            "java.management.rmi/com.sun.jmx.remote.internal.rmi",
-            "java.rmi/sun.rmi.registry",
-            "java.rmi/sun.rmi.server",
-            "java.sql/java.sql",
-            "java.base/java.lang.ref",
-            "jdk.unsupported/sun.misc",
-            "jdk.compiler/com.sun.tools.javac.file",
-            "jdk.attach/sun.tools.attach",
-        )
-    ],
-    *[
-        f"--add-opens={m}=ALL-UNNAMED"
-        for m in (
-            "java.base/java.lang.module",
-            "java.base/jdk.internal.loader",
-            "java.base/jdk.internal.ref",
-            "java.base/jdk.internal.reflect",
-            "java.base/jdk.internal.math",
-            "java.base/jdk.internal.module",
-            "java.base/jdk.internal.util.jar",
-            "jdk.management/com.sun.management.internal",
-            "java.base/sun.nio.ch",
-            "java.base/java.io",
-            "java.base/java.lang.reflect",
-            "jdk.compiler/com.sun.tools.javac",
-            "java.base/java.lang",
-            "java.base/java.util",
-        )
-    ],
-    "-Dio.netty.tryReflectionSetAccessible=true",
-    "-Dio.netty.allocator.useCacheForAllThreads=true",
-    "-Dio.netty.allocator.maxOrder=11",
-]
 
 
 @dataclass(frozen=True)
@@ -74,18 +34,6 @@ class Service:
 def _render(template: Path, target: Path, **values: object) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(Template(template.read_text()).substitute(**values))
-
-
-def _jvm(settings: StackSettings, name: str, heap: str) -> list[str]:
-    # The apm.stack property marks our JVMs, so a stale pid reused by another process is not ours.
-    return [
-        settings.java,
-        f"-Xms{heap}",
-        f"-Xmx{heap}",
-        "-XX:+UseG1GC",
-        "-Djava.net.preferIPv4Stack=true",
-        f"-Dapm.stack={name}",
-    ]
 
 
 # --- Kafka (KRaft, one combined broker + controller) ---------------------------------------
@@ -114,7 +62,7 @@ def _kafka_prepare(settings: StackSettings) -> None:
     while not id_file.exists() or id_file.read_text().startswith("-"):
         id_file.write_text(base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode())
     cmd = [
-        *_jvm(settings, "kafka-format", "256m"),
+        *jvm_command(settings, "kafka-format", "256m"),
         "-cp",
         str(jar_dir(settings, "kafka") / "*"),
         f"-Dlog4j2.configurationFile={settings.deploy / 'kafka-log4j2.properties'}",
@@ -141,7 +89,7 @@ def _cause(*outputs: str, tail: int = 400) -> str:
 
 def _kafka_command(settings: StackSettings) -> list[str]:
     return [
-        *_jvm(settings, "kafka", settings.kafka_heap),
+        *jvm_command(settings, "kafka", settings.kafka_heap),
         f"-Dlog4j2.configurationFile={settings.deploy / 'kafka-log4j2.properties'}",
         "-cp",
         str(jar_dir(settings, "kafka") / "*"),
@@ -187,9 +135,9 @@ def _cassandra_command(settings: StackSettings) -> list[str]:
     jars = jar_dir(settings, "cassandra")
     jamm = sorted(jars.glob("jamm-*.jar"))
     return [
-        *_jvm(settings, "cassandra", settings.cassandra_heap),
+        *jvm_command(settings, "cassandra", settings.cassandra_heap),
         "-Xss256k",
-        *_CASSANDRA_JDK17,
+        *CASSANDRA_JDK17,
         *([f"-javaagent:{jamm[-1]}"] if jamm else []),
         f"-Dcassandra.config=file://{home / 'cassandra.yaml'}",
         f"-Dcassandra.storagedir={home}",

@@ -14,6 +14,7 @@ import pytest
 from apm.functions import truth
 from apm.query import Query, StoredQuery, WindowResult, parse
 from apm.ranking import Ranked
+from tests.support.keyspaces import scratch_keyspace
 from tests.support.servers import FakeServerSeries
 
 BASE = 1_699_999_200  # epoch seconds, a multiple of 3600
@@ -190,12 +191,8 @@ def job_factory(spark, fake_store, tmp_path, kafka_bootstrap) -> Iterator[Callab
 def server_keyspace(cassandra_session) -> Iterator[str]:
     """A migrated keyspace for what the executors write (aggregator/server_writes.py): per-server
     results and rankings go to the real Cassandra, never to a fake."""
-    from storage.schema import migrate
-
-    name = f"agg_servers_{uuid.uuid4().hex[:10]}"
-    migrate(cassandra_session, name, retention_days=30)
-    yield name
-    cassandra_session.execute(f"DROP KEYSPACE IF EXISTS {name}")
+    with scratch_keyspace(cassandra_session, "agg_servers") as name:
+        yield name
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ exactly those of an uninterrupted run (an in-process job over the same topics)."
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import signal
@@ -18,21 +17,15 @@ from apm.ranking import rank
 from launch import processes
 from launch.probe import free_port
 from tests.aggregator.conftest import BASE, assert_matches, expected
+from tests.support.keyspaces import scratch_repository
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def repository(stack, unique_name):
-    from storage.repository import Repository
-    from storage.settings import StorageSettings
-
-    keyspace = unique_name("aggt").replace("-", "_")
-    repo = Repository.connect(StorageSettings(keyspace=keyspace))
-    yield repo
-    with contextlib.suppress(Exception):
-        repo.session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")
-    repo.close()
+def repository(stack):
+    with scratch_repository("aggt") as repo:
+        yield repo
 
 
 def _stored(repo, query_id):

@@ -14,6 +14,7 @@ from aggregator.evaluate import OVERFLOW_KEY
 from aggregator.job import Aggregator
 from aggregator.settings import AggregatorSettings
 from tests.aggregator.conftest import BASE, assert_matches, expected
+from tests.support.keyspaces import scratch_repository
 
 pytestmark = pytest.mark.integration
 
@@ -21,16 +22,9 @@ HUGE = 1.7e308  # finite, accepted by the ingest; two of them overflow a double'
 
 
 @pytest.fixture
-def repository(stack, unique_name):
-    from storage.repository import Repository
-    from storage.settings import StorageSettings
-
-    keyspace = unique_name("aggp").replace("-", "_")
-    repo = Repository.connect(StorageSettings(keyspace=keyspace))
-    yield repo
-    with contextlib.suppress(Exception):
-        repo.session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")
-    repo.close()
+def repository(stack):
+    with scratch_repository("aggp") as repo:
+        yield repo
 
 
 def _settings(kafka_bootstrap, metric, path, **more) -> AggregatorSettings:

@@ -3,25 +3,20 @@ end), a repository on a settable clock, and a factory writing one query's window
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
+
+from tests.support.keyspaces import scratch_keyspace
 
 # A fixed, window-aligned moment in the past: tests pass their own `now` to the evaluator.
 BASE = 1_763_000_000.0
 
 
 def _keyspace(cassandra_session) -> Iterator[str]:
-    from storage.alerts import migrate_alerts
-    from storage.schema import migrate
-
-    keyspace = f"alerting_test_{uuid.uuid4().hex[:10]}"
-    migrate(cassandra_session, keyspace, retention_days=30)
-    migrate_alerts(cassandra_session, keyspace)
-    yield keyspace
-    cassandra_session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")
+    with scratch_keyspace(cassandra_session, "alerting_test", alerts=True) as keyspace:
+        yield keyspace
 
 
 @pytest.fixture(scope="session")

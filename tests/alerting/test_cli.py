@@ -25,7 +25,7 @@ def test_make_runs_alertmanager_and_evaluator_start_and_stop(tmp_path, own_keysp
     proc = am.start(tmp_path / "am-home", wait_s=30)
     try:
         assert am.ready()
-        assert proc.pid() is not None  # the exec'd binary still carries the marker
+        assert proc.pid() is not None  # the binary's command line carries the marker
         ev = processes.alerting(metrics_port, alertmanager_url=f"http://127.0.0.1:{am_port}")
         ev_proc = ev.start(
             tmp_path / "ev-home", env={"APM_STORAGE_KEYSPACE": own_keyspace}, wait_s=60

@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from launch import processes
+
 __all__ = [
     "FIGURES_FILE",
     "Figures",
@@ -165,38 +167,31 @@ class Load:
         self.truth_file = out / "truth.json"
         self.log = out / "loadgen.log"
         out.mkdir(parents=True, exist_ok=True)
-        argv = [
-            sys.executable,
-            "-m",
-            "apm.cli",
-            "loadgen",
-            "--target",
+        spec = processes.loadgen(
             target,
-            "--servers",
-            str(SERVERS),
-            "--metrics",
-            str(METRICS),
-            "--metric-prefix",
-            prefix,
-            "--duration",
-            f"{seconds}s",
-            "--seed",
-            str(seed),
+            key,
+            servers=SERVERS,
+            metrics=METRICS,
+            duration=f"{seconds}s",
+            seed=seed,
+            metric_prefix=prefix,
             # Through a whole fault and restart: a request keeps retrying 503s and refusals.
-            "--retry-deadline",
-            "180",
-            "--query",
-            query,
-            "--expect",
-            str(self.truth_file),
-            "--quiet",
-        ]
+            extra_args=(
+                "--retry-deadline",
+                "180",
+                "--query",
+                query,
+                "--expect",
+                str(self.truth_file),
+                "--quiet",
+            ),
+        )
         self.started = time.monotonic()
         if watch is not None:  # the newest sample's time is never past the load's end
             watch.load_end = time.time() + seconds
         with self.log.open("wb") as err:
             self.proc = subprocess.Popen(
-                argv,
+                spec.command,
                 stdout=subprocess.PIPE,
                 stderr=err,
                 env={"APM_LOADGEN_API_KEY": key, **_inherited()},

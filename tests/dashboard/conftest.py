@@ -13,17 +13,17 @@ from typing import Any
 
 import pytest
 
+from tests.support.keyspaces import scratch_keyspace
+
 TOKEN = "test-token-Hd4Kw9Xs2Mq7Fv3Bn8Lt6"
 USER, PASSWORD = "ops", "correct horse battery staple"
 
 
 @pytest.fixture(scope="session")
 def dash_keyspace(cassandra_session: Any) -> Iterator[str]:
-    import uuid
-
-    name = f"apm_dash_{uuid.uuid4().hex[:10]}"
-    yield name
-    cassandra_session.execute(f"DROP KEYSPACE IF EXISTS {name}")  # ours: created by this run
+    # Only a name: the repository below creates it.
+    with scratch_keyspace(cassandra_session, "apm_dash", migrated=False) as name:
+        yield name
 
 
 @pytest.fixture(scope="session")

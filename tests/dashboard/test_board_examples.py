@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,6 +10,7 @@ import pytest
 from apm.query import StoredQuery, parse
 from dashboard.board_examples import EXAMPLE_NAME, example_board, seed_example
 from launch.run import EXAMPLE_QUERIES as TEMPLATES
+from tests.support.keyspaces import scratch_repository
 
 # As `apm run` fills them in with this host's name.
 EXAMPLE_QUERIES = [t.replace("<this host>", "host-1") for t in TEMPLATES]
@@ -40,17 +40,9 @@ def test_the_example_covers_every_example_query_in_a_valid_grid() -> None:
 
 
 @pytest.fixture
-def fresh_repo(stack: Any, cassandra_session: Any) -> Iterator[Any]:
-    from storage.repository import Repository
-    from storage.settings import StorageSettings
-
-    keyspace = f"apm_dash_ex_{uuid.uuid4().hex[:8]}"
-    settings = StorageSettings.model_validate(
-        {"hosts": stack.host, "port": stack.cassandra_port, "keyspace": keyspace}
-    )
-    with Repository.connect(settings) as repo:
+def fresh_repo(stack: Any) -> Iterator[Any]:
+    with scratch_repository("apm_dash_ex", hosts=stack.host, port=stack.cassandra_port) as repo:
         yield repo
-    cassandra_session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")
 
 
 @pytest.mark.integration

@@ -185,13 +185,16 @@ PUBLIC_SERVICES = {"nginx", "dashboard"}
 
 def test_the_image_holds_the_jars_spark_submit_hands_in():
     """The connector from the project's pom, and the aggregator's operator built from
-    aggregator/jvm, where the aggregators' --jars look (and APM_STACK_JAR_CACHE says)."""
+    aggregator/jvm, where the aggregators' --jars look (and APM_STACK_JAR_CACHE says), and
+    APM_AGGREGATOR_JARS naming the same for `apm aggregator run` in local mode (k8s)."""
     dockerfile = (COMPOSE_DIR / "Dockerfile").read_text()
     assert "-DoutputDirectory=/jars/spark" in dockerfile
     assert "-f aggregator/jvm/pom.xml package" in dockerfile
     assert "apm-aggregator-jvm.jar /jars/apm/" in dockerfile
     assert f"COPY --from=jars /jars {JAR_DIR}" in dockerfile
     assert f"APM_STACK_JAR_CACHE={JAR_DIR}" in dockerfile
+    jars = f"APM_AGGREGATOR_JARS={JAR_DIR}/spark/*.jar,{JAR_DIR}/apm/apm-aggregator-jvm.jar"
+    assert jars in dockerfile
 
 
 def test_only_authenticated_services_are_published_beyond_loopback(compose):

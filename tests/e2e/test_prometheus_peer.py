@@ -211,7 +211,7 @@ def _prometheus_windows(url: str, selector: str, start: int, end: int) -> dict[i
     """Prometheus' own *_over_time of each window [ws, ws + WINDOW_S), evaluated by its
     query_range at ws + WINDOW_S - 1 ms over ``[WINDOW_S s - 1 ms]``: Prometheus 2.x range
     vectors hold both ends, so that is exactly the window's milliseconds."""
-    from launch import prometheus
+    from tests.support import prometheus
 
     vector = f"{selector}[{WINDOW_S * 1000 - 1}ms]"
     out: dict[int, dict] = {}
@@ -225,7 +225,7 @@ def _prometheus_windows(url: str, selector: str, start: int, end: int) -> dict[i
 
 
 def test_stored_windows_equal_numpy_over_the_samples_prometheus_serves(peer: Peer):
-    from launch import prometheus
+    from tests.support import prometheus
 
     metric = METRIC
     selector = f'{SERIES[:-1]},job="{peer.job}",instance="{peer.instance}"}}'

@@ -22,7 +22,6 @@ SPECS = [
     processes.agent("http://127.0.0.1:8080/v1/metrics", "key", Path("/spool")),
     processes.loadgen("http://127.0.0.1:8080", "key", metric_prefix="x."),
     processes.alerting(9107, alertmanager_url="http://127.0.0.1:9095"),
-    processes.alertmanager(Path("/var/am"), 9095),
 ]
 
 
@@ -32,6 +31,25 @@ def test_each_command_line_parses_and_carries_its_marker(spec: processes.Process
     assert callable(args.func)
     assert spec.marker in shlex.join(spec.command) + " "
     assert spec.command[1:3] == ["-m", "apm.cli"]
+
+
+def test_alertmanager_is_run_by_launch_with_its_config_written_at_start(tmp_path: Path):
+    """Debian's binary itself, not a component's CLI (launch is the top floor): building the
+    spec writes nothing, starting it writes the config its command line names."""
+    spec = processes.alertmanager(tmp_path / "am", 9095)
+    assert spec.command[0].endswith("alertmanager") and "apm.cli" not in spec.command
+    assert spec.marker in shlex.join(spec.command)
+    assert "--web.listen-address=127.0.0.1:9095" in spec.command
+    assert not (tmp_path / "am").exists()
+    assert spec.prepare is not None and spec.prepare() == {}
+    config = tmp_path / "am" / "alertmanager.yml"
+    assert f"--config.file={config}" in spec.command and "receiver: default" in config.read_text()
+
+
+def test_the_aggregator_gets_its_jars_from_launch_at_start():
+    spec = processes.aggregator(Path("/c"))
+    assert spec.prepare is processes.aggregator_jars
+    assert "APM_AGGREGATOR_JARS" not in spec.env  # no fetch while the table is built
 
 
 def test_secrets_go_through_the_environment_not_the_command_line():
@@ -62,6 +80,18 @@ def test_dashboard_token_is_created_once_private(tmp_path: Path):
     first = processes.dashboard_token(tmp_path / "d")
     assert first == processes.dashboard_token(tmp_path / "d")
     assert (tmp_path / "d" / "dashboard.token").stat().st_mode & 0o077 == 0
+
+
+def test_the_ingest_key_is_created_once_private_and_accepted_by_its_keys_file(tmp_path: Path):
+    from ingest.auth import KeyFile
+
+    keys, key = processes.ingest_key(tmp_path / "h", "make-run")
+    assert processes.ingest_key(tmp_path / "h", "other") == (keys, key)  # once
+    assert (tmp_path / "h" / "ingest.key").stat().st_mode & 0o077 == 0
+    assert KeyFile(keys).check(key) and not KeyFile(keys).check(key + "x")
+    keys.unlink()  # a key file without its keys file is made again, both together
+    _, again = processes.ingest_key(tmp_path / "h", "make-run")
+    assert again != key and KeyFile(keys).check(again)
 
 
 def test_no_secret_reaches_a_command_line_that_ps_shows(tmp_path: Path):

@@ -4,21 +4,18 @@ repositories on it with an injectable clock. Tests isolate themselves by unique 
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
+from tests.support.keyspaces import keyspace_name, scratch_keyspace
+
 
 @pytest.fixture(scope="session")
 def storage_keyspace(cassandra_session) -> Iterator[str]:
-    from storage.schema import migrate
-
-    keyspace = f"storage_test_{uuid.uuid4().hex[:10]}"
-    migrate(cassandra_session, keyspace, retention_days=30)
-    yield keyspace
-    cassandra_session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")
+    with scratch_keyspace(cassandra_session, "storage_test") as keyspace:
+        yield keyspace
 
 
 @pytest.fixture
@@ -27,7 +24,7 @@ def fresh_keyspace(cassandra_session) -> Iterator[Callable[[], str]]:
     made: list[str] = []
 
     def make() -> str:
-        made.append(f"storage_test_{uuid.uuid4().hex[:10]}")
+        made.append(keyspace_name("storage_test"))
         return made[-1]
 
     yield make

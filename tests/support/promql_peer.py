@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from launch import prometheus
+from tests.support import prometheus
 
 __all__ = [
     "MISSING",

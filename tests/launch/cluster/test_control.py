@@ -69,7 +69,7 @@ def fake(monkeypatch: pytest.MonkeyPatch, layout: ClusterLayout) -> Callable[...
     def make(code: dict[str, str] | None = None) -> Cluster:
         cluster = Cluster(layout, code)
         monkeypatch.setattr(control, "engine_nodes", cluster.nodes)
-        monkeypatch.setattr(control, "_check_java", lambda stack: None)
+        monkeypatch.setattr(control, "check_java", lambda stack: None)
         monkeypatch.setattr(control, "_check_jars", lambda stack: None)
         monkeypatch.setattr(control, "_platform", lambda: None)
         return cluster

@@ -147,7 +147,7 @@ def test_the_aggregator_builds_its_session_on_the_configured_master(
 
     calls: list[dict[str, object]] = []
     monkeypatch.setattr(session, "build_session", lambda name, **kw: calls.append(kw))
-    monkeypatch.setattr(cli, "_local_jars", lambda: ["k.jar"])
+    monkeypatch.setattr(cli, "_local_jars", lambda settings: ["k.jar"])
     conf = {"spark.cores.max": "1"}
     cli._session(AggregatorSettings(spark_master="spark://h:7077", spark_conf=conf))
     cli._session(AggregatorSettings())

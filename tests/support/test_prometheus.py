@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from launch import prometheus
 from launch.probe import free_port
 from launch.supervisor import StartError
+from tests.support import prometheus
 from tests.support.debs import require
 
 unit = pytest.mark.unit  # every test but the last, which starts the real server

@@ -4,7 +4,7 @@ platform: its configuration, its process, and a reader of the raw samples it hol
 The interop test (``tests/e2e/test_prometheus_peer.py``) starts one that scrapes an exporter
 every second and remote_writes what it scrapes to the ingest's ``/api/v1/write``::
 
-    from launch import prometheus
+    from tests.support import prometheus
     from launch.probe import free_port
 
     token = home / "ingest.key"  # the ingest's API key, sent as a bearer token
