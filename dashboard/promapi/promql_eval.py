@@ -7,7 +7,9 @@ included); stored series carry no staleness markers, so a series that stops keep
 value for the look-back, as a series imported into Prometheus does. A range selector ``[r]``
 takes every sample in ``[t - r, t]``, both ends included, as Prometheus 2.x does. A vector is
 a list of rows, each a label set and its values aligned with the steps (None: no point
-there); a scalar is one float (no time functions).
+there); a scalar is one float (no time functions). A selector with ``offset`` or ``@`` is
+evaluated at its own times (:mod:`.promql_shift`); ``absent`` is 1 where its vector has no
+point.
 """
 
 from __future__ import annotations
@@ -16,15 +18,17 @@ import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from dashboard.promapi.evaluate import Deadline
+from dashboard.promapi.evaluate import Deadline, check_points
 from dashboard.promapi.promql_aggregate import aggregate
 from dashboard.promapi.promql_elementwise import apply
 from dashboard.promapi.promql_functions import binary, compare, over_time
 from dashboard.promapi.promql_labels import relabel
 from dashboard.promapi.promql_match import vector_binop
 from dashboard.promapi.promql_rows import Row, dense
+from dashboard.promapi.promql_shift import shifted, spread
 from dashboard.promapi.promql_sort import sort_rows
 from dashboard.promapi.promql_tree import (
+    Absent,
     Aggregate,
     Binary,
     Elementwise,
@@ -49,8 +53,9 @@ class Raw:
     values: list[float]
 
 
-# (selector, how far before the first step its samples are needed, in ms) -> its series.
-Source = Callable[[Selector, int], list[Raw]]
+# (selector, how far before the first time its samples are needed, in ms, the times it is
+# evaluated at: the steps, or those of its offset or @) -> its series.
+Source = Callable[[Selector, int, range], list[Raw]]
 _CHECK_EVERY = 512
 MAX_POINTS = 500_000  # the API's default APM_DASHBOARD_PROM_MAX_POINTS
 LOOKBACK_MS = 300_000  # Prometheus' default --query.lookback-delta
@@ -69,6 +74,11 @@ class Steps:
     # Where an instant selector's samples come from, when only the newest one at or before
     # each step matters (storage may then read less); None: ``source``.
     latest: Source | None = None
+    # The query's start and end (``@ start()``, ``@ end()``); None: the first and last step.
+    bounds: tuple[int, int] | None = None
+
+    def span(self) -> tuple[int, int]:
+        return self.bounds or (self.times[0], self.times[-1])
 
 
 def evaluate(node: Node, at: Steps) -> float | list[Row]:
@@ -78,12 +88,22 @@ def evaluate(node: Node, at: Steps) -> float | list[Row]:
     if isinstance(node, Number):
         return node.value
     if isinstance(node, Vector):
-        found = (at.latest or at.source)(node.selector, at.lookback_ms)
-        return [_instant(raw, times, at.lookback_ms, deadline) for raw in found]
+        own = shifted(node.shift, times, at.span())
+        found = (at.latest or at.source)(node.selector, at.lookback_ms, own)
+        check_points(len(found), len(times), at.max_points)  # an @ value at every step
+        rows = [_instant(raw, own, at.lookback_ms, deadline) for raw in found]
+        return spread(rows, own, len(times))
     if isinstance(node, OverTime):
-        found = at.source(node.selector, node.range_ms)
-        rows = [_ranged(node, raw, times, deadline) for raw in found]
-        return [row for row in rows if any(v is not None for v in row[1])]
+        own = shifted(node.shift, times, at.span())
+        found = at.source(node.selector, node.range_ms, own)
+        check_points(len(found), len(times), at.max_points)  # an @ value at every step
+        rows = [_ranged(node, raw, own, deadline) for raw in found]
+        kept = [row for row in rows if any(v is not None for v in row[1])]
+        return spread(kept, own, len(times))
+    if isinstance(node, Absent):
+        inner = evaluate(node.expr, at)
+        assert isinstance(inner, list)  # the parser refuses absent() of a number
+        return _absent(node, inner, len(times), deadline)
     if isinstance(node, Aggregate):
         inner = evaluate(node.expr, at)
         assert isinstance(inner, list)  # the parser refuses aggregating a number
@@ -133,6 +153,19 @@ def _ranged(node: OverTime, raw: Raw, times: range, deadline: Deadline) -> Row:
     if node.fn != "last":  # last_over_time keeps the metric name, as in Prometheus
         labels.pop("__name__", None)
     return labels, out
+
+
+def _absent(node: Absent, rows: Sequence[Row], steps: int, deadline: Deadline) -> list[Row]:
+    present = [False] * steps
+    for n, (_, values) in enumerate(rows):
+        if n % _CHECK_EVERY == 0:
+            deadline.check()
+        for i, v in enumerate(values):
+            if v is not None:
+                present[i] = True
+    if all(present):
+        return []
+    return [(dict(node.labels), [None if p else 1.0 for p in present])]
 
 
 def _with_scalar(node: Binary, rows: Sequence[Row], scalar: float, swap: bool) -> list[Row]:

@@ -4,6 +4,10 @@ tree (:mod:`.promql_tree`) :mod:`.promql_eval` evaluates:
 
 * ``<fn>_over_time(selector[range])`` for avg, min, max, sum, count, last, stddev, stdvar,
   and ``quantile_over_time(φ, selector[range])``;
+* ``offset`` and ``@`` on any selector (:class:`Shift`, applied by :mod:`.promql_shift`; a
+  bare selector with them is a :class:`Bare`, read with its own look-back);
+* ``absent(v)`` and ``absent_over_time(selector[range])`` (:class:`Absent`, its labels
+  those of the selector's ``=`` matchers, :func:`absent_labels`);
 * ``sum``, ``avg``, ``min``, ``max``, ``count``, ``stddev``, ``stdvar``, ``quantile`` (φ a
   number) and ``count_values`` with ``by``/``without``, ``topk`` and ``bottomk`` (``k`` a
   number);
@@ -18,7 +22,7 @@ tree (:mod:`.promql_tree`) :mod:`.promql_eval` evaluates:
 
 Each selector is checked by :func:`~.selector.parse_selector` (the metric, the labels, RE2
 regular expressions; :mod:`.promql_checks`). Anything else (another function or operator,
-``offset``, ``@``, subqueries, strings) is refused with :class:`SelectorError` naming it, as a
+subqueries, strings) is refused with :class:`SelectorError` naming it, as a
 400 ``bad_data``. The tree's classes are re-exported here.
 """
 
@@ -28,7 +32,7 @@ import json
 
 import promql_parser as pp
 
-from dashboard.promapi.promql_checks import regex_error, selector_of, unsupported
+from dashboard.promapi.promql_checks import regex_error, selector_of, shift_of, unsupported
 from dashboard.promapi.promql_elementwise import PARAMS
 from dashboard.promapi.promql_functions import binary, compare
 from dashboard.promapi.promql_labels import RELABEL, label_name, relabeller
@@ -39,7 +43,9 @@ from dashboard.promapi.promql_tree import (
     COMPARISONS,
     OVER_TIME,
     SET_OPERATORS,
+    Absent,
     Aggregate,
+    Bare,
     Binary,
     Elementwise,
     Expr,
@@ -52,6 +58,7 @@ from dashboard.promapi.promql_tree import (
     Vector,
 )
 from dashboard.promapi.selector import (
+    ALERTS,
     METRIC,
     Constant,
     Selector,
@@ -67,7 +74,9 @@ __all__ = [
     "MAX_DEPTH",
     "OVER_TIME",
     "SET_OPERATORS",
+    "Absent",
     "Aggregate",
+    "Bare",
     "Binary",
     "Elementwise",
     "Expr",
@@ -78,6 +87,7 @@ __all__ = [
     "Relabel",
     "Sort",
     "Vector",
+    "absent_labels",
     "parse_promql",
 ]
 
@@ -106,7 +116,9 @@ def parse_promql(text: str) -> Selector | Constant | Expr:
             f"the PromQL parser failed on this query: {str(exc)[:120]}", 0
         ) from None
     if isinstance(tree, pp.VectorSelector):  # a bare selector, read as it always was
-        return parse_expr(text)
+        if tree.offset is None and tree.at is None:
+            return parse_expr(text)
+        return Bare(selector_of(tree, f"{ALERTS} with offset or @"), shift_of(tree))
     node = _convert(tree, 0)
     if isinstance(node, Number):
         return Constant(node.value)
@@ -126,7 +138,7 @@ def _convert(tree: object, depth: int) -> Node:
             Number(-inner.value) if isinstance(inner, Number) else Binary("*", inner, Number(-1.0))
         )
     if isinstance(tree, pp.VectorSelector):
-        return Vector(selector_of(tree))
+        return Vector(selector_of(tree), shift_of(tree))
     if isinstance(tree, pp.Call):
         return _call(tree, depth)
     if isinstance(tree, pp.AggregateExpr):
@@ -151,17 +163,47 @@ def _call(call: pp.Call, depth: int) -> Node:
         return Sort(expr, desc=name == "sort_desc")
     if name in RELABEL:
         return _relabel(call, depth)
+    if name == "absent":  # the parser has checked its one argument is a vector
+        return Absent(_convert(call.args[0], depth + 1), absent_labels(call.args[0]))
+    if name == "absent_over_time":  # ... and this one's a range
+        arg = call.args[0]
+        return Absent(_over_time("count", name, arg, None), absent_labels(arg))
     fn = name.removesuffix("_over_time")
     if fn == name or fn not in OVER_TIME:
         raise unsupported(f"the function {name}()")
     *params, arg = call.args
+    param = _number(params[0], name, depth) if params else None
+    return _over_time(fn, name, arg, param)
+
+
+def _over_time(fn: str, name: str, arg: object, param: float | None) -> OverTime:
     if not isinstance(arg, pp.MatrixSelector):
         raise unsupported(f"{name}() of anything but a range selector such as {METRIC}{{...}}[5m]")
-    if arg.vector_selector.offset is not None or arg.vector_selector.at is not None:
-        raise unsupported("offset and @")
+    vs = arg.vector_selector
     range_ms = round(arg.range.total_seconds() * 1000)
-    param = _number(params[0], name, depth) if params else None
-    return OverTime(fn, selector_of(arg.vector_selector), range_ms, param)
+    return OverTime(fn, selector_of(vs), range_ms, param, shift_of(vs))
+
+
+def absent_labels(arg: object) -> tuple[tuple[str, str], ...]:
+    """The labels ``absent(arg)`` answers with, as Prometheus 2.42's
+    ``createLabelsForAbsentFunction``: of a selector (a range selector's too; not in
+    parentheses), the ``=`` matchers' labels and values, the first of each name, less any name
+    that another matcher also names, and less ``__name__``; of anything else none."""
+    vs = arg.vector_selector if isinstance(arg, pp.MatrixSelector) else arg
+    if not isinstance(vs, pp.VectorSelector):
+        return ()
+    out: dict[str, str] = {}
+    others: list[str] = []
+    for m in vs.matchers.matchers:
+        if m.name == "__name__":
+            continue
+        if str(m.op) == "MatchOp.Equal" and not out.get(m.name):  # "" is no label yet
+            out[m.name] = m.value
+        else:
+            others.append(m.name)
+    for name in others:
+        out.pop(name, None)
+    return tuple(sorted((k, v) for k, v in out.items() if v))  # an empty value is no label
 
 
 def _elementwise(call: pp.Call, depth: int) -> Node:

@@ -12,7 +12,7 @@ import pytest
 
 from dashboard.promapi.evaluate import Deadline, LimitError, TimedOut
 from dashboard.promapi.promql_eval import LOOKBACK_MS, Raw, Steps, evaluate
-from dashboard.promapi.promql_parse import parse_promql
+from dashboard.promapi.promql_parse import Bare, parse_promql
 from dashboard.promapi.selector import Constant, Selector
 
 pytestmark = pytest.mark.unit
@@ -23,16 +23,22 @@ LABELS = {"__name__": "apm_query", "id": "q", "fn": "max"}
 RAW = Raw(LABELS, [10_000, 20_000, 30_000, 50_000, 60_000], [1.0, 2.0, 3.0, 5.0, 6.0])
 
 
-def _run(text: str, times: range, lookback_ms: int = LOOKBACK_MS) -> Any:
+def _run(
+    text: str,
+    times: range,
+    lookback_ms: int = LOOKBACK_MS,
+    bounds: tuple[int, int] | None = None,
+    asked: list[range] | None = None,
+) -> Any:
     expr = parse_promql(text)
-    assert not isinstance(expr, Selector | Constant)
-    asked: list[int] = []
+    assert not isinstance(expr, Selector | Constant | Bare)
 
-    def source(selector: Selector, range_ms: int) -> list[Raw]:
-        asked.append(range_ms)
+    def source(selector: Selector, range_ms: int, own: range) -> list[Raw]:
+        if asked is not None:
+            asked.append(own)
         return [RAW] if selector.matches(LABELS) else []
 
-    return evaluate(expr, Steps(times, source, FOREVER, lookback_ms=lookback_ms))
+    return evaluate(expr, Steps(times, source, FOREVER, lookback_ms=lookback_ms, bounds=bounds))
 
 
 STEPS = range(10_000, 70_001, 5_000)  # 10, 15, ... 70 s
@@ -97,7 +103,7 @@ def test_the_deadline_is_checked_while_evaluating() -> None:
     assert not isinstance(expr, Selector | Constant)
     past = Deadline(0.0, lambda: 1.0)
     with pytest.raises(TimedOut):
-        evaluate(expr, Steps(STEPS, lambda s, r: [RAW], past))
+        evaluate(expr, Steps(STEPS, lambda s, r, t: [RAW], past))
 
 
 def test_operators_between_vectors_match_and_are_bounded() -> None:
@@ -113,4 +119,62 @@ def test_operators_between_vectors_match_and_are_bounded() -> None:
     expr = parse_promql('apm_query{id="q"} or apm_query{id="q"}')
     assert not isinstance(expr, Selector | Constant)
     with pytest.raises(LimitError, match="1 series x 13 steps"):
-        evaluate(expr, Steps(STEPS, lambda s, r: [RAW], FOREVER, max_points=12))
+        evaluate(expr, Steps(STEPS, lambda s, r, t: [RAW], FOREVER, max_points=12))
+
+
+@pytest.mark.parametrize("offset_ms", [20_000, -15_000, 1])
+def test_offset_evaluates_at_each_step_less_the_offset(offset_ms: int) -> None:
+    """Each step's value is the unshifted expression's at ``t - offset``, at ``t``."""
+    later = range(STEPS.start - offset_ms, STEPS.stop - offset_ms, STEPS.step)
+    for text in ('apm_query{id="q"}{o} * 1', 'count_over_time(apm_query{id="q"}[20s]{o})'):
+        asked: list[range] = []
+        shifted = _run(text.replace("{o}", f" offset {offset_ms}ms"), STEPS, asked=asked)
+        assert asked == [later]
+        assert shifted == _run(text.replace("{o}", ""), later)
+        assert shifted  # the test compares values
+
+
+def test_at_evaluates_once_and_repeats_at_every_step() -> None:
+    [(_, values)] = _run('apm_query{id="q"} @ 30 * 1', STEPS)
+    assert values == [3.0] * len(STEPS)
+    [(_, values)] = _run('apm_query{id="q"} @ 45 offset -5s * 1', STEPS)
+    assert values == [5.0] * len(STEPS)  # at 50 s
+    [(labels, counts)] = _run('count_over_time(apm_query{id="q"}[20s] @ 60)', STEPS)
+    assert "__name__" not in labels and counts == [2.0] * len(STEPS)  # 50 and 60 s
+    assert _run('max_over_time(apm_query{id="q"}[5s] @ 45)', STEPS) == []  # 40 s is missing
+
+
+def test_at_start_and_end_are_the_querys() -> None:
+    asked: list[range] = []
+    [(_, values)] = _run(
+        'apm_query{id="q"} @ end() - apm_query{id="q"} @ start()',
+        range(10_000, 40_001, 10_000),
+        bounds=(10_000, 45_000),  # the steps stop at 40 s; end() is the query's end
+        asked=asked,
+    )
+    assert asked == [range(45_000, 45_001), range(10_000, 10_001)]
+    assert values == [2.0] * 4  # 3 - 1
+
+
+def test_at_repeats_within_max_points() -> None:
+    expr = parse_promql('sum(apm_query{id="q"} @ 30)')
+    assert not isinstance(expr, Selector | Constant | Bare)
+    with pytest.raises(LimitError, match="1 series x 13 steps"):
+        evaluate(expr, Steps(STEPS, lambda s, r, t: [RAW], FOREVER, max_points=12))
+
+
+def test_absent_is_one_where_the_vector_has_no_point() -> None:
+    [(labels, values)] = _run('absent(apm_query{id="q", fn="max"})', STEPS, lookback_ms=5_000)
+    assert labels == {"id": "q", "fn": "max"}  # the = matchers', never __name__
+    assert values == [None] * 6 + [1.0, 1.0] + [None] * 4 + [1.0]  # 40, 45, 70 s
+    assert _run('absent(apm_query{id="q"})', STEPS) == []  # a point at every step
+    [(labels, values)] = _run('absent(sum(apm_query{id="other"}))', STEPS)
+    assert labels == {} and values == [1.0] * len(STEPS)
+
+
+def test_absent_over_time_is_one_where_the_range_has_no_sample() -> None:
+    [(labels, values)] = _run('absent_over_time(apm_query{id="q", fn=~"m.*"}[5s])', STEPS)
+    assert labels == {"id": "q"}
+    assert values == [None] * 6 + [1.0, 1.0] + [None] * 4 + [1.0]  # [35, 40], [40, 45], [65, 70]
+    [(_, values)] = _run('absent_over_time(apm_query{id="q"}[5s] offset -10s)', STEPS)
+    assert values == [None] * 4 + [1.0, 1.0] + [None] * 4 + [1.0, 1.0, 1.0]
