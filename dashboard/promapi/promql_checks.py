@@ -3,8 +3,8 @@ from ``promql-parser``'s, is checked as a bare selector is (:func:`~.selector.pa
 the metric, the labels, RE2 regular expressions) and may not be ``ALERTS``; its ``offset`` and
 ``@`` are read by :func:`shift_of`, which refuses what Prometheus refuses (an ``@`` time
 past its int64 milliseconds) and what the binding cannot give exactly (a time before 1970);
-anything not evaluated is refused with one message naming it, a 400 ``bad_data``
-(:func:`unsupported`)."""
+``absent``'s labels are a selector's (:func:`absent_labels`); anything not evaluated is
+refused with one message naming it, a 400 ``bad_data`` (:func:`unsupported`)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from dashboard.promapi.selector import (
     parse_selector,
 )
 
-__all__ = ["regex_error", "selector_of", "shift_of", "unsupported"]
+__all__ = ["absent_labels", "regex_error", "selector_of", "shift_of", "unsupported"]
 
 _MAX_AT_MS = 2**63 - 1  # Prometheus keeps times as int64 milliseconds
 _OPS = {"MatchOp.Equal": "=", "MatchOp.NotEqual": "!=", "MatchOp.Re": "=~", "MatchOp.NotRe": "!~"}
@@ -74,6 +74,28 @@ def _at_ms(at: pp.AtModifier) -> int:
     return ms
 
 
+def absent_labels(arg: object) -> tuple[tuple[str, str], ...]:
+    """The labels ``absent(arg)`` answers with, as Prometheus 2.42's
+    ``createLabelsForAbsentFunction``: of a selector (a range selector's too; not in
+    parentheses), the ``=`` matchers' labels and values, the first of each name, less any name
+    that another matcher also names, and less ``__name__``; of anything else none."""
+    vs = arg.vector_selector if isinstance(arg, pp.MatrixSelector) else arg
+    if not isinstance(vs, pp.VectorSelector):
+        return ()
+    out: dict[str, str] = {}
+    others: list[str] = []
+    for m in vs.matchers.matchers:
+        if m.name == "__name__":
+            continue
+        if str(m.op) == "MatchOp.Equal" and not out.get(m.name):  # "" is no label yet
+            out[m.name] = m.value
+        else:
+            others.append(m.name)
+    for name in others:
+        out.pop(name, None)
+    return tuple(sorted((k, v) for k, v in out.items() if v))  # an empty value is no label
+
+
 def regex_error(text: str) -> None:
     """Raises the selector's regex error in ``text``, if any: RE2's message names the
     problem better than the Rust parser's."""
@@ -89,7 +111,7 @@ def unsupported(what: str) -> SelectorError:
     """The one refusal of anything not evaluated, naming ``what``."""
     return SelectorError(
         f"{what} is not supported; the read API evaluates selectors (with offset and @), "
-        "*_over_time(), aggregations (not group), abs, round, clamp*, sort*, label_*, absent*"
-        " and operators but atan2 (docs/interop.md)",
+        "*_over_time() (of subqueries too), aggregations (not group), abs, round, clamp*, "
+        "sort*, label_*, absent* and operators but atan2 (docs/interop.md)",
         0,
     )

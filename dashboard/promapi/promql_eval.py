@@ -8,17 +8,18 @@ value for the look-back, as a series imported into Prometheus does. A range sele
 takes every sample in ``[t - r, t]``, both ends included, as Prometheus 2.x does. A vector is
 a list of rows, each a label set and its values aligned with the steps (None: no point
 there); a scalar is one float (no time functions). A selector with ``offset`` or ``@`` is
-evaluated at its own times (:mod:`.promql_shift`); ``absent`` is 1 where its vector has no
-point.
+evaluated at its own times (:mod:`.promql_shift`); a subquery once over its whole range, at
+the multiples of its step, into the samples of its function; ``absent`` is 1 where its vector
+has no point.
 """
 
 from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from dashboard.promapi.evaluate import Deadline, check_points
+from dashboard.promapi.evaluate import Deadline, LimitError, check_points
 from dashboard.promapi.promql_aggregate import aggregate
 from dashboard.promapi.promql_elementwise import apply
 from dashboard.promapi.promql_functions import binary, compare, over_time
@@ -37,11 +38,21 @@ from dashboard.promapi.promql_tree import (
     OverTime,
     Relabel,
     Sort,
+    Subquery,
     Vector,
 )
 from dashboard.promapi.selector import Selector
 
-__all__ = ["LOOKBACK_MS", "MAX_POINTS", "Raw", "Row", "Source", "Steps", "evaluate"]
+__all__ = [
+    "LOOKBACK_MS",
+    "MAX_POINTS",
+    "SUBQUERY_STEP_MS",
+    "Raw",
+    "Row",
+    "Source",
+    "Steps",
+    "evaluate",
+]
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,7 @@ Source = Callable[[Selector, int, range], list[Raw]]
 _CHECK_EVERY = 512
 MAX_POINTS = 500_000  # the API's default APM_DASHBOARD_PROM_MAX_POINTS
 LOOKBACK_MS = 300_000  # Prometheus' default --query.lookback-delta
+SUBQUERY_STEP_MS = 60_000  # Prometheus' default global evaluation_interval
 
 
 @dataclass(frozen=True)
@@ -76,6 +88,8 @@ class Steps:
     latest: Source | None = None
     # The query's start and end (``@ start()``, ``@ end()``); None: the first and last step.
     bounds: tuple[int, int] | None = None
+    # A subquery's step when it names none (``[1h:]``): Prometheus' evaluation_interval.
+    subquery_step_ms: int = SUBQUERY_STEP_MS
 
     def span(self) -> tuple[int, int]:
         return self.bounds or (self.times[0], self.times[-1])
@@ -95,7 +109,10 @@ def evaluate(node: Node, at: Steps) -> float | list[Row]:
         return spread(rows, own, len(times))
     if isinstance(node, OverTime):
         own = shifted(node.shift, times, at.span())
-        found = at.source(node.selector, node.range_ms, own)
+        if isinstance(node.selector, Subquery):
+            found = _subquery(node.selector, node.range_ms, own, at)
+        else:
+            found = at.source(node.selector, node.range_ms, own)
         check_points(len(found), len(times), at.max_points)  # an @ value at every step
         rows = [_ranged(node, raw, own, deadline) for raw in found]
         kept = [row for row in rows if any(v is not None for v in row[1])]
@@ -153,6 +170,33 @@ def _ranged(node: OverTime, raw: Raw, times: range, deadline: Deadline) -> Row:
     if node.fn != "last":  # last_over_time keeps the metric name, as in Prometheus
         labels.pop("__name__", None)
     return labels, out
+
+
+def _subquery(sub: Subquery, range_ms: int, own: range, at: Steps) -> list[Raw]:
+    """The subquery's series: its expression at each multiple of its step from the first
+    ``own`` time less its range to the last (Prometheus' alignment, to the epoch), at most
+    ``max_points`` steps, the points of each series its samples."""
+    step = sub.step_ms or at.subquery_step_ms
+    first = -(-(own[0] - range_ms) // step) * step  # the first multiple of step in the range
+    inner = range(first, own[-1] + 1, step)
+    if len(inner) > at.max_points:
+        raise LimitError(
+            f"the subquery evaluates its expression at {len(inner)} steps, more than "
+            f"{at.max_points} (APM_DASHBOARD_PROM_MAX_POINTS); raise its step, or shorten "
+            "its range or the query's"
+        )
+    if not inner:
+        return []
+    found = evaluate(sub.expr, replace(at, times=inner, bounds=at.span()))
+    assert isinstance(found, list)  # the parser refuses a subquery of a number
+    return [
+        Raw(
+            labels,
+            [t for t, v in zip(inner, values, strict=True) if v is not None],
+            [v for v in values if v is not None],
+        )
+        for labels, values in found
+    ]
 
 
 def _absent(node: Absent, rows: Sequence[Row], steps: int, deadline: Deadline) -> list[Row]:

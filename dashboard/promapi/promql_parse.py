@@ -4,10 +4,12 @@ tree (:mod:`.promql_tree`) :mod:`.promql_eval` evaluates:
 
 * ``<fn>_over_time(selector[range])`` for avg, min, max, sum, count, last, stddev, stdvar,
   and ``quantile_over_time(φ, selector[range])``;
+* subqueries ``fn_over_time(expr[range:step])`` and ``[range:]`` (:class:`Subquery`), with
+  ``offset`` and ``@`` as a range selector's; nowhere else;
 * ``offset`` and ``@`` on any selector (:class:`Shift`, applied by :mod:`.promql_shift`; a
   bare selector with them is a :class:`Bare`, read with its own look-back);
 * ``absent(v)`` and ``absent_over_time(selector[range])`` (:class:`Absent`, its labels
-  those of the selector's ``=`` matchers, :func:`absent_labels`);
+  those of the selector's ``=`` matchers, :func:`~.promql_checks.absent_labels`);
 * ``sum``, ``avg``, ``min``, ``max``, ``count``, ``stddev``, ``stdvar``, ``quantile`` (φ a
   number) and ``count_values`` with ``by``/``without``, ``topk`` and ``bottomk`` (``k`` a
   number);
@@ -22,17 +24,24 @@ tree (:mod:`.promql_tree`) :mod:`.promql_eval` evaluates:
 
 Each selector is checked by :func:`~.selector.parse_selector` (the metric, the labels, RE2
 regular expressions; :mod:`.promql_checks`). Anything else (another function or operator,
-subqueries, strings) is refused with :class:`SelectorError` naming it, as a
+strings) is refused with :class:`SelectorError` naming it, as a
 400 ``bad_data``. The tree's classes are re-exported here.
 """
 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import promql_parser as pp
 
-from dashboard.promapi.promql_checks import regex_error, selector_of, shift_of, unsupported
+from dashboard.promapi.promql_checks import (
+    absent_labels,
+    regex_error,
+    selector_of,
+    shift_of,
+    unsupported,
+)
 from dashboard.promapi.promql_elementwise import PARAMS
 from dashboard.promapi.promql_functions import binary, compare
 from dashboard.promapi.promql_labels import RELABEL, label_name, relabeller
@@ -55,6 +64,7 @@ from dashboard.promapi.promql_tree import (
     OverTime,
     Relabel,
     Sort,
+    Subquery,
     Vector,
 )
 from dashboard.promapi.selector import (
@@ -86,8 +96,8 @@ __all__ = [
     "OverTime",
     "Relabel",
     "Sort",
+    "Subquery",
     "Vector",
-    "absent_labels",
     "parse_promql",
 ]
 
@@ -148,7 +158,7 @@ def _convert(tree: object, depth: int) -> Node:
     if isinstance(tree, pp.MatrixSelector):
         raise unsupported("a range selector outside *_over_time()")
     if isinstance(tree, pp.SubqueryExpr):
-        raise unsupported("subqueries")
+        raise unsupported("a subquery outside *_over_time()")
     if isinstance(tree, pp.StringLiteral):
         raise unsupported("a string")
     raise unsupported(type(tree).__name__)
@@ -167,43 +177,26 @@ def _call(call: pp.Call, depth: int) -> Node:
         return Absent(_convert(call.args[0], depth + 1), absent_labels(call.args[0]))
     if name == "absent_over_time":  # ... and this one's a range
         arg = call.args[0]
-        return Absent(_over_time("count", name, arg, None), absent_labels(arg))
+        return Absent(_over_time("count", name, arg, None, depth), absent_labels(arg))
     fn = name.removesuffix("_over_time")
     if fn == name or fn not in OVER_TIME:
         raise unsupported(f"the function {name}()")
     *params, arg = call.args
     param = _number(params[0], name, depth) if params else None
-    return _over_time(fn, name, arg, param)
+    return _over_time(fn, name, arg, param, depth)
 
 
-def _over_time(fn: str, name: str, arg: object, param: float | None) -> OverTime:
+def _over_time(fn: str, name: str, arg: object, param: float | None, depth: int) -> OverTime:
+    if isinstance(arg, pp.SubqueryExpr):  # the parser has checked it is of a vector
+        step_ms = 0 if arg.step is None else arg.step // timedelta(milliseconds=1)
+        sub = Subquery(_convert(arg.expr, depth + 1), step_ms)
+        range_ms = (arg.range or timedelta()) // timedelta(milliseconds=1)  # never None
+        return OverTime(fn, sub, range_ms, param, shift_of(arg))
     if not isinstance(arg, pp.MatrixSelector):
         raise unsupported(f"{name}() of anything but a range selector such as {METRIC}{{...}}[5m]")
     vs = arg.vector_selector
     range_ms = round(arg.range.total_seconds() * 1000)
     return OverTime(fn, selector_of(vs), range_ms, param, shift_of(vs))
-
-
-def absent_labels(arg: object) -> tuple[tuple[str, str], ...]:
-    """The labels ``absent(arg)`` answers with, as Prometheus 2.42's
-    ``createLabelsForAbsentFunction``: of a selector (a range selector's too; not in
-    parentheses), the ``=`` matchers' labels and values, the first of each name, less any name
-    that another matcher also names, and less ``__name__``; of anything else none."""
-    vs = arg.vector_selector if isinstance(arg, pp.MatrixSelector) else arg
-    if not isinstance(vs, pp.VectorSelector):
-        return ()
-    out: dict[str, str] = {}
-    others: list[str] = []
-    for m in vs.matchers.matchers:
-        if m.name == "__name__":
-            continue
-        if str(m.op) == "MatchOp.Equal" and not out.get(m.name):  # "" is no label yet
-            out[m.name] = m.value
-        else:
-            others.append(m.name)
-    for name in others:
-        out.pop(name, None)
-    return tuple(sorted((k, v) for k, v in out.items() if v))  # an empty value is no label
 
 
 def _elementwise(call: pp.Call, depth: int) -> Node:

@@ -97,7 +97,8 @@ class PromqlRunner:
             return [_raw(s, read[s.query.id, s.server]) for s in found]
 
         latest = partial(source, newest=True)
-        at = Steps(steps, source, deadline, limits.max_points, lookback_ms, latest, bounds)
+        sub_ms = round(limits.subquery_step_seconds * 1000)
+        at = Steps(steps, source, deadline, limits.max_points, lookback_ms, latest, bounds, sub_ms)
         return evaluate(expr, at)
 
     def _read(

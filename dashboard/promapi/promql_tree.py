@@ -27,6 +27,7 @@ __all__ = [
     "Relabel",
     "Shift",
     "Sort",
+    "Subquery",
     "Vector",
 ]
 
@@ -76,9 +77,19 @@ class Bare:
 
 
 @dataclass(frozen=True)
+class Subquery:
+    """``expr[range:step]`` inside a ``*_over_time()`` (whose ``range_ms`` and ``shift`` are
+    the subquery's): ``expr`` evaluated at every multiple of ``step_ms`` (0: the API's default
+    subquery step) in the range, those points the function's samples."""
+
+    expr: Node
+    step_ms: int = 0
+
+
+@dataclass(frozen=True)
 class OverTime:
     fn: str  # one of OVER_TIME
-    selector: Selector
+    selector: Selector | Subquery
     range_ms: int
     param: float | None = None  # quantile_over_time's φ
     shift: Shift = NO_SHIFT

@@ -197,6 +197,21 @@ EXPRESSIONS = [
     "absent_over_time(apm_query{C}[30s])",
     'absent_over_time(apm_query{id="{CID}", fn="min"}[1m] @ {GAP})',
     'absent_over_time(apm_query{id="gone", id=~"g.*", fn="avg"}[1m] offset 1m)',
+    # Subqueries: the expression at every multiple of the step (of the epoch) in the range,
+    # [range:] at Prometheus' default evaluation_interval, 1m.
+    "max_over_time(apm_query{AB}[2m:30s])",
+    "avg_over_time(sum by (fn) (apm_query{A})[5m:])",
+    "min_over_time((apm_query{ABC} * 2)[3m:15s])",
+    "count_over_time(apm_query{C}[5m:20s])",
+    "last_over_time(apm_query{A}[1m:7s])",
+    "quantile_over_time(0.5, max by (server) (apm_query{S})[2m:20s])",
+    "max_over_time(apm_query{S}[1m:15s])",
+    "max_over_time(apm_query{AB}[2m:30s] offset 1m)",
+    "sum_over_time(apm_query{A}[1m:10s] @ {AT})",
+    "stddev_over_time(max_over_time(apm_query{AB}[1m])[5m:1m])",
+    "max_over_time(max_over_time(apm_query{A}[30s:10s])[2m:1m])",
+    "absent_over_time(apm_query{C}[30s:10s] offset -5m)",
+    "topk(2, avg_over_time(apm_query{S}[1m:])) > 10",
 ]
 # One-window look-back: bare selectors, and expressions asked with lookback_delta=9999ms.
 SHORT = [

@@ -6,6 +6,7 @@ name; a comparison filters and keeps the vector's value, ``bool`` gives 0/1)."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -29,6 +30,7 @@ def _run(
     lookback_ms: int = LOOKBACK_MS,
     bounds: tuple[int, int] | None = None,
     asked: list[range] | None = None,
+    sub_ms: int = 0,
 ) -> Any:
     expr = parse_promql(text)
     assert not isinstance(expr, Selector | Constant | Bare)
@@ -38,7 +40,8 @@ def _run(
             asked.append(own)
         return [RAW] if selector.matches(LABELS) else []
 
-    return evaluate(expr, Steps(times, source, FOREVER, lookback_ms=lookback_ms, bounds=bounds))
+    at = Steps(times, source, FOREVER, lookback_ms=lookback_ms, bounds=bounds)
+    return evaluate(expr, replace(at, subquery_step_ms=sub_ms) if sub_ms else at)
 
 
 STEPS = range(10_000, 70_001, 5_000)  # 10, 15, ... 70 s
@@ -178,3 +181,57 @@ def test_absent_over_time_is_one_where_the_range_has_no_sample() -> None:
     assert values == [None] * 6 + [1.0, 1.0] + [None] * 4 + [1.0]  # [35, 40], [40, 45], [65, 70]
     [(_, values)] = _run('absent_over_time(apm_query{id="q"}[5s] offset -10s)', STEPS)
     assert values == [None] * 4 + [1.0, 1.0] + [None] * 4 + [1.0, 1.0, 1.0]
+
+
+def _at(t: int) -> float | None:
+    """The instant selector's value at ``t`` (5-minute look-back)."""
+    rows = _run('apm_query{id="q"} * 1', range(t, t + 1))
+    return rows[0][1][0] if rows else None
+
+
+@pytest.mark.parametrize(("fn", "agg"), [("max", max), ("count", len), ("last", lambda v: v[-1])])
+def test_a_subquery_is_the_expression_at_each_aligned_step_in_its_range(fn: str, agg: Any) -> None:
+    """At each step ``t``, ``fn_over_time(x[30s:10s])`` is ``fn`` of ``x`` at the multiples
+    of 10 s in ``[t - 30s, t]``, computed here one instant at a time."""
+    times = range(0, 100_001, 7_000)
+    [(labels, values)] = _run(f'{fn}_over_time(apm_query{{id="q"}}[30s:10s])', times)
+    expected: list[float | None] = []
+    for t in times:
+        inner = [_at(k) for k in range(-(-(t - 30_000) // 10_000) * 10_000, t + 1, 10_000)]
+        found = [v for v in inner if v is not None]
+        expected.append(float(agg(found)) if found else None)
+    assert values == expected and any(v is not None for v in values)
+    assert ("__name__" in labels) == (fn == "last")  # last_over_time keeps it, as Prometheus
+
+
+def test_a_subquery_without_a_step_takes_the_default() -> None:
+    [(_, one)] = _run('count_over_time(apm_query{id="q"}[2m:])', range(60_000, 60_001))
+    assert one == [1.0]  # at -60, 0 and 60 s: only 60 s has a point
+    [(_, three)] = _run(
+        'count_over_time(apm_query{id="q"}[2m:])', range(60_000, 60_001), sub_ms=20_000
+    )
+    assert three == [3.0]  # at 20, 40 and 60 s (and -60 ... 0 without)
+
+
+def test_a_subquery_with_offset_at_and_inside_an_expression() -> None:
+    text = 'max_over_time(sum(apm_query{id="q"})[30s:10s]{o})'
+    [(_, plain)] = _run(text.replace("{o}", ""), range(50_000, 60_001, 10_000))
+    [(_, moved)] = _run(text.replace("{o}", " offset 10s"), range(60_000, 70_001, 10_000))
+    assert moved == plain == [5.0, 6.0]
+    [(_, fixed)] = _run(text.replace("{o}", " @ 40"), STEPS)
+    assert fixed == [3.0] * len(STEPS)  # at 10 ... 40 s: 1, 2, 3, 3
+    [(_, absent)] = _run('absent_over_time(apm_query{id="q"}[5s:5s])', STEPS, lookback_ms=1)
+    # points only at the window ends (a 1 ms look-back): none at 35, 40, 45, 65, 70 s
+    assert absent == [None] * 6 + [1.0, 1.0] + [None] * 4 + [1.0]
+
+
+def test_a_subquery_is_bounded_in_points_before_it_is_evaluated() -> None:
+    asked: list[range] = []
+    with pytest.raises(LimitError, match="the subquery evaluates its expression at 86400001"):
+        _run('max_over_time(apm_query{id="q"}[1d:1ms])', range(60_000, 60_001), asked=asked)
+    assert asked == []  # nothing read
+    nested = 'max_over_time(max_over_time(apm_query{id="q"}[1m:1s])[1d:1s])'
+    with pytest.raises(LimitError, match="86461 steps"):  # 1 d and the 60 s of STEPS
+        expr = parse_promql(nested)
+        assert not isinstance(expr, Selector | Constant | Bare)
+        evaluate(expr, Steps(STEPS, lambda s, r, t: [RAW], FOREVER, max_points=50_000))

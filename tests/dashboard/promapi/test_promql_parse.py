@@ -20,7 +20,7 @@ from dashboard.promapi.promql_parse import (
     Vector,
     parse_promql,
 )
-from dashboard.promapi.promql_tree import Shift
+from dashboard.promapi.promql_tree import Shift, Subquery
 from dashboard.promapi.selector import Constant, Selector, SelectorError
 
 pytestmark = pytest.mark.unit
@@ -121,6 +121,24 @@ def test_offset_and_at_on_selectors(query: str, shift: Shift) -> None:
     assert bare.selector.matches({"__name__": "apm_query", "id": "q1"})
 
 
+def test_subqueries_inside_over_time_functions() -> None:
+    node = parse_promql(f"max_over_time(sum by (fn) ({SEL})[1h:5m] offset 10m)")
+    assert isinstance(node, OverTime) and isinstance(node.selector, Subquery)
+    assert (node.range_ms, node.shift, node.selector.step_ms) == (
+        3_600_000,
+        Shift(600_000),
+        300_000,
+    )
+    assert isinstance(node.selector.expr, Aggregate)
+    default = parse_promql(f"quantile_over_time(0.9, ({SEL} * 2)[90s:] @ end())")
+    assert isinstance(default, OverTime) and isinstance(default.selector, Subquery)
+    assert (default.param, default.range_ms, default.shift) == (0.9, 90_000, Shift(0, "end"))
+    assert default.selector.step_ms == 0 and isinstance(default.selector.expr, Binary)
+    absent = parse_promql(f"absent_over_time({SEL}[5m:1m])")
+    assert isinstance(absent, Absent) and absent.labels == ()  # not a selector: none
+    assert isinstance(absent.expr, OverTime) and isinstance(absent.expr.selector, Subquery)
+
+
 @pytest.mark.parametrize(
     ("query", "labels"),
     [
@@ -167,7 +185,12 @@ def test_absent_takes_the_equality_matchers_labels(
         (f"absent({SEL}[5m])", "expected type vector"),
         (f"absent_over_time({SEL})", "expected type matrix"),
         ("absent(1)", "expected type vector"),
-        (f"max_over_time({SEL}[10m:1m])", "range selector such as"),
+        (f"{SEL}[10m:1m]", "a subquery outside *_over_time() is not supported"),
+        (f"sum({SEL}[10m:1m])", "expected type vector in aggregation expression, got matrix"),
+        ("max_over_time((1)[5m:1m])", "subquery is only allowed on vector, got scalar"),
+        (f"max_over_time({SEL}[5m][10m:1m])", "subquery is only allowed on vector, got matrix"),
+        (f"max_over_time({SEL}[10m:0s])", "duration must be greater than 0"),
+        (f"max_over_time(rate({SEL}[1m])[10m:1m])", "the function rate()"),
         (f"{SEL}[5m]", "a range selector outside"),
         (f"sum({SEL}[5m])", "expected type vector in aggregation expression, got matrix"),
         (f"max_over_time({SEL})", "expected type matrix"),

@@ -166,7 +166,8 @@ _PIECES = st.sampled_from(
      "1", "0.5", '"v"', ",", "-", "+", "*", "/", "%", "^", ">", "==", "bool", "and", "or",
      "unless", "max_over_time", "stddev", " ", 'apm_query{server=~"web-.*"}', "(server)",
      'apm_query{id="qs", server="web-2"}', "bottomk", " offset ", "1m", "-30s", " @ ",
-     "start()", "end()", str(T0 + 50), "absent", "absent_over_time"]
+     "start()", "end()", str(T0 + 50), "absent", "absent_over_time", "[1m:10s]", "[2m:]",
+     "[1d:1ms]"]
 )  # fmt: skip
 
 
