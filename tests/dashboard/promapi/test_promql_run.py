@@ -121,6 +121,20 @@ def test_absent_answers_the_selectors_labels(repo: ResultRepo) -> None:
     assert row["values"] == [[T0 + 50, "1"], [T0 + 55, "1"]]  # no window ends in 45..55
 
 
+def test_subqueries_answer_and_are_bounded_before_any_read(repo: ResultRepo) -> None:
+    api = _client(repo)
+    # min at T0 + 20 ... T0 + 60 (each 10 s): i = 1, 2, 3, 3 (look-back over i = 4), 5
+    sub = {"query": 'sum_over_time(apm_query{id="qa", fn="min"}[40s:10s])', "time": T0 + 60}
+    [row] = _ok(api.get("/api/v1/query", query_string=sub))["result"]
+    assert row == {"metric": {"fn": "min", "id": "qa", "metric": "cpu", "window": "10s"},
+                   "value": [T0 + 60, "14"]}  # fmt: skip
+    reads = len(repo.reads)
+    long = {"query": 'max_over_time(apm_query{id="qa"}[30d:1s])', "time": T0 + 60}
+    message = _err(api.get("/api/v1/query", query_string=long), 422, "execution")
+    assert "the subquery evaluates its expression at 2592001 steps, more than 500000" in message
+    assert len(repo.reads) == reads  # refused before any read
+
+
 def test_limits_are_422_before_any_read(repo: ResultRepo, monkeypatch: Any) -> None:
     monkeypatch.setenv("APM_DASHBOARD_PROM_MAX_SERIES", "2")
     monkeypatch.setenv("APM_DASHBOARD_PROM_MAX_POINTS", "100")
