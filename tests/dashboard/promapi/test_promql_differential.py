@@ -212,6 +212,8 @@ EXPRESSIONS = [
     "max_over_time(max_over_time(apm_query{A}[30s:10s])[2m:1m])",
     "absent_over_time(apm_query{C}[30s:10s] offset -5m)",
     "topk(2, avg_over_time(apm_query{S}[1m:])) > 10",
+    "max_over_time((apm_query{A} @ start() offset -1m)[1m:10s])",  # the query's start
+    "min_over_time(apm_query{AB}[1m:20s] offset -30s)",
 ]
 # One-window look-back: bare selectors, and expressions asked with lookback_delta=9999ms.
 SHORT = [
