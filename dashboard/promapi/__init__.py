@@ -12,7 +12,8 @@ Modules: :mod:`~dashboard.promapi.selector` (the PromQL subset; :mod:`.scan` and
 (series and points from stored windows, the reads planned by :mod:`.plan`), the PromQL beyond a
 selector (:mod:`.promql_parse` over promql-parser into :mod:`.promql_tree`, its selectors and
 refusals in :mod:`.promql_checks`, :mod:`.promql_eval`
-at each step with :mod:`.promql_functions`, :mod:`.promql_elementwise` (abs, round, clamp*),
+at each step with :mod:`.promql_functions`,
+:mod:`.promql_shift` (``offset``, ``@``), :mod:`.promql_elementwise` (abs, round, clamp*),
 :mod:`.promql_sort` (sort, sort_desc), :mod:`.promql_labels` (label_replace, label_join),
 :mod:`.promql_aggregate`, :mod:`.promql_match`
 (operators between vectors) and :mod:`.promql_rows`, :mod:`.promql_run` from storage within the

@@ -31,6 +31,7 @@ __all__ = [
     "Series",
     "Servers",
     "TimedOut",
+    "check_points",
     "label_sets",
     "matching",
     "points",
@@ -46,6 +47,16 @@ class LimitError(ValueError):
 
 class TimedOut(RuntimeError):
     """The evaluation passed its deadline: 503 ``timeout``."""
+
+
+def check_points(series: int, steps: int, max_points: int) -> None:
+    """An answer of ``series`` x ``steps`` points within ``max_points``, before any read."""
+    if series * steps > max_points:
+        raise LimitError(
+            f"{series} series x {steps} steps is more than {max_points} points "
+            "(APM_DASHBOARD_PROM_MAX_POINTS); narrow the selector, shorten the range or "
+            "raise the step"
+        )
 
 
 @dataclass(frozen=True)

@@ -7,24 +7,29 @@ included); stored series carry no staleness markers, so a series that stops keep
 value for the look-back, as a series imported into Prometheus does. A range selector ``[r]``
 takes every sample in ``[t - r, t]``, both ends included, as Prometheus 2.x does. A vector is
 a list of rows, each a label set and its values aligned with the steps (None: no point
-there); a scalar is one float (no time functions).
+there); a scalar is one float (no time functions). A selector with ``offset`` or ``@`` is
+evaluated at its own times (:mod:`.promql_shift`); a subquery once over its whole range, at
+the multiples of its step, into the samples of its function; ``absent`` is 1 where its vector
+has no point.
 """
 
 from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from dashboard.promapi.evaluate import Deadline
+from dashboard.promapi.evaluate import Deadline, LimitError, check_points
 from dashboard.promapi.promql_aggregate import aggregate
 from dashboard.promapi.promql_elementwise import apply
 from dashboard.promapi.promql_functions import binary, compare, over_time
 from dashboard.promapi.promql_labels import relabel
 from dashboard.promapi.promql_match import vector_binop
 from dashboard.promapi.promql_rows import Row, dense
+from dashboard.promapi.promql_shift import shifted, spread
 from dashboard.promapi.promql_sort import sort_rows
 from dashboard.promapi.promql_tree import (
+    Absent,
     Aggregate,
     Binary,
     Elementwise,
@@ -33,11 +38,21 @@ from dashboard.promapi.promql_tree import (
     OverTime,
     Relabel,
     Sort,
+    Subquery,
     Vector,
 )
 from dashboard.promapi.selector import Selector
 
-__all__ = ["LOOKBACK_MS", "MAX_POINTS", "Raw", "Row", "Source", "Steps", "evaluate"]
+__all__ = [
+    "LOOKBACK_MS",
+    "MAX_POINTS",
+    "SUBQUERY_STEP_MS",
+    "Raw",
+    "Row",
+    "Source",
+    "Steps",
+    "evaluate",
+]
 
 
 @dataclass(frozen=True)
@@ -49,11 +64,13 @@ class Raw:
     values: list[float]
 
 
-# (selector, how far before the first step its samples are needed, in ms) -> its series.
-Source = Callable[[Selector, int], list[Raw]]
+# (selector, how far before the first time its samples are needed, in ms, the times it is
+# evaluated at: the steps, or those of its offset or @) -> its series.
+Source = Callable[[Selector, int, range], list[Raw]]
 _CHECK_EVERY = 512
 MAX_POINTS = 500_000  # the API's default APM_DASHBOARD_PROM_MAX_POINTS
 LOOKBACK_MS = 300_000  # Prometheus' default --query.lookback-delta
+SUBQUERY_STEP_MS = 60_000  # Prometheus' default global evaluation_interval
 
 
 @dataclass(frozen=True)
@@ -69,6 +86,13 @@ class Steps:
     # Where an instant selector's samples come from, when only the newest one at or before
     # each step matters (storage may then read less); None: ``source``.
     latest: Source | None = None
+    # The query's start and end (``@ start()``, ``@ end()``); None: the first and last step.
+    bounds: tuple[int, int] | None = None
+    # A subquery's step when it names none (``[1h:]``): Prometheus' evaluation_interval.
+    subquery_step_ms: int = SUBQUERY_STEP_MS
+
+    def span(self) -> tuple[int, int]:
+        return self.bounds or (self.times[0], self.times[-1])
 
 
 def evaluate(node: Node, at: Steps) -> float | list[Row]:
@@ -78,12 +102,25 @@ def evaluate(node: Node, at: Steps) -> float | list[Row]:
     if isinstance(node, Number):
         return node.value
     if isinstance(node, Vector):
-        found = (at.latest or at.source)(node.selector, at.lookback_ms)
-        return [_instant(raw, times, at.lookback_ms, deadline) for raw in found]
+        own = shifted(node.shift, times, at.span())
+        found = (at.latest or at.source)(node.selector, at.lookback_ms, own)
+        check_points(len(found), len(times), at.max_points)  # an @ value at every step
+        rows = [_instant(raw, own, at.lookback_ms, deadline) for raw in found]
+        return spread(rows, own, len(times))
     if isinstance(node, OverTime):
-        found = at.source(node.selector, node.range_ms)
-        rows = [_ranged(node, raw, times, deadline) for raw in found]
-        return [row for row in rows if any(v is not None for v in row[1])]
+        own = shifted(node.shift, times, at.span())
+        if isinstance(node.selector, Subquery):
+            found = _subquery(node.selector, node.range_ms, own, at)
+        else:
+            found = at.source(node.selector, node.range_ms, own)
+        check_points(len(found), len(times), at.max_points)  # an @ value at every step
+        rows = [_ranged(node, raw, own, deadline) for raw in found]
+        kept = [row for row in rows if any(v is not None for v in row[1])]
+        return spread(kept, own, len(times))
+    if isinstance(node, Absent):
+        inner = evaluate(node.expr, at)
+        assert isinstance(inner, list)  # the parser refuses absent() of a number
+        return _absent(node, inner, len(times), deadline)
     if isinstance(node, Aggregate):
         inner = evaluate(node.expr, at)
         assert isinstance(inner, list)  # the parser refuses aggregating a number
@@ -133,6 +170,46 @@ def _ranged(node: OverTime, raw: Raw, times: range, deadline: Deadline) -> Row:
     if node.fn != "last":  # last_over_time keeps the metric name, as in Prometheus
         labels.pop("__name__", None)
     return labels, out
+
+
+def _subquery(sub: Subquery, range_ms: int, own: range, at: Steps) -> list[Raw]:
+    """The subquery's series: its expression at each multiple of its step from the first
+    ``own`` time less its range to the last (Prometheus' alignment, to the epoch), at most
+    ``max_points`` steps, the points of each series its samples."""
+    step = sub.step_ms or at.subquery_step_ms
+    first = -(-(own[0] - range_ms) // step) * step  # the first multiple of step in the range
+    inner = range(first, own[-1] + 1, step)
+    if len(inner) > at.max_points:
+        raise LimitError(
+            f"the subquery evaluates its expression at {len(inner)} steps, more than "
+            f"{at.max_points} (APM_DASHBOARD_PROM_MAX_POINTS); raise its step, or shorten "
+            "its range or the query's"
+        )
+    if not inner:
+        return []
+    found = evaluate(sub.expr, replace(at, times=inner, bounds=at.span()))
+    assert isinstance(found, list)  # the parser refuses a subquery of a number
+    return [
+        Raw(
+            labels,
+            [t for t, v in zip(inner, values, strict=True) if v is not None],
+            [v for v in values if v is not None],
+        )
+        for labels, values in found
+    ]
+
+
+def _absent(node: Absent, rows: Sequence[Row], steps: int, deadline: Deadline) -> list[Row]:
+    present = [False] * steps
+    for n, (_, values) in enumerate(rows):
+        if n % _CHECK_EVERY == 0:
+            deadline.check()
+        for i, v in enumerate(values):
+            if v is not None:
+                present[i] = True
+    if all(present):
+        return []
+    return [(dict(node.labels), [None if p else 1.0 for p in present])]
 
 
 def _with_scalar(node: Binary, rows: Sequence[Row], scalar: float, swap: bool) -> list[Row]:

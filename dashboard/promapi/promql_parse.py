@@ -4,6 +4,12 @@ tree (:mod:`.promql_tree`) :mod:`.promql_eval` evaluates:
 
 * ``<fn>_over_time(selector[range])`` for avg, min, max, sum, count, last, stddev, stdvar,
   and ``quantile_over_time(φ, selector[range])``;
+* subqueries ``fn_over_time(expr[range:step])`` and ``[range:]`` (:class:`Subquery`), with
+  ``offset`` and ``@`` as a range selector's; nowhere else;
+* ``offset`` and ``@`` on any selector (:class:`Shift`, applied by :mod:`.promql_shift`; a
+  bare selector with them is a :class:`Bare`, read with its own look-back);
+* ``absent(v)`` and ``absent_over_time(selector[range])`` (:class:`Absent`, its labels
+  those of the selector's ``=`` matchers, :func:`~.promql_checks.absent_labels`);
 * ``sum``, ``avg``, ``min``, ``max``, ``count``, ``stddev``, ``stdvar``, ``quantile`` (φ a
   number) and ``count_values`` with ``by``/``without``, ``topk`` and ``bottomk`` (``k`` a
   number);
@@ -18,17 +24,24 @@ tree (:mod:`.promql_tree`) :mod:`.promql_eval` evaluates:
 
 Each selector is checked by :func:`~.selector.parse_selector` (the metric, the labels, RE2
 regular expressions; :mod:`.promql_checks`). Anything else (another function or operator,
-``offset``, ``@``, subqueries, strings) is refused with :class:`SelectorError` naming it, as a
+strings) is refused with :class:`SelectorError` naming it, as a
 400 ``bad_data``. The tree's classes are re-exported here.
 """
 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import promql_parser as pp
 
-from dashboard.promapi.promql_checks import regex_error, selector_of, unsupported
+from dashboard.promapi.promql_checks import (
+    absent_labels,
+    regex_error,
+    selector_of,
+    shift_of,
+    unsupported,
+)
 from dashboard.promapi.promql_elementwise import PARAMS
 from dashboard.promapi.promql_functions import binary, compare
 from dashboard.promapi.promql_labels import RELABEL, label_name, relabeller
@@ -39,7 +52,9 @@ from dashboard.promapi.promql_tree import (
     COMPARISONS,
     OVER_TIME,
     SET_OPERATORS,
+    Absent,
     Aggregate,
+    Bare,
     Binary,
     Elementwise,
     Expr,
@@ -49,9 +64,11 @@ from dashboard.promapi.promql_tree import (
     OverTime,
     Relabel,
     Sort,
+    Subquery,
     Vector,
 )
 from dashboard.promapi.selector import (
+    ALERTS,
     METRIC,
     Constant,
     Selector,
@@ -67,7 +84,9 @@ __all__ = [
     "MAX_DEPTH",
     "OVER_TIME",
     "SET_OPERATORS",
+    "Absent",
     "Aggregate",
+    "Bare",
     "Binary",
     "Elementwise",
     "Expr",
@@ -77,6 +96,7 @@ __all__ = [
     "OverTime",
     "Relabel",
     "Sort",
+    "Subquery",
     "Vector",
     "parse_promql",
 ]
@@ -106,7 +126,9 @@ def parse_promql(text: str) -> Selector | Constant | Expr:
             f"the PromQL parser failed on this query: {str(exc)[:120]}", 0
         ) from None
     if isinstance(tree, pp.VectorSelector):  # a bare selector, read as it always was
-        return parse_expr(text)
+        if tree.offset is None and tree.at is None:
+            return parse_expr(text)
+        return Bare(selector_of(tree, f"{ALERTS} with offset or @"), shift_of(tree))
     node = _convert(tree, 0)
     if isinstance(node, Number):
         return Constant(node.value)
@@ -126,7 +148,7 @@ def _convert(tree: object, depth: int) -> Node:
             Number(-inner.value) if isinstance(inner, Number) else Binary("*", inner, Number(-1.0))
         )
     if isinstance(tree, pp.VectorSelector):
-        return Vector(selector_of(tree))
+        return Vector(selector_of(tree), shift_of(tree))
     if isinstance(tree, pp.Call):
         return _call(tree, depth)
     if isinstance(tree, pp.AggregateExpr):
@@ -136,7 +158,7 @@ def _convert(tree: object, depth: int) -> Node:
     if isinstance(tree, pp.MatrixSelector):
         raise unsupported("a range selector outside *_over_time()")
     if isinstance(tree, pp.SubqueryExpr):
-        raise unsupported("subqueries")
+        raise unsupported("a subquery outside *_over_time()")
     if isinstance(tree, pp.StringLiteral):
         raise unsupported("a string")
     raise unsupported(type(tree).__name__)
@@ -151,17 +173,30 @@ def _call(call: pp.Call, depth: int) -> Node:
         return Sort(expr, desc=name == "sort_desc")
     if name in RELABEL:
         return _relabel(call, depth)
+    if name == "absent":  # the parser has checked its one argument is a vector
+        return Absent(_convert(call.args[0], depth + 1), absent_labels(call.args[0]))
+    if name == "absent_over_time":  # ... and this one's a range
+        arg = call.args[0]
+        return Absent(_over_time("count", name, arg, None, depth), absent_labels(arg))
     fn = name.removesuffix("_over_time")
     if fn == name or fn not in OVER_TIME:
         raise unsupported(f"the function {name}()")
     *params, arg = call.args
+    param = _number(params[0], name, depth) if params else None
+    return _over_time(fn, name, arg, param, depth)
+
+
+def _over_time(fn: str, name: str, arg: object, param: float | None, depth: int) -> OverTime:
+    if isinstance(arg, pp.SubqueryExpr):  # the parser has checked it is of a vector
+        step_ms = 0 if arg.step is None else arg.step // timedelta(milliseconds=1)
+        sub = Subquery(_convert(arg.expr, depth + 1), step_ms)
+        range_ms = (arg.range or timedelta()) // timedelta(milliseconds=1)  # never None
+        return OverTime(fn, sub, range_ms, param, shift_of(arg))
     if not isinstance(arg, pp.MatrixSelector):
         raise unsupported(f"{name}() of anything but a range selector such as {METRIC}{{...}}[5m]")
-    if arg.vector_selector.offset is not None or arg.vector_selector.at is not None:
-        raise unsupported("offset and @")
+    vs = arg.vector_selector
     range_ms = round(arg.range.total_seconds() * 1000)
-    param = _number(params[0], name, depth) if params else None
-    return OverTime(fn, selector_of(arg.vector_selector), range_ms, param)
+    return OverTime(fn, selector_of(vs), range_ms, param, shift_of(vs))
 
 
 def _elementwise(call: pp.Call, depth: int) -> Node:

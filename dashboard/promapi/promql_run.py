@@ -11,11 +11,11 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 from apm.query import WindowResult
-from dashboard.promapi.evaluate import Deadline, LimitError, Series
+from dashboard.promapi.evaluate import Deadline, LimitError, Series, check_points
 from dashboard.promapi.plan import by_query
 from dashboard.promapi.promql_eval import LOOKBACK_MS, Raw, Row, Steps, evaluate
-from dashboard.promapi.promql_parse import Expr
 from dashboard.promapi.promql_sort import ordered
+from dashboard.promapi.promql_tree import Node
 from dashboard.promapi.selector import Selector
 from dashboard.promapi.server_reads import collect, planned_rows, read_servers
 from dashboard.promapi.shape import format_time, format_value, matrix, vector
@@ -32,9 +32,16 @@ class PromqlRunner:
         self._store, self._select = store, select
 
     def range_query(
-        self, expr: Expr, times: range, deadline: Deadline, lookback_ms: int = LOOKBACK_MS
+        self,
+        expr: Node,
+        times: range,
+        deadline: Deadline,
+        lookback_ms: int = LOOKBACK_MS,
+        end_ms: int | None = None,
     ) -> dict[str, object]:
-        found = self._run(expr, times, deadline, lookback_ms)
+        """``end_ms``: the query's ``end`` (``@ end()``), when it is not the last step."""
+        bounds = (times[0], times[-1] if end_ms is None else end_ms)
+        found = self._run(expr, times, deadline, lookback_ms, bounds)
         if isinstance(found, float):
             self._store.on_points(len(times))
             return matrix([({}, [(t, found) for t in times])])
@@ -46,9 +53,9 @@ class PromqlRunner:
         return matrix(rows)
 
     def instant_query(
-        self, expr: Expr, t_ms: int, deadline: Deadline, lookback_ms: int = LOOKBACK_MS
+        self, expr: Node, t_ms: int, deadline: Deadline, lookback_ms: int = LOOKBACK_MS
     ) -> dict[str, object]:
-        found = self._run(expr, range(t_ms, t_ms + 1), deadline, lookback_ms)
+        found = self._run(expr, range(t_ms, t_ms + 1), deadline, lookback_ms, (t_ms, t_ms))
         if isinstance(found, float):
             return {"resultType": "scalar", "result": [format_time(t_ms), format_value(found)]}
         rows = [(labels, (t_ms, values[0])) for labels, values in found if values[0] is not None]
@@ -56,19 +63,21 @@ class PromqlRunner:
         return vector(rows, keep_order=ordered(expr))
 
     def _run(
-        self, expr: Expr, times: range, deadline: Deadline, lookback_ms: int
+        self,
+        expr: Node,
+        steps: range,
+        deadline: Deadline,
+        lookback_ms: int,
+        bounds: tuple[int, int],
     ) -> float | list[Row]:
         limits = self._store.limits
         budget = [limits.max_points]
 
-        def source(selector: Selector, before_ms: int, newest: bool = False) -> list[Raw]:
+        def source(
+            selector: Selector, before_ms: int, times: range, newest: bool = False
+        ) -> list[Raw]:
             found = self._select([selector], deadline, (times[0] - before_ms, times[-1]))
-            if len(found) * len(times) > limits.max_points:
-                raise LimitError(
-                    f"{len(found)} series x {len(times)} steps is more than "
-                    f"{limits.max_points} points (APM_DASHBOARD_PROM_MAX_POINTS); "
-                    "narrow the selector, shorten the range or raise the step"
-                )
+            check_points(len(found), len(times), limits.max_points)
             groups = by_query(found)
             spans = {qid: _span(group[0], before_ms, times) for qid, group in groups.items()}
             # Instant selectors want, of the windows ending by the first step, the newest.
@@ -88,7 +97,8 @@ class PromqlRunner:
             return [_raw(s, read[s.query.id, s.server]) for s in found]
 
         latest = partial(source, newest=True)
-        at = Steps(times, source, deadline, limits.max_points, lookback_ms, latest)
+        sub_ms = round(limits.subquery_step_seconds * 1000)
+        at = Steps(steps, source, deadline, limits.max_points, lookback_ms, latest, bounds, sub_ms)
         return evaluate(expr, at)
 
     def _read(

@@ -11,9 +11,12 @@ __all__ = [
     "AGGREGATIONS",
     "ARITHMETIC",
     "COMPARISONS",
+    "NO_SHIFT",
     "OVER_TIME",
     "SET_OPERATORS",
+    "Absent",
     "Aggregate",
+    "Bare",
     "Binary",
     "Elementwise",
     "Expr",
@@ -22,7 +25,9 @@ __all__ = [
     "Number",
     "OverTime",
     "Relabel",
+    "Shift",
     "Sort",
+    "Subquery",
     "Vector",
 ]
 
@@ -42,18 +47,61 @@ class Number:
 
 
 @dataclass(frozen=True)
+class Shift:
+    """A selector's ``offset`` and ``@``: it is evaluated at ``at`` (unix ms, or the query's
+    ``"start"``/``"end"``) for every step if given, else at each step, less ``offset_ms``
+    (negative: later). :mod:`.promql_shift` applies it."""
+
+    offset_ms: int = 0
+    at: int | str | None = None
+
+
+NO_SHIFT = Shift()
+
+
+@dataclass(frozen=True)
 class Vector:
     """An instant selector: each series' point at a step, with PromQL's look-back."""
 
     selector: Selector
+    shift: Shift = NO_SHIFT
+
+
+@dataclass(frozen=True)
+class Bare:
+    """A bare selector with ``offset`` or ``@``: read as a bare selector is (its one-window
+    look-back, :mod:`.evaluate`) at the shifted times."""
+
+    selector: Selector
+    shift: Shift
+
+
+@dataclass(frozen=True)
+class Subquery:
+    """``expr[range:step]`` inside a ``*_over_time()`` (whose ``range_ms`` and ``shift`` are
+    the subquery's): ``expr`` evaluated at every multiple of ``step_ms`` (0: the API's default
+    subquery step) in the range, those points the function's samples."""
+
+    expr: Node
+    step_ms: int = 0
 
 
 @dataclass(frozen=True)
 class OverTime:
     fn: str  # one of OVER_TIME
-    selector: Selector
+    selector: Selector | Subquery
     range_ms: int
     param: float | None = None  # quantile_over_time's φ
+    shift: Shift = NO_SHIFT
+
+
+@dataclass(frozen=True)
+class Absent:
+    """``absent(v)`` (or, over a range, ``absent_over_time``: ``expr`` is then a
+    ``count_over_time``): 1 with ``labels`` at each step where ``expr`` has no point."""
+
+    expr: Node
+    labels: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -114,6 +162,6 @@ class Relabel:
     args: tuple[str, ...]
 
 
-Node = Number | Vector | OverTime | Aggregate | Binary | Elementwise | Sort | Relabel
+Node = Number | Vector | OverTime | Aggregate | Binary | Elementwise | Sort | Relabel | Absent
 # What parse_promql makes beyond what selector.parse_expr reads:
-Expr = OverTime | Aggregate | Binary | Vector | Elementwise | Sort | Relabel
+Expr = OverTime | Aggregate | Binary | Vector | Elementwise | Sort | Relabel | Absent | Bare

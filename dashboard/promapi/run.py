@@ -27,6 +27,7 @@ from dashboard.promapi.evaluate import (
     LimitError,
     Series,
     Servers,
+    check_points,
     matching,
     points,
     read_window,
@@ -37,6 +38,8 @@ from dashboard.promapi.plan import Span, by_query, plan, reads_of
 from dashboard.promapi.promql_eval import LOOKBACK_MS
 from dashboard.promapi.promql_parse import Expr
 from dashboard.promapi.promql_run import PromqlRunner
+from dashboard.promapi.promql_shift import moved, shifted
+from dashboard.promapi.promql_tree import Bare
 from dashboard.promapi.selector import ALERTS, METRIC, Constant, Selector
 from dashboard.promapi.server_reads import collect, read_servers
 from dashboard.promapi.shape import Point, format_time, format_value, matrix, vector
@@ -151,30 +154,38 @@ class Evaluator:
         """``lookback_ms`` is the look-back of instant selectors inside an expression; a bare
         selector keeps the one-window look-back (docs/interop.md)."""
         times = steps(start_ms, end_ms, step_ms)
+        if isinstance(expr, Bare):
+            own = shifted(expr.shift, times, (start_ms, end_ms))
+            read = self._selected(expr.selector, own, len(times), deadline)
+            rows = moved(read, expr.shift, times)
+            self._on_points(sum(len(p) for _, p in rows))
+            return matrix(rows)
         if not isinstance(expr, Selector | Constant):
-            return self._promql.range_query(expr, times, deadline, lookback_ms)
+            return self._promql.range_query(expr, times, deadline, lookback_ms, end_ms)
         if isinstance(expr, Constant):
             self._on_points(len(times))
             return matrix([({}, [(t, expr.value) for t in times])])
+        rows = self._selected(expr, times, len(times), deadline)
+        if self._history is not None and expr.may_name(ALERTS):
+            left = self._limits.max_points - sum(len(p) for _, p in rows)
+            rows += self._history.query(expr, times, deadline, self._limits.max_series, left)
+        self._on_points(sum(len(p) for _, p in rows))
+        return matrix(rows)
+
+    def _selected(
+        self, expr: Selector, times: range, answered: int, deadline: Deadline
+    ) -> list[tuple[dict[str, str], list[Point]]]:
+        """A bare selector's ``apm_query`` points at ``times``, within the limits for an
+        answer of ``answered`` steps."""
         found = self.series([expr], deadline, (times[0], times[-1]))
-        if len(found) * len(times) > self._limits.max_points:
-            raise LimitError(
-                f"{len(found)} series x {len(times)} steps is more than "
-                f"{self._limits.max_points} points (APM_DASHBOARD_PROM_MAX_POINTS); "
-                "narrow the selector, shorten the range or raise the step"
-            )
+        check_points(len(found), answered, self._limits.max_points)
         reads = reads_of(found, times)
         if reads > self._limits.max_points:
             raise LimitError(
                 f"reading about {reads} windows is more than {self._limits.max_points} "
                 "(APM_DASHBOARD_PROM_MAX_POINTS); narrow the selector or shorten the range"
             )
-        rows = self._read(found, times, deadline)
-        if self._history is not None and expr.may_name(ALERTS):
-            left = self._limits.max_points - sum(len(p) for _, p in rows)
-            rows += self._history.query(expr, times, deadline, self._limits.max_series, left)
-        self._on_points(sum(len(p) for _, p in rows))
-        return matrix(rows)
+        return self._read(found, times, deadline)
 
     def instant_query(
         self,
@@ -183,6 +194,13 @@ class Evaluator:
         deadline: Deadline,
         lookback_ms: int = LOOKBACK_MS,
     ) -> dict[str, object]:
+        if isinstance(expr, Bare):
+            times = steps(t_ms, t_ms, 1)
+            own = shifted(expr.shift, times, (t_ms, t_ms))
+            read = moved(self._selected(expr.selector, own, 1, deadline), expr.shift, times)
+            rows = [(labels, p[0]) for labels, p in read if p]
+            self._on_points(len(rows))
+            return vector(rows)
         if not isinstance(expr, Selector | Constant):
             return self._promql.instant_query(expr, t_ms, deadline, lookback_ms)
         if isinstance(expr, Constant):

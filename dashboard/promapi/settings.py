@@ -19,6 +19,9 @@ class PromApiSettings(BaseSettings):
     # Points one query_range may answer, series x steps, checked before reading: bounds the
     # memory and the JSON of one answer (Prometheus bounds each series at 11,000 steps).
     max_points: int = Field(default=500_000, ge=1)
+    # The step of a subquery that names none (`max_over_time(x[1h:])`): Prometheus' global
+    # evaluation_interval, whose default this is.
+    subquery_step_seconds: float = Field(default=60.0, ge=0.001)
     # How long one evaluation may take (a smaller `timeout` parameter wins): past it, 503
     # errorType "timeout".
     timeout_seconds: float = Field(default=30.0, gt=0)

@@ -61,7 +61,7 @@ def reference_prometheus(
     home: Path, text: str, port: int, lookback_delta: str | None = None
 ) -> Iterator[str]:
     """A Prometheus serving exactly ``text`` (OpenMetrics) on 127.0.0.1:``port``, with its
-    ``--query.lookback-delta`` if given (default 5m); its URL."""
+    ``--query.lookback-delta`` if given (default 5m) and an evaluation_interval of 1m; its URL."""
 
     promtool = shutil.which("promtool")
     if promtool is None:
@@ -75,7 +75,9 @@ def reference_prometheus(
         capture_output=True,
         timeout=60,
     )
-    config = prometheus.write_config(home, prometheus.config([]))
+    # evaluation_interval 1m, Prometheus' default: the step of a subquery that names none,
+    # as the read API's APM_DASHBOARD_PROM_SUBQUERY_STEP_SECONDS default.
+    config = prometheus.write_config(home, prometheus.config([], interval_s=60.0))
     server = Flagged(port, config, retention="10y", lookback_delta=lookback_delta)
     proc = server.start(home, wait_s=60)
     try:

@@ -43,6 +43,7 @@ GAPS = {30, 31, 32, 33, 34, 35, 80}  # query B's missing windows
 LONG_GAPS = {*range(40, 80), *range(100, WINDOWS)}  # query C's: 400 s, and its last 200 s
 A, B, C, AB, ABC = "{A}", "{B}", "{C}", "{AB}", "{ABC}"  # placeholders for the matchers
 S, S3, S12, SN1 = "{S}", "{S3}", "{S12}", "{SN1}"  # query S; its web-3; web-1|2; all but web-1
+CID, AT, GAP = "{CID}", "{AT}", "{GAP}"  # query C's id; a unix time; one in C's long gap
 SERVERS = {  # query S's windows of each server
     "web-1": set(range(WINDOWS)),
     "web-2": set(range(60)),
@@ -173,6 +174,46 @@ EXPRESSIONS = [
     "apm_query{S} / on(server) group_left sum by (server) (apm_query{S})",
     "apm_query{S12} - ignoring(server) group_left max without (server) (apm_query{S})",
     "topk(1, apm_query{S}) or apm_query{S3}",
+    # offset and @ (unix time, start(), end()): each step's value is the selector's at the
+    # step less the offset, or at the @ time, less the offset, for every step.
+    "apm_query{A} offset 1m * 1",
+    "apm_query{ABC} offset -45s * 1",
+    "sum by (fn) (apm_query{AB} offset 2m)",
+    "max_over_time(apm_query{AB}[1m] offset 30s)",
+    "avg_over_time(apm_query{AB}[2m] offset -1m)",
+    "apm_query{A} - apm_query{A} offset 10s",
+    "topk(2, apm_query{S} offset 1m)",
+    "apm_query{A} @ {AT} * 1",
+    "apm_query{ABC} @ {GAP} offset 1m + 0",
+    "max_over_time(apm_query{AB}[1m] @ {AT} offset 1m)",
+    "apm_query{A} @ start() offset -1m - apm_query{A} @ end() offset 2m",
+    "sum by (fn) (apm_query{S} @ end() offset 5m)",
+    "last_over_time(apm_query{ABC}[1m] @ end() offset 7m)",
+    "count_over_time(apm_query{S}[30s] @ start() offset -1m)",
+    # absent and absent_over_time: labels from a selector's = matchers, else none.
+    "absent(apm_query{A} > 99)",
+    'absent(apm_query{id="{CID}", fn="max", metric=~"promql.*"} @ {GAP})',
+    'absent(apm_query{id="gone", fn="p99", fn!="x", window="10s"})',
+    "absent_over_time(apm_query{C}[30s])",
+    'absent_over_time(apm_query{id="{CID}", fn="min"}[1m] @ {GAP})',
+    'absent_over_time(apm_query{id="gone", id=~"g.*", fn="avg"}[1m] offset 1m)',
+    # Subqueries: the expression at every multiple of the step (of the epoch) in the range,
+    # [range:] at Prometheus' default evaluation_interval, 1m.
+    "max_over_time(apm_query{AB}[2m:30s])",
+    "avg_over_time(sum by (fn) (apm_query{A})[5m:])",
+    "min_over_time((apm_query{ABC} * 2)[3m:15s])",
+    "count_over_time(apm_query{C}[5m:20s])",
+    "last_over_time(apm_query{A}[1m:7s])",
+    "quantile_over_time(0.5, max by (server) (apm_query{S})[2m:20s])",
+    "max_over_time(apm_query{S}[1m:15s])",
+    "max_over_time(apm_query{AB}[2m:30s] offset 1m)",
+    "sum_over_time(apm_query{A}[1m:10s] @ {AT})",
+    "stddev_over_time(max_over_time(apm_query{AB}[1m])[5m:1m])",
+    "max_over_time(max_over_time(apm_query{A}[30s:10s])[2m:1m])",
+    "absent_over_time(apm_query{C}[30s:10s] offset -5m)",
+    "topk(2, avg_over_time(apm_query{S}[1m:])) > 10",
+    "max_over_time((apm_query{A} @ start() offset -1m)[1m:10s])",  # the query's start
+    "min_over_time(apm_query{AB}[1m:20s] offset -30s)",
 ]
 # One-window look-back: bare selectors, and expressions asked with lookback_delta=9999ms.
 SHORT = [
@@ -184,6 +225,14 @@ SHORT = [
     ("count by (fn) (apm_query{SN1})", {"lookback_delta": "9.999"}),
     ("sum by (fn) (apm_query{ABC})", {"lookback_delta": "9999ms"}),
     ("apm_query{ABC} < bool 50", {"lookback_delta": "9.999"}),
+    # A bare selector with offset or @ keeps its one-window look-back at the shifted time.
+    ("apm_query{ABC} offset 1m", {}),
+    ("apm_query{ABC} offset -30s", {}),
+    ("apm_query{S} offset 15s", {}),
+    ("apm_query{ABC} @ end() offset 7m", {}),
+    ("apm_query{AB} @ {AT} offset 20s", {}),
+    ("apm_query{A} @ start() offset -30s", {}),
+    ("max_over_time(apm_query{SN1}[1m] offset 1m)", {"lookback_delta": "9999ms"}),
 ]
 
 # Expressions Prometheus refuses while evaluating: the same status, type and reason.
@@ -247,6 +296,7 @@ def both(
     matchers[S3] = f'{{id="{qs.id}", server="web-3"}}'
     matchers[S12] = f'{{id="{qs.id}", server=~"web-[12]"}}'
     matchers[SN1] = f'{{id="{qs.id}", server!="web-1"}}'
+    matchers[CID], matchers[AT], matchers[GAP] = qc.id, str(base + 605.5), str(base + 750)
     every = {"match[]": [f"apm_query{matchers[ABC]}", f"apm_query{matchers[S]}"]}
     listed = client.get("/api/v1/series", params=every).json()
     samples: dict[tuple, list[tuple[int, float]]] = {}

@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 
 from dashboard.promapi.promql_parse import (
     MAX_DEPTH,
+    Absent,
     Aggregate,
+    Bare,
     Binary,
     Matching,
     Number,
@@ -18,6 +20,7 @@ from dashboard.promapi.promql_parse import (
     Vector,
     parse_promql,
 )
+from dashboard.promapi.promql_tree import Shift, Subquery
 from dashboard.promapi.selector import Constant, Selector, SelectorError
 
 pytestmark = pytest.mark.unit
@@ -96,6 +99,71 @@ def test_operators_with_a_number_on_either_side() -> None:
 
 
 @pytest.mark.parametrize(
+    ("query", "shift"),
+    [
+        ("offset 5m", Shift(300_000)),
+        ("offset -1m30s", Shift(-90_000)),
+        ("offset 1ms", Shift(1)),
+        ("@ 1700000000.5", Shift(0, 1_700_000_000_500)),
+        ("@ 0", Shift(0, 0)),
+        ("@ start()", Shift(0, "start")),
+        ("@ end() offset 1h", Shift(3_600_000, "end")),
+        ("offset -10s @ 100", Shift(-10_000, 100_000)),
+    ],
+)
+def test_offset_and_at_on_selectors(query: str, shift: Shift) -> None:
+    inner = parse_promql(f"sum({SEL} {query})")
+    assert isinstance(inner, Aggregate) and inner.expr == Vector(inner.expr.selector, shift)
+    ranged = parse_promql(f"max_over_time({SEL}[2m] {query})")
+    assert isinstance(ranged, OverTime) and (ranged.shift, ranged.range_ms) == (shift, 120_000)
+    bare = parse_promql(f"{SEL} {query}")  # a bare selector keeps its own look-back
+    assert isinstance(bare, Bare) and bare.shift == shift
+    assert bare.selector.matches({"__name__": "apm_query", "id": "q1"})
+
+
+def test_subqueries_inside_over_time_functions() -> None:
+    node = parse_promql(f"max_over_time(sum by (fn) ({SEL})[1h:5m] offset 10m)")
+    assert isinstance(node, OverTime) and isinstance(node.selector, Subquery)
+    assert (node.range_ms, node.shift, node.selector.step_ms) == (
+        3_600_000,
+        Shift(600_000),
+        300_000,
+    )
+    assert isinstance(node.selector.expr, Aggregate)
+    default = parse_promql(f"quantile_over_time(0.9, ({SEL} * 2)[90s:] @ end())")
+    assert isinstance(default, OverTime) and isinstance(default.selector, Subquery)
+    assert (default.param, default.range_ms, default.shift) == (0.9, 90_000, Shift(0, "end"))
+    assert default.selector.step_ms == 0 and isinstance(default.selector.expr, Binary)
+    absent = parse_promql(f"absent_over_time({SEL}[5m:1m])")
+    assert isinstance(absent, Absent) and absent.labels == ()  # not a selector: none
+    assert isinstance(absent.expr, OverTime) and isinstance(absent.expr.selector, Subquery)
+
+
+@pytest.mark.parametrize(
+    ("query", "labels"),
+    [
+        ('apm_query{id="q1", fn="max"}', (("fn", "max"), ("id", "q1"))),
+        ('apm_query{id="q1", fn=~"m.*"}', (("id", "q1"),)),
+        ('apm_query{id="q1", fn="max", fn!="min"}', (("id", "q1"),)),  # both name fn
+        ('apm_query{id="q1", id="q2"}', ()),  # two = of one name: both dropped
+        ('{__name__="apm_query", id="q1", fn=""}', (("id", "q1"),)),  # fn="" is no label
+        ('(apm_query{id="q1"})', ()),  # not a selector: none, as Prometheus
+        ('sum(apm_query{id="q1"})', ()),
+    ],
+)
+def test_absent_takes_the_equality_matchers_labels(
+    query: str, labels: tuple[tuple[str, str], ...]
+) -> None:
+    node = parse_promql(f"absent({query})")
+    assert isinstance(node, Absent) and node.labels == labels
+    if query.startswith("apm"):
+        ranged = parse_promql(f"absent_over_time({query}[5m] offset 1m)")
+        assert isinstance(ranged, Absent) and ranged.labels == labels
+        assert isinstance(ranged.expr, OverTime) and ranged.expr.fn == "count"
+        assert (ranged.expr.range_ms, ranged.expr.shift) == (300_000, Shift(60_000))
+
+
+@pytest.mark.parametrize(
     ("query", "words"),
     [
         (f"rate({SEL}[5m])", "the function rate()"),
@@ -107,10 +175,22 @@ def test_operators_with_a_number_on_either_side() -> None:
         (f"{SEL} + on(id) group_left(id) {SEL}", "must not occur in ON and GROUP clause"),
         (f"1 and {SEL}", "set operator 'and' not allowed in binary scalar expression"),
         (f"{SEL} > on(id) 1", "vector matching only allowed between vectors"),
-        (f"max_over_time({SEL}[5m] offset 1m)", "offset"),
-        (f"sum({SEL} offset 1m)", "offset"),
-        (f"sum({SEL} @ 100)", "the @ modifier"),
-        (f"max_over_time({SEL}[10m:1m])", "range selector such as"),
+        (f"sum({SEL}) offset 1m", "offset modifier must be preceded by"),
+        (f"{SEL} offset 1m offset 2m", "offset may not be set multiple times"),
+        (f"sum({SEL} @ -100)", "an @ time before 1970 is not supported"),
+        (f"{SEL} @ -0.5", "an @ time before 1970 is not supported"),
+        (f"sum({SEL} @ 1e30)", "timestamp out of bounds for @ modifier"),
+        (f"{SEL} @ inf", "timestamp out of bounds for @ modifier"),
+        ("ALERTS offset 5m", "ALERTS with offset or @"),
+        (f"absent({SEL}[5m])", "expected type vector"),
+        (f"absent_over_time({SEL})", "expected type matrix"),
+        ("absent(1)", "expected type vector"),
+        (f"{SEL}[10m:1m]", "a subquery outside *_over_time() is not supported"),
+        (f"sum({SEL}[10m:1m])", "expected type vector in aggregation expression, got matrix"),
+        ("max_over_time((1)[5m:1m])", "subquery is only allowed on vector, got scalar"),
+        (f"max_over_time({SEL}[5m][10m:1m])", "subquery is only allowed on vector, got matrix"),
+        (f"max_over_time({SEL}[10m:0s])", "duration must be greater than 0"),
+        (f"max_over_time(rate({SEL}[1m])[10m:1m])", "the function rate()"),
         (f"{SEL}[5m]", "a range selector outside"),
         (f"sum({SEL}[5m])", "expected type vector in aggregation expression, got matrix"),
         (f"max_over_time({SEL})", "expected type matrix"),
@@ -138,7 +218,9 @@ def test_refusals_name_what_is_refused(query: str, words: str) -> None:
 _PIECES = st.sampled_from(
     [SEL, "sum", "avg", "topk", "by", "without", "(", ")", "[5m]", "[", "]", "{", "}", ",",
      "1", "0.5", "-", "+", "*", "/", "%", "^", ">", "==", "bool", "max_over_time", "offset",
-     "5m", '"', "fn", "=~", '"p9.*"', "@", ":", " ", "apm_query", "ALERTS", "rate"]
+     "5m", '"', "fn", "=~", '"p9.*"', "@", ":", " ", "apm_query", "ALERTS", "rate",
+     "-1m", "1700000000.5", "start()", "end()", "absent", "absent_over_time", "[5m:1m]",
+     "[1h:]"]
 )  # fmt: skip
 
 
@@ -152,7 +234,9 @@ def test_any_text_parses_or_is_a_selector_error(text: str) -> None:
         assert exc.detail.strip() and 0 <= exc.position <= len(text), (text, exc)
         return
     # else one of the trees the evaluator reads, never the parser's own objects
-    assert isinstance(tree, (Selector, Constant, Vector, OverTime, Aggregate, Binary)), tree
+    assert isinstance(
+        tree, (Selector, Constant, Vector, OverTime, Aggregate, Binary, Absent, Bare)
+    ), tree
 
 
 def test_a_parser_panic_is_a_selector_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -93,6 +93,48 @@ def test_lookback_delta_applies_to_expressions_only(repo: ResultRepo) -> None:
     assert 'invalid parameter "lookback_delta"' in message
 
 
+def test_offset_and_at_on_a_bare_selector_keep_its_look_back(repo: ResultRepo) -> None:
+    api = _client(repo)
+    sel = 'apm_query{id="qa", fn="min"}'
+    ranged = {"query": f"{sel} offset 20s", "start": T0 + 40, "end": T0 + 70, "step": 10}
+    [row] = _ok(api.get("/api/v1/query_range", query_string=ranged))["result"]
+    # read at T0 + 20 ... T0 + 50; no window ends at T0 + 50 (i = 4): no point at T0 + 70
+    assert row["values"] == [[T0 + 40, "1"], [T0 + 50, "2"], [T0 + 60, "3"]]
+    assert row["metric"]["__name__"] == "apm_query"
+    at = {**ranged, "query": f"{sel} @ end()", "end": T0 + 75}
+    [row] = _ok(api.get("/api/v1/query_range", query_string=at))["result"]
+    assert row["values"] == [[T0 + t, "6"] for t in (40, 50, 60, 70)]  # at T0 + 75: i = 6
+    instant = {"query": f"{sel} offset -1m", "time": T0 + 10}
+    [one] = _ok(api.get("/api/v1/query", query_string=instant))["result"]
+    assert one["value"] == [T0 + 10, "6"]
+    gap = {"query": f"{sel} @ {T0 + 50}", "time": T0 + 10}
+    assert _ok(api.get("/api/v1/query", query_string=gap))["result"] == []
+
+
+def test_absent_answers_the_selectors_labels(repo: ResultRepo) -> None:
+    api = _client(repo)
+    params = {"query": 'absent(apm_query{id="gone", fn="min"})', "time": T0 + 60}
+    [row] = _ok(api.get("/api/v1/query", query_string=params))["result"]
+    assert row == {"metric": {"id": "gone", "fn": "min"}, "value": [T0 + 60, "1"]}
+    there = {"query": 'absent_over_time(apm_query{id="qa"}[5s])', "start": T0 + 40, "end": T0 + 60}
+    [row] = _ok(api.get("/api/v1/query_range", query_string={**there, "step": 5}))["result"]
+    assert row["values"] == [[T0 + 50, "1"], [T0 + 55, "1"]]  # no window ends in 45..55
+
+
+def test_subqueries_answer_and_are_bounded_before_any_read(repo: ResultRepo) -> None:
+    api = _client(repo)
+    # min at T0 + 20 ... T0 + 60 (each 10 s): i = 1, 2, 3, 3 (look-back over i = 4), 5
+    sub = {"query": 'sum_over_time(apm_query{id="qa", fn="min"}[40s:10s])', "time": T0 + 60}
+    [row] = _ok(api.get("/api/v1/query", query_string=sub))["result"]
+    assert row == {"metric": {"fn": "min", "id": "qa", "metric": "cpu", "window": "10s"},
+                   "value": [T0 + 60, "14"]}  # fmt: skip
+    reads = len(repo.reads)
+    long = {"query": 'max_over_time(apm_query{id="qa"}[30d:1s])', "time": T0 + 60}
+    message = _err(api.get("/api/v1/query", query_string=long), 422, "execution")
+    assert "the subquery evaluates its expression at 2592001 steps, more than 500000" in message
+    assert len(repo.reads) == reads  # refused before any read
+
+
 def test_limits_are_422_before_any_read(repo: ResultRepo, monkeypatch: Any) -> None:
     monkeypatch.setenv("APM_DASHBOARD_PROM_MAX_SERIES", "2")
     monkeypatch.setenv("APM_DASHBOARD_PROM_MAX_POINTS", "100")
@@ -137,7 +179,9 @@ _PIECES = st.sampled_from(
      "without", "on", "ignoring", "group_left", "group_right", "(", ")", "(fn)", "(id)", "[30s]",
      "1", "0.5", '"v"', ",", "-", "+", "*", "/", "%", "^", ">", "==", "bool", "and", "or",
      "unless", "max_over_time", "stddev", " ", 'apm_query{server=~"web-.*"}', "(server)",
-     'apm_query{id="qs", server="web-2"}', "bottomk"]
+     'apm_query{id="qs", server="web-2"}', "bottomk", " offset ", "1m", "-30s", " @ ",
+     "start()", "end()", str(T0 + 50), "absent", "absent_over_time", "[1m:10s]", "[2m:]",
+     "[1d:1ms]"]
 )  # fmt: skip
 
 
