@@ -1,23 +1,33 @@
 """The stored-query language and model, shared by the aggregator, storage and dashboard::
 
-    FROM <servers> SELECT <metric> WINDOW <duration> COMPUTE <functions>
-        [BY server [TOP|BOTTOM <n> BY <function>]]
+    FROM <entries> [WHERE <conditions>] SELECT <metric> WINDOW <duration> COMPUTE <functions>
+        [BY server | BY <key>[, <key>...]] [TOP|BOTTOM <n> BY <function>]
 
-``<servers>`` is ``*``, or a comma-separated list of names and glob patterns (``web-*``,
-``db-?``, ``cache-[12]``). ``<duration>`` is a whole number of ``s``, ``m``, ``h`` or ``d``.
-``<functions>`` are the names in ``apm.functions.CATALOGUE``: today ``min``, ``max``, ``avg``,
-``count``, ``sum`` and ``percentile(p)`` for 0 < p < 100, with ``p50``, ``p95``, ``p99`` (any
-``pN``) as shorthands. ``BY server`` gives one series per server instead of one for the whole
-selection; ``TOP n BY f`` (``BOTTOM n BY f``) also ranks, in each window, the ``n`` servers
-with the highest (lowest) value of ``f``, one of the computed functions, with a series
-"others" for the rest (:mod:`apm.ranking`). Keywords are case-insensitive. :func:`parse`
-and :meth:`Query.text` round-trip: ``parse(q.text) == q``.
+``<entries>`` is ``*``, or a comma-separated list of server names and glob patterns
+(``web-*``, ``db-?``, ``cache-[12]``) and of host-tag conditions ``key:glob`` (``role:web``,
+``dc:eu-*``): a server is selected when one entry matches it. ``WHERE`` takes ``key:glob``
+conditions, comma-separated, that a selected server must all meet (:mod:`apm.query_tags`
+says how a tag glob matches, and a missing tag counts as ""). ``<duration>`` is a whole
+number of ``s``, ``m``, ``h`` or ``d``. ``<functions>`` are the names in
+``apm.functions.CATALOGUE``: today ``min``, ``max``, ``avg``, ``count``, ``sum`` and
+``percentile(p)`` for 0 < p < 100, with ``p50``, ``p95``, ``p99`` (any ``pN``) as shorthands.
+``BY server`` gives one series per server instead of one for the whole selection, ``BY dc``
+one per value of the tag ``dc`` and ``BY dc, env`` one per pair; ``TOP n BY f`` (``BOTTOM n
+BY f``) also ranks, in each window, the ``n`` series with the highest (lowest) value of
+``f``, one of the computed functions, with a series "others" for the rest
+(:mod:`apm.ranking`). Keywords are case-insensitive, tag keys are not. :func:`parse` and
+:meth:`Query.text` round-trip: ``parse(q.text) == q``. :mod:`apm.query_select` decides which
+servers a query selects and in which group.
+
+Tag conditions and ``BY <key>`` parse, but the aggregator does not evaluate them yet:
+:func:`accept`, the check of every text about to be stored, refuses them (the one place).
 
 Every text is parsed in time and memory bounded by its length, or refused with a
 :class:`QueryError` naming the position: a query is at most :data:`MAX_QUERY_CHARS`
-characters, with at most :data:`MAX_SERVERS` server entries and :data:`MAX_FUNCTIONS`
-functions; a glob is at most ``MAX_GLOB_CHARS`` characters with ``MAX_GLOB_STARS`` runs of
-``*``, and matching it costs time linear in the name's length (:mod:`apm.query_glob`); a
+characters, with at most :data:`MAX_SERVERS` entries after FROM, ``MAX_CONDITIONS`` after
+WHERE, ``MAX_GROUP_KEYS`` after BY and :data:`MAX_FUNCTIONS` functions; a glob (server or tag
+value) is at most ``MAX_GLOB_CHARS`` characters with ``MAX_GLOB_STARS`` runs of ``*``, and
+matching it costs time linear in the name's (value's) length (:mod:`apm.query_glob`); a
 ranking's ``n`` is 1 to :data:`MAX_TOP`. These are fixed, not settings: every component must
 accept the same stored texts.
 """
@@ -33,6 +43,15 @@ from typing import NamedTuple
 from apm import functions
 from apm.model import metric_name_error
 from apm.query_glob import GlobError, glob_to_regex
+from apm.query_tags import (
+    MAX_CONDITIONS,
+    MAX_GROUP_KEYS,
+    TagGlob,
+    TagSyntaxError,
+    group_key,
+    is_tag_entry,
+    tag_glob,
+)
 
 __all__ = [
     "FUNCTION_NAMES",
@@ -46,6 +65,7 @@ __all__ = [
     "StoredQuery",
     "Top",
     "WindowResult",
+    "accept",
     "parse",
 ]
 
@@ -90,7 +110,7 @@ class Function:
 
 @dataclass(frozen=True)
 class Top:
-    """``TOP n BY function`` (``bottom``: ``BOTTOM n BY function``) of a ``BY server`` query."""
+    """``TOP n BY function`` (``bottom``: ``BOTTOM n BY function``) of a grouped query."""
 
     n: int
     function: Function
@@ -103,34 +123,51 @@ class Top:
 
 @dataclass(frozen=True)
 class Query:
-    servers: tuple[str, ...]  # ("*",) for every server
+    servers: tuple[str, ...]  # ("*",) for every server; () when only tags select
     metric: str
     window_seconds: int
     functions: tuple[Function, ...]
     by_server: bool = False  # one series per server (WindowResult.server) instead of one
-    top: Top | None = None  # only with by_server
+    top: Top | None = None  # only with by_server or group_by
+    tags: tuple[TagGlob, ...] = ()  # FROM key:glob entries, unioned with the server globs
+    where: tuple[TagGlob, ...] = ()  # WHERE key:glob conditions, all required
+    group_by: tuple[str, ...] = ()  # BY key1, key2: one series per tuple of tag values
 
     @property
     def text(self) -> str:
+        where = f" WHERE {', '.join(c.text for c in self.where)}" if self.where else ""
         by = " BY server" if self.by_server else ""
+        by += f" BY {', '.join(self.group_by)}" if self.group_by else ""
         top = f" {self.top.text}" if self.top is not None else ""
         return (
-            f"FROM {', '.join(self.servers)} SELECT {self.metric} "
+            f"FROM {', '.join(self.entries)}{where} SELECT {self.metric} "
             f"WINDOW {format_duration(self.window_seconds)} "
             f"COMPUTE {', '.join(f.text for f in self.functions)}{by}{top}"
         )
 
     @property
+    def entries(self) -> tuple[str, ...]:
+        """The FROM entries as written: server globs, then ``key:glob`` conditions."""
+        return self.servers + tuple(t.text for t in self.tags)
+
+    @property
     def all_servers(self) -> bool:
         return "*" in self.servers
 
+    @property
+    def uses_tags(self) -> bool:
+        """Selects or groups by host tags (what the aggregator does not evaluate yet)."""
+        return bool(self.tags or self.where or self.group_by)
+
     def server_regex(self) -> str:
-        """One anchored regex (valid in Python and Java) matching the selected servers."""
+        """One anchored regex (valid in Python and Java) matching the servers selected by name
+        (the server globs alone: :mod:`apm.query_select` adds the tag conditions)."""
         if self.all_servers:
             return "^.*$"
         return "^(?:" + "|".join(glob_to_regex(g) for g in self.servers) + ")$"
 
     def matches(self, server: str) -> bool:
+        """Whether the server globs select ``server`` by its name."""
         return re.fullmatch(self.server_regex()[1:-1], server) is not None
 
 
@@ -265,6 +302,94 @@ def _function(tokens: _Tokens) -> Function:
 
 def parse(text: str) -> Query:
     """Parses query text into a :class:`Query`, or raises :class:`QueryError`."""
+    return _parse(text)[0]
+
+
+def accept(text: str) -> Query:
+    """Parses a text that is about to be stored (the API, the builder, ``apm query add``, the
+    repository): :func:`parse`, refusing what the aggregator does not evaluate yet."""
+    query, tag_at = _parse(text)
+    # The one refusal of host tags until the aggregator evaluates them (issue 37): delete it
+    # with the aggregator change that does.
+    if tag_at is not None:
+        raise QueryError(_NOT_EVALUATED, tag_at, "a query without host tags")
+    return query
+
+
+_NOT_EVALUATED = (
+    "host tags (FROM key:glob, WHERE, BY <tag key>) are not evaluated by the aggregator yet, "
+    "so this query would never produce a result; select servers by name (FROM web-*) and "
+    "group BY server for now"
+)
+
+
+def _entries(tokens: _Tokens) -> tuple[list[str], list[TagGlob], int | None]:
+    """The FROM entries: server globs, ``key:glob`` conditions, and the position of the
+    first of those (None when there is none)."""
+    servers: list[str] = []
+    tags: list[TagGlob] = []
+    tag_at: int | None = None
+    expected = "'*', a server name, a glob such as web-* or a tag condition such as role:web"
+    for entry in range(MAX_SERVERS + 1):
+        tok, pos = tokens.take(expected)
+        if entry == MAX_SERVERS:
+            raise QueryError(f"at most {MAX_SERVERS} servers, globs or tags", pos, "SELECT")
+        # A server may be named "where" (and was before WHERE existed): only WHERE followed
+        # by a condition is the keyword.
+        keyword = tok.upper() == "SELECT" or (
+            tok.upper() == "WHERE" and is_tag_entry(tokens.peek()[0])
+        )
+        if keyword and not servers and not tags:
+            raise QueryError(f"expected {expected} before {tok.upper()}", pos, expected)
+        if is_tag_entry(tok):
+            cond = _tag_glob(tok, pos, expected)
+            tag_at = pos if tag_at is None else tag_at
+            if cond not in tags:
+                tags.append(cond)
+        else:
+            try:
+                glob_to_regex(tok)
+            except GlobError as exc:
+                raise QueryError(
+                    f"invalid server glob {tok!r}: {exc.message}", pos + exc.offset, expected
+                ) from None
+            if tok not in servers:
+                servers.append(tok)
+        if not tokens.comma():
+            return servers, tags, tag_at
+    raise AssertionError("unreachable: the loop returns or raises")
+
+
+def _tag_glob(tok: str, pos: int, expected: str) -> TagGlob:
+    try:
+        return tag_glob(tok)
+    except TagSyntaxError as exc:
+        raise QueryError(exc.message, pos + exc.offset, expected) from None
+
+
+def _where(tokens: _Tokens) -> tuple[list[TagGlob], int | None]:
+    """``WHERE key:glob[, key:glob...]`` when there is one."""
+    if tokens.peek()[0].upper() != "WHERE":
+        return [], None
+    _, at = tokens.take("WHERE")
+    conditions: list[TagGlob] = []
+    expected = "a tag condition such as env:prod"
+    for entry in range(MAX_CONDITIONS + 1):
+        tok, pos = tokens.take(expected)
+        if entry == MAX_CONDITIONS:
+            raise QueryError(f"at most {MAX_CONDITIONS} conditions after WHERE", pos, "SELECT")
+        if not is_tag_entry(tok):
+            raise QueryError(f"expected {expected}, got {tok!r}", pos, expected)
+        cond = _tag_glob(tok, pos, expected)
+        if cond not in conditions:
+            conditions.append(cond)
+        if not tokens.comma():
+            return conditions, at
+    raise AssertionError("unreachable: the loop returns or raises")
+
+
+def _parse(text: str) -> tuple[Query, int | None]:
+    """The query and the position of its first use of host tags (None when it has none)."""
     if not isinstance(text, str) or not text.strip():
         raise QueryError("the query is empty; expected FROM", 0, "FROM")
     if len(text) > MAX_QUERY_CHARS:
@@ -275,26 +400,8 @@ def parse(text: str) -> Query:
         )
     tokens = _Tokens(text)
     tokens.keyword("FROM")
-    servers: list[str] = []
-    seen: set[str] = set()
-    for entry in range(MAX_SERVERS + 1):
-        expected = "'*', a server name or a glob such as web-*"
-        tok, pos = tokens.take(expected)
-        if entry == MAX_SERVERS:
-            raise QueryError(f"at most {MAX_SERVERS} servers or globs", pos, "SELECT")
-        if tok.upper() == "SELECT" and not servers:
-            raise QueryError(f"expected {expected} before SELECT", pos, expected)
-        try:
-            glob_to_regex(tok)
-        except GlobError as exc:
-            raise QueryError(
-                f"invalid server glob {tok!r}: {exc.message}", pos + exc.offset, expected
-            ) from None
-        if tok not in seen:
-            seen.add(tok)
-            servers.append(tok)
-        if not tokens.comma():
-            break
+    servers, tags, tag_at = _entries(tokens)
+    where, where_at = _where(tokens)
     tokens.keyword("SELECT")
     metric, mpos = tokens.take("a metric name")
     if (err := metric_name_error(metric)) is not None:
@@ -312,37 +419,79 @@ def parse(text: str) -> Query:
             functions.append(fn)
         if not tokens.comma():
             break
-    by_server, top = _grouping(tokens, functions)
+    group = _grouping(tokens, functions)
     tok, pos = tokens.peek()
     if tok:
-        expected = "BY server or the end of the query"
-        if by_server:
-            expected = "the end of the query" if top else "TOP, BOTTOM or the end of the query"
-        where = "the functions" if not by_server else "BY server" if not top else top.text
-        raise QueryError(f"unexpected {tok!r} after {where}; expected {expected}", pos, expected)
-    return Query(
-        ("*",) if "*" in servers else tuple(servers),
+        raise _unexpected(tok, pos, group)
+    everything = "*" in servers  # then tag entries add nothing to the union
+    query = Query(
+        ("*",) if everything else tuple(servers),
         metric,
         window,
         tuple(functions),
-        by_server,
-        top,
+        group.by_server,
+        group.top,
+        () if everything else tuple(tags),
+        tuple(where),
+        tuple(group.keys),
     )
+    firsts = [at for at in (tag_at, where_at, group.keys_at) if at is not None]
+    if everything and tag_at is not None:  # the tag entries were dropped: '*' has them all
+        firsts.remove(tag_at)
+    return query, (min(firsts) if firsts else None)
 
 
-def _grouping(tokens: _Tokens, computed: list[Function]) -> tuple[bool, Top | None]:
-    """``[BY server [TOP|BOTTOM n BY function]]`` after the functions."""
+def _unexpected(tok: str, pos: int, group: _Grouping) -> QueryError:
+    """The error for a token past the end of a query."""
+    expected, after = "BY server, BY a tag key or the end of the query", "the functions"
+    if group.by_server or group.keys:
+        expected = "the end of the query" if group.top else "TOP, BOTTOM or the end of the query"
+        after = "BY " + (", ".join(group.keys) or "server")
+    if group.top is not None:
+        after = group.top.text
+    return QueryError(f"unexpected {tok!r} after {after}; expected {expected}", pos, expected)
+
+
+class _Grouping(NamedTuple):
+    by_server: bool = False
+    keys: tuple[str, ...] = ()
+    keys_at: int | None = None  # the position of the first tag key
+    top: Top | None = None
+
+
+def _grouping(tokens: _Tokens, computed: list[Function]) -> _Grouping:
+    """``[BY server | BY key[, key...]] [TOP|BOTTOM n BY function]`` after the functions."""
     if tokens.peek()[0].upper() != "BY":
-        return False, None
+        return _Grouping()
     tokens.keyword("BY")
-    tok, pos = tokens.take("server")
+    expected = "server or a tag key such as dc"
+    tok, pos = tokens.take(expected)
+    keys: list[str] = []
+    first = pos
     if tok.lower() != "server":
-        raise QueryError(f"expected BY server, got BY {tok!r}", pos, "server")
+        for entry in range(MAX_GROUP_KEYS + 1):
+            if entry > 0:
+                tok, pos = tokens.take("a tag key such as dc")
+            if tok.lower() == "server":
+                raise QueryError(
+                    "BY server is a grouping of its own: it takes no tag key", pos, expected
+                )
+            if entry == MAX_GROUP_KEYS:
+                raise QueryError(f"at most {MAX_GROUP_KEYS} keys after BY", pos, "TOP")
+            try:
+                key = group_key(tok)
+            except TagSyntaxError as exc:
+                raise QueryError(f"expected BY {expected}: {exc.message}", pos, expected) from None
+            if key not in keys:
+                keys.append(key)
+            if not tokens.comma():
+                break
+    group = _Grouping(not keys, tuple(keys), first if keys else None)
     word = tokens.peek()[0].upper()
     if word not in ("TOP", "BOTTOM"):
-        return True, None
+        return group
     tokens.take(word)
-    expected = f"a whole number of servers from 1 to {MAX_TOP}"
+    expected = f"a whole number of series from 1 to {MAX_TOP}"
     raw, npos = tokens.take(expected)
     # Digits only, and at most 3 of them counted: int() of a long digit string is quadratic.
     digits = raw.lstrip("0") or "0"
@@ -358,4 +507,4 @@ def _grouping(tokens: _Tokens, computed: list[Function]) -> tuple[bool, Top | No
             fpos,
             "one of the computed functions",
         )
-    return True, Top(int(digits), fn, word == "BOTTOM")
+    return group._replace(top=Top(int(digits), fn, word == "BOTTOM"))
