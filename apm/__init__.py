@@ -15,9 +15,11 @@
 
 Also: ``labels.py``, the one rule that makes labels, tags and attributes into metric names;
 ``tags.py``, the rule host tags follow and the compacted topic that carries each server's;
-``query_glob.py``, server globs and the regexes they compile to; ``ranking.py``, the top-N of
-one window of a ``BY server ... TOP n BY f`` query; ``agentversion.py``, the agent's version
-as a metric value.
+``query_glob.py``, server and tag-value globs and the regexes they compile to;
+``query_tags.py``, the host-tag parts of a query (``key:glob``, ``BY`` keys);
+``query_select.py``, which servers a query selects and in which group, from a server's name
+and tags; ``ranking.py``, the top-N of one window of a ``BY server ... TOP n BY f`` query;
+``agentversion.py``, the agent's version as a metric value.
 
 It imports no component (tests/test_architecture.py).
 """
