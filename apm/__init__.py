@@ -3,7 +3,8 @@
 - ``model.py``: the sample, metric and server naming rules, topics and partitions per topic;
 - ``wire.py``: the Kafka record encoding; ``kafka.py``: Kafka clients from one bootstrap
   string, the platform's topic spec and end offsets;
-- ``query.py``: the query language, the stored query, the window result;
+- ``query.py``: the query language, the stored query, the window result (its model
+  ``query_model.py`` and tokens ``query_tokens.py``, re-exported by it);
   ``functions.py``: the one catalogue of query functions;
   ``query_state.py``: what a query waits for and which job covers it;
 - ``errors.py``: the one error shape of both HTTP APIs; ``retry.py``: the one retry helper;
