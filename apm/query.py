@@ -46,7 +46,7 @@ from apm.query_tags import (
     MAX_GROUP_KEYS,
     TagGlob,
     TagSyntaxError,
-    group_key,
+    by_key,
     is_tag_entry,
     tag_glob,
 )
@@ -260,7 +260,7 @@ def _grouping(tokens: Tokens, computed: list[Function]) -> _Grouping:
             if entry == MAX_GROUP_KEYS:
                 raise QueryError(f"at most {MAX_GROUP_KEYS} keys after BY", pos, "TOP")
             try:
-                key = group_key(tok)
+                key = by_key(tok)
             except TagSyntaxError as exc:
                 raise QueryError(f"expected BY {expected}: {exc.message}", pos, expected) from None
             if key not in keys:

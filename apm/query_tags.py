@@ -21,7 +21,7 @@ __all__ = [
     "MAX_GROUP_KEYS",
     "TagGlob",
     "TagSyntaxError",
-    "group_key",
+    "by_key",
     "is_tag_entry",
     "tag_glob",
 ]
@@ -62,7 +62,7 @@ def is_tag_entry(token: str) -> bool:
     return ":" in token
 
 
-def group_key(token: str) -> str:
+def by_key(token: str) -> str:
     """A tag key after ``BY``, checked by :func:`apm.tags.tag_key_error`."""
     if (err := tag_key_error(token)) is not None:
         raise TagSyntaxError(err, 0)
