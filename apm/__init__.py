@@ -3,7 +3,8 @@
 - ``model.py``: the sample, metric and server naming rules, topics and partitions per topic;
 - ``wire.py``: the Kafka record encoding; ``kafka.py``: Kafka clients from one bootstrap
   string, the platform's topic spec and end offsets;
-- ``query.py``: the query language, the stored query, the window result;
+- ``query.py``: the query language, the stored query, the window result (its model
+  ``query_model.py`` and tokens ``query_tokens.py``, re-exported by it);
   ``functions.py``: the one catalogue of query functions;
   ``query_state.py``: what a query waits for and which job covers it;
 - ``errors.py``: the one error shape of both HTTP APIs; ``retry.py``: the one retry helper;
@@ -15,9 +16,11 @@
 
 Also: ``labels.py``, the one rule that makes labels, tags and attributes into metric names;
 ``tags.py``, the rule host tags follow and the compacted topic that carries each server's;
-``query_glob.py``, server globs and the regexes they compile to; ``ranking.py``, the top-N of
-one window of a ``BY server ... TOP n BY f`` query; ``agentversion.py``, the agent's version
-as a metric value.
+``query_glob.py``, server and tag-value globs and the regexes they compile to;
+``query_tags.py``, the host-tag parts of a query (``key:glob``, ``BY`` keys);
+``query_select.py``, which servers a query selects and in which group, from a server's name
+and tags; ``ranking.py``, the top-N of one window of a ``BY server ... TOP n BY f`` query;
+``agentversion.py``, the agent's version as a metric value.
 
 It imports no component (tests/test_architecture.py).
 """

@@ -15,17 +15,51 @@ than a later one (what follows starts with ``*``), and the atomic group ``(?>...
 tried at most once per position of the name, so a match costs O(name length x glob length),
 and a glob is at most :data:`MAX_GLOB_CHARS` characters with at most :data:`MAX_GLOB_STARS`
 runs of ``*``.
+
+Two kinds of glob share this grammar and its bound: server globs (:data:`SERVER_GLOB`, the
+characters of a server name) and tag-value globs (:data:`TAG_VALUE_GLOB`, after ``key:`` in a
+query). A tag value may hold any printable character (:mod:`apm.tags`), so its glob may too,
+save the query's separators (white space, ``,``, ``(`` and ``)``): ``?`` matches those.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import NamedTuple
 
-__all__ = ["MAX_GLOB_CHARS", "MAX_GLOB_STARS", "GlobError", "check", "glob_to_regex"]
+__all__ = [
+    "MAX_GLOB_CHARS",
+    "MAX_GLOB_STARS",
+    "SERVER_GLOB",
+    "TAG_VALUE_GLOB",
+    "GlobError",
+    "GlobKind",
+    "check",
+    "glob_to_regex",
+]
 
 MAX_GLOB_CHARS = 256  # a server name is at most 200 (apm.model.MAX_NAME_LEN); classes add some
 MAX_GLOB_STARS = 32
-_ALPHABET = re.compile(r"[A-Za-z0-9_.\-*?\[\]!]*")
+
+
+_SERVER_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-*?[]!")
+
+
+def _tag_value_char(ch: str) -> bool:
+    # str.isprintable, as apm.tags checks values, minus the separators of the query text.
+    return ch.isprintable() and not ch.isspace() and ch not in ",()"
+
+
+class GlobKind(NamedTuple):
+    """What a glob selects (named in errors) and which characters it may hold."""
+
+    name: str
+    allowed: Callable[[str], bool]
+
+
+SERVER_GLOB = GlobKind("server glob", _SERVER_CHARS.__contains__)
+TAG_VALUE_GLOB = GlobKind("tag-value glob", _tag_value_char)
 
 
 class GlobError(ValueError):
@@ -81,18 +115,18 @@ def _segments(glob: str) -> list[list[str]]:
     return segments
 
 
-def check(glob: str) -> None:
-    """Raises :class:`GlobError` unless ``glob`` is a glob the query language accepts."""
+def check(glob: str, kind: GlobKind = SERVER_GLOB) -> None:
+    """Raises :class:`GlobError` unless ``glob`` is a glob of ``kind`` the query language
+    accepts."""
     if len(glob) > MAX_GLOB_CHARS:
-        raise GlobError(f"a server glob is at most {MAX_GLOB_CHARS} characters", MAX_GLOB_CHARS)
-    bad = _ALPHABET.match(glob)
-    if bad is None or bad.end() != len(glob):
-        at = 0 if bad is None else bad.end()
-        raise GlobError(f"{glob[at]!r} is not allowed in a server glob", at)
+        raise GlobError(f"a {kind.name} is at most {MAX_GLOB_CHARS} characters", MAX_GLOB_CHARS)
+    for at, ch in enumerate(glob):
+        if not kind.allowed(ch):
+            raise GlobError(f"{ch!r} is not allowed in a {kind.name}", at)
     stars = [m.start() for m in re.finditer(r"\*+", glob)]
     if len(stars) > MAX_GLOB_STARS:
         raise GlobError(
-            f"a server glob has at most {MAX_GLOB_STARS} runs of '*'", stars[MAX_GLOB_STARS]
+            f"a {kind.name} has at most {MAX_GLOB_STARS} runs of '*'", stars[MAX_GLOB_STARS]
         )
     _segments(glob)
     # Kept from the first grammar: a ']' outside a class is a literal, but only when the
@@ -103,9 +137,9 @@ def check(glob: str) -> None:
         raise GlobError("unbalanced '[' and ']'", at)
 
 
-def glob_to_regex(glob: str) -> str:
+def glob_to_regex(glob: str, kind: GlobKind = SERVER_GLOB) -> str:
     """The unanchored regex (Python and Java) of a glob that :func:`check` accepts."""
-    check(glob)
+    check(glob, kind)
     first, *rest = ["".join(s) for s in _segments(glob)]
     if not rest:
         return first

@@ -264,7 +264,7 @@ def query_state(
             "waiting",
             f"no {window} window written yet although samples of "
             f"{q.metric} arrive (the last at {format_time(seen)}): does FROM "
-            f"{', '.join(q.servers)} match a server that sends it? Is "
+            f"{', '.join(q.entries)} match a server that sends it? Is "
             f"{job.identity} behind (`apm aggregator status`)?",
         )
     return QueryState(

@@ -31,6 +31,7 @@ __all__ = [
     "encode_tags_record",
     "read_server_tags",
     "tag_error",
+    "tag_key_error",
     "tags_error",
 ]
 
@@ -43,8 +44,9 @@ RESERVED_TAG_KEYS = frozenset({"server"})
 TAGS_TOPIC = "apm.server-tags"
 
 
-def tag_error(key: object, value: object) -> str | None:
-    """Why ``key = value`` is not a valid tag, or None when it is."""
+def tag_key_error(key: object) -> str | None:
+    """Why ``key`` is not a valid tag key, or None when it is (also the query language's check
+    of the keys in ``FROM key:glob``, ``WHERE`` and ``BY``)."""
     if not isinstance(key, str):
         return f"tag key must be a string, got {type(key).__name__}"
     if not TAG_KEY_RE.fullmatch(key):
@@ -54,6 +56,13 @@ def tag_error(key: object, value: object) -> str | None:
         )
     if key in RESERVED_TAG_KEYS:
         return f"tag key {key!r} is reserved (the server's name is its own tag)"
+    return None
+
+
+def tag_error(key: object, value: object) -> str | None:
+    """Why ``key = value`` is not a valid tag, or None when it is."""
+    if (problem := tag_key_error(key)) is not None:
+        return problem
     if not isinstance(value, str):
         return f"tag {key!r} must have a string value, got {type(value).__name__}"
     if len(value) > MAX_TAG_VALUE_LEN:

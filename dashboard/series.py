@@ -54,12 +54,17 @@ def stored_query_json(
     return {
         "id": q.id,
         "text": q.text,
+        # FROM: the server globs, and the host-tag entries (key:glob) unioned with them;
+        # WHERE: the tag conditions all required; group_by: the BY tag keys.
         "servers": list(q.query.servers),
+        "tags": [t.text for t in q.query.tags],
+        "where": [c.text for c in q.query.where],
         "metric": q.query.metric,
         "window_seconds": q.query.window_seconds,
         "functions": [f.key for f in q.query.functions],
         # BY server: one series per server (read with ?server=); top: its ranking, or null.
         "by_server": q.query.by_server,
+        "group_by": list(q.query.group_by),
         "top": None
         if q.query.top is None
         else {

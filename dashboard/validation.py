@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from apm.errors import ErrorBody, error_body
-from apm.query import Query, QueryError, parse
+from apm.query import Query, QueryError, accept
 
 __all__ = [
     "BUILDER_FIELDS",
@@ -43,10 +43,11 @@ LATEST_TIME = 253_402_300_799.0
 
 
 def validate(text: object) -> Query:
-    """Parses query text or raises QueryError (a non-string is an error at position 0)."""
+    """Parses query text to be stored or raises QueryError (a non-string is an error at
+    position 0); refuses what the aggregator does not evaluate yet (apm.query.accept)."""
     if not isinstance(text, str):
         raise QueryError("the query must be a string of text", 0, "FROM")
-    return parse(text)
+    return accept(text)
 
 
 def error_json(exc: QueryError) -> ErrorBody:

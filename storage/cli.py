@@ -187,9 +187,9 @@ def _row(stored: Any, state: Any = None) -> dict[str, Any]:
 def _run_query(args: argparse.Namespace) -> int:
     def action() -> int:
         if args.verb == "add":
-            from apm.query import parse
+            from apm.query import accept
 
-            parse(args.text)  # bad text fails fast, before (and without) a connection
+            accept(args.text)  # bad text fails fast, before (and without) a connection
         with _connect() as repo:
             return _QUERY_VERBS[args.verb](repo, args)
 

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from apm.query import QueryError, StoredQuery, WindowResult, parse
+from apm.query import QueryError, StoredQuery, WindowResult, accept, parse
 from apm.ranking import Ranked
 from storage import codec
 from storage.driver import execute_many, open_cluster, profile_for
@@ -99,8 +99,10 @@ class Repository:
     # -- stored queries -------------------------------------------------------------------
     @staticmethod
     def _columns(text: str) -> tuple[Any, ...]:
-        q = parse(text)  # raises QueryError naming the position and what was expected
-        return (q.text, q.metric, list(q.servers), q.window_seconds, [f.text for f in q.functions])
+        # Raises QueryError naming the position and what was expected, or what is not
+        # evaluated yet (apm.query.accept).
+        q = accept(text)
+        return (q.text, q.metric, list(q.entries), q.window_seconds, [f.text for f in q.functions])
 
     def save_query(self, text: str) -> StoredQuery:
         cols, now = self._columns(text), codec.to_ms(self.clock())

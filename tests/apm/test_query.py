@@ -142,7 +142,9 @@ def test_by_server_and_a_ranking_parse_and_round_trip(text, by_server, top):
 @pytest.mark.parametrize(
     ("tail", "says"),
     [
-        ("BY host", "expected BY server, got BY 'host'"),
+        ("BY Host", "expected BY server or a tag key such as dc: tag key 'Host' must match"),
+        ("BY dc, server", "BY server is a grouping of its own"),
+        ("BY server, dc", "unexpected ',' after BY server"),
         ("BY server TOP 0 BY avg", "from 1 to 100 after TOP, got '0'"),
         ("BY server TOP 101 BY avg", "from 1 to 100 after TOP, got '101'"),
         ("BY server TOP 1e9 BY avg", "got '1e9'"),
@@ -151,7 +153,9 @@ def test_by_server_and_a_ranking_parse_and_round_trip(text, by_server, top):
         ("BY server TOP 5 BY min", "ranks by one of the computed functions (avg, max), not 'min'"),
         ("BY server TOP 5", "expected BY, got the end of the query"),
         ("BY server TOP 5 BY avg extra", "unexpected 'extra' after TOP 5 BY avg"),
-        ("TOP 5 BY avg", "unexpected 'TOP' after the functions; expected BY server"),
+        ("TOP 5 BY avg", "unexpected 'TOP' after the functions; expected BY server, BY a tag"),
+        ("BY dc TOP 5 BY min", "ranks by one of the computed functions (avg, max), not 'min'"),
+        ("BY dc extra", "unexpected 'extra' after BY dc; expected TOP, BOTTOM or the end"),
     ],
 )
 def test_a_bad_grouping_is_refused_naming_its_position(tail, says):

@@ -13,7 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apm.query import Function, Query, QueryError, parse
-from apm.query_glob import MAX_GLOB_CHARS, MAX_GLOB_STARS, glob_to_regex
+from apm.query_glob import (
+    MAX_GLOB_CHARS,
+    MAX_GLOB_STARS,
+    SERVER_GLOB,
+    TAG_VALUE_GLOB,
+    GlobError,
+    check,
+    glob_to_regex,
+)
 from tests.support.cpu import cpu_bound
 
 pytestmark = pytest.mark.unit
@@ -162,3 +170,27 @@ def test_the_java_test_runs_exactly_the_regexes_of_this_module():
     for glob, java_regex in pairs:
         assert glob_to_regex(glob) == java_regex.replace("\\\\", "\\"), glob
     assert {glob for glob, _ in pairs} >= set(WORST[:4])
+
+
+@pytest.mark.parametrize(
+    ("glob", "kind", "offset"),
+    [
+        ("web-é", SERVER_GLOB, 4),
+        ("eu:1", SERVER_GLOB, 2),
+        ("a b", TAG_VALUE_GLOB, 1),
+        ("a,b", TAG_VALUE_GLOB, 1),
+        ("f(x)", TAG_VALUE_GLOB, 1),
+        ("a\u200bb", TAG_VALUE_GLOB, 1),  # a format character: no tag value holds one
+    ],
+)
+def test_each_kind_of_glob_refuses_the_characters_it_cannot_hold(glob, kind, offset):
+    with pytest.raises(GlobError) as info:
+        check(glob, kind)
+    assert info.value.offset == offset and kind.name in info.value.message
+
+
+def test_a_tag_value_glob_holds_what_a_tag_value_may_hold_and_matches_it_literally():
+    for glob in ("R&D/é-*", "http://x:8080/*", "a.b+c$^{2}|d"):
+        check(glob, TAG_VALUE_GLOB)
+    regex = glob_to_regex("a.b+c$^{2}|d", TAG_VALUE_GLOB)
+    assert re.fullmatch(regex, "a.b+c$^{2}|d") and not re.fullmatch(regex, "aXb+c$^{2}|d")

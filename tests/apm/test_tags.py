@@ -16,6 +16,7 @@ from apm.tags import (
     decode_tags_record,
     encode_tags_record,
     tag_error,
+    tag_key_error,
     tags_error,
 )
 
@@ -102,3 +103,11 @@ def test_snapshot_json_carries_tags_only_when_there_are_some():
     assert "tags" not in Snapshot("a", 1.0, {"m": 1.0}).to_json()
     assert "tags" not in Snapshot("a", 1.0, {"m": 1.0}, {}).to_json()
     assert Snapshot("a", 1.0, {"m": 1.0}, {"role": "web"}).to_json()["tags"] == {"role": "web"}
+
+
+def test_the_key_rule_is_one_check_for_tags_and_queries():
+    for key in ("role", "availability.zone_2", "k" * MAX_TAG_KEY_LEN):
+        assert tag_key_error(key) is None and tag_error(key, "v") is None
+    for key in ("Role", "1role", "", "k" * (MAX_TAG_KEY_LEN + 1), "server", 5):
+        assert tag_key_error(key) is not None
+        assert tag_error(key, "v") == tag_key_error(key)

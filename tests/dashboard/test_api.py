@@ -103,6 +103,24 @@ def test_bad_query_is_422_with_the_parsers_message_and_position(api: Any) -> Non
     assert patch.status_code == 422 and patch.json()["at"] == len("FROM")
 
 
+def test_a_query_with_host_tags_is_refused_until_the_aggregator_evaluates_them(
+    api: Any, repo: Any
+) -> None:
+    text = "FROM web-* WHERE env:prod SELECT cpu WINDOW 10s COMPUTE avg"
+    response = api.post("/api/queries", json={"text": text})
+    assert response.status_code == 422
+    body = response.json()
+    assert body["error"] == "invalid_query" and body["at"] == text.index("WHERE")
+    assert "not evaluated by the aggregator yet" in body["detail"]
+    created = api.post("/api/queries", json={"text": text.replace(" WHERE env:prod", "")})
+    assert created.status_code == 201
+    assert created.json()["tags"] == [] and created.json()["group_by"] == []
+    qid = created.json()["id"]
+    patch = api.patch(f"/api/queries/{qid}", json={"text": f"{text} BY dc"})
+    assert patch.status_code == 422 and "not evaluated" in patch.json()["detail"]
+    assert repo.get_query(qid).text == text.replace(" WHERE env:prod", "")  # unchanged
+
+
 @pytest.mark.parametrize("payload", [None, [], {"text": 5}, {}])
 def test_malformed_bodies_get_clear_errors(api: Any, payload: Any) -> None:
     response = api.post("/api/queries", json=payload)

@@ -142,6 +142,12 @@ def test_bad_query_text_exits_2_naming_the_position(apm):
     assert "at position 36" in err and "expected a function" in err
 
 
+def test_a_query_with_host_tags_is_refused_until_the_aggregator_evaluates_them(apm):
+    code, out, err = apm("query", "add", "FROM role:web SELECT cpu WINDOW 1m COMPUTE avg BY dc")
+    assert code == 2 and out == ""
+    assert "at position 5" in err and "not evaluated by the aggregator yet" in err
+
+
 def test_results_as_json_between_epoch_or_iso_times(apm, make_repo, make_results):
     code, out, _ = apm("query", "add", "FROM * SELECT mem WINDOW 10s COMPUTE min, max")
     qid = out.strip()
