@@ -37,7 +37,7 @@ def _publish(state: State, slot: Slot, batch: Batch, records: dict[str, list[byt
     try:
         if records:
             state.publisher.publish(records)
-        state.tags.publish(batch.tags, state.publisher.publish_tags)
+        state.tags.publish(batch.tags, state.publisher.publish_tags, batch.tags_from)
         return True
     finally:
         slot.release("thread")

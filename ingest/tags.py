@@ -9,6 +9,12 @@ requests of one server send it once; a publish that fails is taken back, so the 
 snapshot of that server tries again; it never fails the request (its samples are
 acknowledged already). Two concurrent requests of one server with different tags may reach
 Kafka in either order; the server's next change sets it right.
+
+Tags come from the agent (the JSON contract) or from a protocol's mapping (OTLP resource
+attributes, remote_write labels: ingest.interop.tags). A server has one set, so when both speak
+of one server (an SDK on a host whose agent pushes too) the agent's wins: a protocol's tags are
+not published for a server whose last published tags were the agent's, which would otherwise
+flip between the two at every export. Skipped ones are counted ("agent_kept").
 """
 
 from __future__ import annotations
@@ -21,13 +27,14 @@ from collections.abc import Callable, Mapping, Sequence
 from apm.tags import encode_tags_record
 from ingest.validate import Tagged
 
-__all__ = ["SendTags", "ServerTags"]
+__all__ = ["AGENT", "SendTags", "ServerTags"]
 
 log = logging.getLogger(__name__)
 
 # Sends keyed records to the tags topic and returns once Kafka acknowledged them; raises
 # otherwise (ingest.publisher.Publisher.publish_tags).
 SendTags = Callable[[Sequence[tuple[bytes, bytes]]], None]
+AGENT = "agent"  # the JSON contract's snapshots: what an agent (or the loadgen) says
 
 
 def _size(server: str, tags: Mapping[str, str]) -> int:
@@ -47,6 +54,7 @@ class ServerTags:
         self.bytes = 0
         self.counted = counted
         self._last: OrderedDict[str, dict[str, str]] = OrderedDict()
+        self._from: dict[str, str] = {}  # server -> who said its last published tags
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -54,24 +62,34 @@ class ServerTags:
 
     def _drop(self, server: str) -> None:  # with the lock
         self.bytes -= _size(server, self._last.pop(server))
+        self._from.pop(server, None)
 
-    def claim(self, tagged: Mapping[str, Tagged]) -> dict[str, Tagged]:
+    def claim(
+        self, tagged: Mapping[str, Tagged], source: str = AGENT
+    ) -> tuple[dict[str, Tagged], int]:
         """Those of ``tagged`` whose tags differ from the last published (or are unknown),
         remembered at once: concurrent requests of the same server (the loadgen's, an
-        agent's retry) then send a change once, not once each."""
+        agent's retry) then send a change once, not once each. A protocol's tags of a server
+        whose last were the agent's are left out: returns (the changes, how many left out)."""
         out = {}
+        kept = 0
         with self._lock:
             for server, (ts, tags) in tagged.items():
+                if source != AGENT and self._from.get(server) == AGENT:
+                    kept += 1
+                    self._last.move_to_end(server)
+                    continue
                 if self._last.get(server) != tags:
                     out[server] = (ts, tags)
                     if server in self._last:
                         self._drop(server)
                     self._last[server] = dict(tags)
+                    self._from[server] = source
                     self.bytes += _size(server, tags)
                 self._last.move_to_end(server)
             while self.bytes > self.max_bytes and self._last:
                 self._drop(next(iter(self._last)))
-        return out
+        return out, kept
 
     def forget(self, failed: Mapping[str, Tagged]) -> None:
         """Takes back a claim whose publish failed, unless a later claim replaced it."""
@@ -80,12 +98,15 @@ class ServerTags:
                 if self._last.get(server) == tags:
                     self._drop(server)
 
-    def publish(self, tagged: Mapping[str, Tagged], send: SendTags) -> int:
-        """Sends the changed tags of ``tagged``; returns how many records went out (0 when
-        nothing changed or the send failed, which is logged and counted)."""
+    def publish(self, tagged: Mapping[str, Tagged], send: SendTags, source: str = AGENT) -> int:
+        """Sends the changed tags of ``tagged`` (said by ``source``: AGENT or a protocol);
+        returns how many records went out (0 when nothing changed or the send failed, which
+        is logged and counted)."""
         if not tagged:
             return 0
-        changes = self.claim(tagged)
+        changes, kept = self.claim(tagged, source)
+        if kept and self.counted is not None:
+            self.counted("agent_kept", kept)
         if not changes:
             return 0
         records = [encode_tags_record(s, tags, ts) for s, (ts, tags) in changes.items()]

@@ -66,7 +66,8 @@ class IngestTelemetry:
         self._tag_records = Counter(
             "apm_ingest_tag_records",
             "server-tags records sent to apm.server-tags (a server's tags changed or were not "
-            "known), or failed (sent again with the server's next snapshot)",
+            "known), or failed (sent again with the server's next snapshot), or agent_kept "
+            "(a protocol's tags of a server whose agent's tags win: not sent)",
             ["outcome"],
             registry=self.registry,
         )

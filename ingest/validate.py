@@ -55,8 +55,10 @@ class Batch:
     samples: int
     by_metric: dict[str, list[Line]]
     rejected: list[Rejection] = field(default_factory=list)
-    # Each server's tags, from its latest valid snapshot that carries ``tags`` (ingest.tags).
+    # Each server's tags, from its latest valid snapshot that carries ``tags`` (ingest.tags),
+    # and who said them: "agent" (the JSON contract) or the protocol that mapped them.
     tags: dict[str, Tagged] = field(default_factory=dict)
+    tags_from: str = "agent"
 
     @property
     def rejected_samples(self) -> int:

@@ -34,6 +34,7 @@ from ingest.interop.otlp_identity import Labels, digest, point_metric, resource_
 from ingest.interop.points import Points, Tally
 from ingest.interop.rates import Pending, RateState
 from ingest.interop.settings import InteropSettings
+from ingest.interop.tags import mapped_tags
 from ingest.interop.wirecount import Deadline
 
 __all__ = ["map_export"]
@@ -275,8 +276,13 @@ def map_export(
             why = f"the resource's {resource.source} makes no valid server name"
             mapper.reject("server_name", why, n)
             continue
+        if settings.otlp_resource_tags:
+            tags, refused = mapped_tags(dict(resource.key), settings.otlp_resource_tags)
+            mapper.tally.labels_dropped += refused
+            mapper.points.tags.add(resource.server, tags)
         for sm in rm.scope_metrics:
             stream = (resource.key, sm.scope.name, sm.scope.version)
             for metric in sm.metrics:
                 mapper.metric(resource.server, stream, resource.parts, metric)
+    mapper.tally.labels_dropped += mapper.points.tags.dropped
     return mapper.points

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from ingest.errors import ApiError
 from ingest.intake import Decoded
+from ingest.interop.tags import RequestTags
 from ingest.records import to_records
 from ingest.validate import Batch, Validator
 
@@ -47,14 +48,16 @@ class Tally:
 class Points:
     """Samples by (server, ts) -> {metric: value}: the snapshots the validator reads, and how
     many of the protocol's points each holds (an OTLP histogram point makes up to three
-    samples). A second sample of the same server, metric and ts is combined by ``merge``
-    (None: kept out and counted as rejected, ``duplicate``)."""
+    samples), and the servers' tags (ingest.interop.tags). A second sample of the same
+    server, metric and ts is combined by ``merge`` (None: kept out and counted as rejected,
+    ``duplicate``)."""
 
     def __init__(self, tally: Tally) -> None:
         self.tally = tally
         self.snapshots: dict[tuple[str, float], dict[str, float]] = {}
         self.points: Counter[tuple[str, float]] = Counter()
         self.samples = 0
+        self.tags = RequestTags()
 
     def add(
         self,
@@ -86,20 +89,23 @@ class Points:
         return True
 
 
-def to_decoded(points: Points, validator: Validator, record_max_bytes: int) -> Decoded:
+def to_decoded(points: Points, validator: Validator, record_max_bytes: int, source: str) -> Decoded:
     """Validates the snapshots with the ingest's validator; the points of the snapshots it
     refuses count as ``rejected`` by its reason, the others as ``accepted``. No samples: an
     empty batch, nothing to publish. A batch the validator refuses whole is a 400 (never
-    worth a retry)."""
+    worth a retry). The servers' tags go with their snapshots, said by ``source`` (the
+    protocol: ingest.tags lets an agent's tags win over it)."""
     total = sum(points.points.values())
     if not points.samples:
         return Batch(0, 0, {}), {}
     items = list(points.snapshots.items())
-    doc = {
-        "snapshots": [
-            {"server": server, "ts": ts, "metrics": metrics} for (server, ts), metrics in items
-        ]
-    }
+    snapshots: list[dict[str, object]] = []
+    for (server, ts), metrics in items:
+        snapshot: dict[str, object] = {"server": server, "ts": ts, "metrics": metrics}
+        if tags := points.tags.of(server):
+            snapshot["tags"] = tags
+        snapshots.append(snapshot)
+    doc = {"snapshots": snapshots}
     try:
         # Every bad snapshot is counted and reported, however many: the good ones are kept.
         batch = validator.validate(doc, max_rejected=len(items))
@@ -114,4 +120,5 @@ def to_decoded(points: Points, validator: Validator, record_max_bytes: int) -> D
         refused += n
         points.tally.count("rejected", rejection.reason, n, rejection.detail)
     points.tally.count("accepted", "ok", total - refused)
+    batch.tags_from = source
     return batch, to_records(batch.by_metric, record_max_bytes)

@@ -22,6 +22,7 @@ from ingest.interop.parsedcount import REMOTE_WRITE_LEVELS, parse_bounded
 from ingest.interop.points import Points, Tally, bad_request, to_decoded
 from ingest.interop.prompb import WriteRequest
 from ingest.interop.settings import InteropSettings
+from ingest.interop.tags import mapped_tags
 from ingest.interop.wirecount import REMOTE_WRITE, Deadline
 from ingest.validate import Validator
 
@@ -142,6 +143,7 @@ def map_write(
     points = Points(tally)
     server_label = settings.remote_write_server_label
     default_server = settings.remote_write_default_server
+    tag_labels = settings.remote_write_tag_labels
     for index, series in enumerate(series_list):
         if deadline is not None and not index % 1024:
             deadline.check()
@@ -182,6 +184,11 @@ def map_write(
             tally.count("rejected", "metric_name", len(samples), f"series {index}: {why}")
             continue
         _add_samples(points, server, named.name, samples, tally)
+        if tag_labels:
+            tags, refused = mapped_tags(dict(others), tag_labels)
+            tally.labels_dropped += refused
+            points.tags.add(server, tags)
+    tally.labels_dropped += points.tags.dropped
     return points
 
 
@@ -220,6 +227,6 @@ def remote_write_decoder(
             raw, max_inflated, limits, total, deadline, settings.protobuf_parse_first_max_bytes
         )
         points = map_write(request, settings, names, max_samples, tally, deadline)
-        return to_decoded(points, validator, record_max_bytes)
+        return to_decoded(points, validator, record_max_bytes, "remote_write")
 
     return decode

@@ -34,7 +34,8 @@ class InteropTelemetry:
         )
         self.labels_dropped = Counter(
             "apm_ingest_interop_labels_dropped",
-            "labels and attributes left out of metric names as unbounded (ids, uuids, numbers)",
+            "labels and attributes left out of metric names as unbounded (ids, uuids, numbers), "
+            "or of a server's tags (a value the tag rule refuses, or sources that disagree)",
             ["protocol"],
             registry=registry,
         )

@@ -4,11 +4,12 @@ IngestSettings')."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings
 
 from apm.labels import LABELS_KEEP
 from apm.settings import env_config
+from ingest.interop.tags import OTLP_IDENTIFYING, OTLP_RESOURCE_TAGS, mapping_error
 
 __all__ = ["InteropSettings"]
 
@@ -26,6 +27,9 @@ class InteropSettings(BaseSettings):
     remote_write_ignore_labels: list[str] = Field(default_factory=lambda: ["job"])
     remote_write_max_series: int = Field(default=50_000, ge=1)
     remote_write_max_labels: int = Field(default=64, ge=1)
+    # Labels that are the server's tags (label -> tag key; docs/interop.md, Tags): job, which
+    # is no name part, names what scraped the server.
+    remote_write_tag_labels: dict[str, str] = Field(default_factory=lambda: {"job": "job"})
 
     # OTLP/HTTP (POST /otlp/v1/metrics). The server is the resource's host.name, else
     # service.instance.id, else otlp_default_server. Data point attributes in
@@ -37,6 +41,10 @@ class InteropSettings(BaseSettings):
     otlp_server_with_instance: bool = False
     otlp_name_attributes: list[str] = Field(default_factory=lambda: ["*"])
     otlp_ignore_attributes: list[str] = Field(default_factory=list)
+    # Resource attributes that are the server's tags (attribute -> tag key; docs/interop.md,
+    # Tags): service.name -> service, deployment.environment -> env, and a few more of
+    # OpenTelemetry's conventions. {} publishes none.
+    otlp_resource_tags: dict[str, str] = Field(default_factory=lambda: dict(OTLP_RESOURCE_TAGS))
     otlp_max_points: int = Field(default=50_000, ge=1)
     otlp_max_attributes: int = Field(default=64, ge=1)
     # The previous point of each cumulative series (rates), per ingest process, LRU.
@@ -61,3 +69,13 @@ class InteropSettings(BaseSettings):
     # The cardinality guard of DogStatsD tags (apm.labels), for labels and attributes.
     drop_unbounded_labels: bool = True
     labels_keep: list[str] = Field(default_factory=lambda: list(LABELS_KEEP))
+
+    @model_validator(mode="after")
+    def _tag_mappings(self) -> InteropSettings:
+        otlp = mapping_error(self.otlp_resource_tags, OTLP_IDENTIFYING)
+        if otlp is not None:
+            raise ValueError(f"otlp_resource_tags: {otlp}")
+        rw = mapping_error(self.remote_write_tag_labels, {self.remote_write_server_label})
+        if rw is not None:
+            raise ValueError(f"remote_write_tag_labels: {rw}")
+        return self

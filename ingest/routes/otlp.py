@@ -66,7 +66,7 @@ def _decode(
         i.protobuf_parse_first_max_bytes,
     )
     points = map_export(request, i, interop.otlp_names, interop.rates, tally, deadline, pending)
-    decoded = to_decoded(points, state.validator, s.record_max_bytes)
+    decoded = to_decoded(points, state.validator, s.record_max_bytes, "otlp")
     if tally.of("rejected") and not tally.of("accepted") and not tally.of("dropped"):
         # Nothing of it can ever be taken: OTLP's "bad data", not a partial success.
         raise bad_request(_message(tally), "no_valid_point")

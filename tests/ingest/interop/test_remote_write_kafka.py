@@ -54,3 +54,26 @@ def test_remote_write_samples_are_in_kafka_and_bad_requests_publish_nothing(
         for server in ("node-1_9100", "node-2_9100")
         for i, value in enumerate((1.0, 2.5))
     )
+
+
+def test_a_series_job_label_reaches_the_tags_topic_as_its_servers_tag(
+    kafka_bootstrap, start_ingest_process, unique_name, own_topics
+):
+    from apm.tags import read_server_tags
+
+    ingest = start_ingest_process(kafka_bootstrap)
+    name = unique_name("rwtag").replace("-", "_")
+    own_topics.append(topic_for(name))
+    instance = f"{name}:9100"
+    request = WriteRequest()
+    series = request.timeseries.add()
+    for label, value in (("__name__", name), ("instance", instance), ("job", "node")):
+        series.labels.add(name=label, value=value)
+    series.samples.add(value=1.0, timestamp=int(time.time() * 1000))
+    body = bytes(cramjam.snappy.compress_raw(request.SerializeToString()))
+    with httpx.Client(base_url=ingest.url, timeout=30) as client:
+        answer = client.post("/api/v1/write", content=body, headers={**ingest.headers, **HEADERS})
+        assert answer.status_code == 204, answer.text
+    server = instance.replace(":", "_")
+    tags = read_server_tags(kafka_bootstrap, {server})
+    assert tags[server][0] == {"job": "node"}
