@@ -20,6 +20,7 @@ COMPONENT_CLIS = (
     "aggregator.cli",
     "storage.cli",
     "dashboard.cli",
+    "dashboard.user_cli",
     "loadgen.cli",
     "alerting.cli",
     "launch.run",

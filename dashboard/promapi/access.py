@@ -3,13 +3,18 @@ Prometheus client (Grafana's data source) can send.
 
 - ``Authorization: Bearer <APM_DASHBOARD_TOKEN>``: :func:`dashboard.auth.check_bearer`,
   compared in constant time, and wrong tokens throttled per client (429 with ``Retry-After``);
-- ``Authorization: Basic``: the configured user with its password, or any user with the token
-  (:func:`dashboard.auth.check_credentials`). The password check runs scrypt, so an unknown
+- ``Authorization: Basic``: the configured user with its password, any user with the token,
+  or a user of ``apm user`` with its password (:func:`dashboard.signin.sign_in`; every role
+  may read). The password check runs scrypt, so an unknown
   credential first takes a token from the login throttle (the same buckets as the login
   page: 429 with ``Retry-After`` when empty), and one that passed is remembered as an HMAC
   digest for ``basic_cache_seconds`` so a Grafana panel does not cost a scrypt per request;
-- the browser's session cookie (a signed-in user opening the API in the browser); a POST
-  made with it must carry the session's CSRF token, as everywhere in the dashboard.
+- the browser's session cookie (a signed-in user opening the API in the browser, whose user
+  is still enabled: :func:`dashboard.signin.session_role`); a POST made with it must carry
+  the session's CSRF token, as everywhere in the dashboard.
+
+A remembered Basic credential of a user disabled since keeps reading until it is forgotten
+(``basic_cache_seconds``), as a session keeps its role for the directory's few seconds.
 
 Anything else is refused (401 with ``WWW-Authenticate``).
 """
@@ -25,9 +30,11 @@ from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-from dashboard.auth import check_bearer, check_credentials, same_secret
+from dashboard.auth import check_bearer, same_secret
+from dashboard.guard import StorageUnavailable
 from dashboard.sessions import SignedSessions
 from dashboard.settings import DashboardSettings
+from dashboard.signin import Users, session_role, sign_in
 from dashboard.telemetry import DashboardTelemetry
 from dashboard.throttle import LoginThrottle
 
@@ -54,8 +61,10 @@ class Access:
         telemetry: DashboardTelemetry,
         remember_s: float,
         clock: Callable[[], float] = time.monotonic,
+        users: Users | None = None,
     ) -> None:
         self._settings, self._sessions, self._throttle = settings, sessions, throttle
+        self._users = users
         self._telemetry, self._remember_s, self._clock = telemetry, remember_s, clock
         self._key = secrets.token_bytes(32)  # digests of remembered credentials, this process
         self._lock = threading.Lock()
@@ -81,7 +90,11 @@ class Access:
             return self._refuse(
                 "bad_token", 401, f"unsupported authorization {authorization.type!r}"
             )
-        if not self._sessions.valid(session):
+        try:
+            role = session_role(session, self._users) if self._sessions.valid(session) else None
+        except StorageUnavailable:
+            return Refusal(503, "unavailable", "the user store is unavailable; retry shortly")
+        if role is None:
             return self._refuse("no_session", 401, "authentication required (Bearer or Basic)")
         if method not in _SAFE and not same_secret(csrf, session.get("csrf")):
             return self._refuse(
@@ -107,7 +120,11 @@ class Access:
             self._telemetry.logins.labels("throttled").inc()
             self._telemetry.refused.labels(f"throttled_{bucket}").inc()
             return Refusal(429, "unavailable", f"too many attempts; retry in {wait} s", wait)
-        if not check_credentials(self._settings, user, password):
+        try:
+            who = sign_in(self._settings, self._users, user, password)
+        except StorageUnavailable:
+            return Refusal(503, "unavailable", "the user store is unavailable; retry shortly")
+        if who is None:
             self._telemetry.logins.labels("failed").inc()
             return self._refuse("bad_password", 401, "wrong user, password or token")
         self._telemetry.logins.labels("ok").inc()
