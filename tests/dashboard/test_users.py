@@ -4,6 +4,8 @@ scrypt hashes, verify, disable, and the role cache of open sessions."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from dashboard.guard import StorageUnavailable
@@ -86,9 +88,7 @@ def test_a_sessions_role_is_read_again_after_the_cache_and_kept_through_an_outag
     users.add("alice", "editor", PW)
     session = {"user": "alice", "builtin": False}
     assert session_role(session, lambda: users) == "editor"
-    store.users["alice"] = store.users["alice"].__class__(
-        **{**store.users["alice"].__dict__, "role": "viewer"}
-    )
+    store.users["alice"] = replace(store.users["alice"], role="viewer")  # behind its back
     assert session_role(session, lambda: users) == "viewer"  # cache 0: read again
     store.down = True
     assert session_role(session, lambda: users) == "viewer"  # the last role read
