@@ -13,8 +13,10 @@ view of a share link; ``api.py`` the REST API, ``alerts_api.py`` the alerting on
 (``alerts_preview.py`` its rule preview, ``alerts_openapi.py`` its description); ``promapi/``
 the Prometheus-compatible read API; ``auth.py`` login, tokens and CSRF, with ``sessions.py``
 (signed-cookie sessions), ``throttle.py`` (login throttling) and ``next_url.py`` (where a login
-may redirect); ``validation.py`` the one path for query text; ``states.py`` why a query shows
-what it shows; ``guard.py`` one storage call guarded (``storage.errors`` says which failures
+may redirect); ``signin.py`` who a password or session is and with which role, over
+``users.py`` (the users of ``apm user``, ``user_cli.py``); ``roles.py`` the one table of who
+may call what, enforced by ``permits.py``; ``validation.py`` the one path for query text;
+``states.py`` why a query shows what it shows; ``guard.py`` one storage call guarded (``storage.errors`` says which failures
 mean "storage unavailable"); ``series.py``, ``downsample.py`` and ``cache.py`` turn stored
 windows into chart series; ``health.py``, ``sources.py`` and ``agents.py`` read Kafka, the
 ingest's /metrics and the agents' versions; ``ports.py`` and ``context.py`` are what pages

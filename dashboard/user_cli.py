@@ -104,18 +104,14 @@ def _run(args: argparse.Namespace) -> int:
     try:
         with _connect() as repo:
             return _act(_directory(repo), args, password)
-    except UserConflict as exc:
-        print(f"apm user: {exc}", file=sys.stderr)
-        return EXIT_NOT_FOUND
+    except (UserConflict, StorageUnavailable) as exc:  # before UserError: it is one
+        problem, code = str(exc), EXIT_NOT_FOUND
     except UserError as exc:
-        print(f"apm user: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        problem, code = str(exc), EXIT_BAD_INPUT
     except ValidationError as exc:
-        print(f"apm user: bad APM_STORAGE_* setting: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except StorageUnavailable as exc:
-        print(f"apm user: {exc}", file=sys.stderr)
-        return EXIT_NOT_FOUND
+        problem, code = f"bad APM_STORAGE_* setting: {exc}", EXIT_BAD_INPUT
+    print(f"apm user: {problem}", file=sys.stderr)
+    return code
 
 
 def _role_error(parse: Any, role: str) -> str | None:

@@ -7,7 +7,8 @@ runs bulk writes; ``settings.py`` (``APM_STORAGE_``) and ``cli.py`` (``apm stora
 ``apm query``) are its edges.
 ``server_tables.py`` (their DDL), ``servers.py`` and ``rankings.py`` hold the per-server
 series of ``BY server`` queries and their top-N rankings. ``alerts.py`` holds the alerting
-tables; ``dashboards.py`` the saved dashboards and their share links; ``lease.py`` a lease
+tables; ``dashboards.py`` the saved dashboards and their share links; ``users.py`` the dashboard's
+users; ``lease.py`` a lease
 (one holder at a time, by LWT).
 ``errors.py`` is the one place that says which Cassandra failures are worth retrying and which
 mean the database is unavailable."""

@@ -9,10 +9,10 @@ a user without a password.
 
 from __future__ import annotations
 
-import calendar
 from dataclasses import dataclass
 from typing import Any
 
+from storage.codec import epoch, to_ms
 from storage.driver import profile_for
 from storage.settings import keyspace_error
 
@@ -40,17 +40,6 @@ class StoredUser:
     disabled: bool
     created_at: float
     updated_at: float
-
-
-def _ms(ts: float) -> int:
-    return round(ts * 1000)
-
-
-def _epoch(value: Any) -> float:
-    # The driver gives naive UTC datetimes for timestamps.
-    if value is None:
-        return 0.0
-    return calendar.timegm(value.utctimetuple()) + value.microsecond / 1e6
 
 
 class UserStore:
@@ -81,12 +70,17 @@ class UserStore:
     @staticmethod
     def _row(row: Any) -> StoredUser:
         return StoredUser(
-            row[0], row[1] or "", row[2] or "", bool(row[3]), _epoch(row[4]), _epoch(row[5])
+            row[0],
+            row[1] or "",
+            row[2] or "",
+            bool(row[3]),
+            epoch(row[4]) or 0.0,
+            epoch(row[5]) or 0.0,
         )
 
     def add(self, name: str, role: str, password_hash: str, now: float) -> bool:
         """Stores a new user; False when one of that name exists (it is left as it was)."""
-        params = (name, role, password_hash, _ms(now), _ms(now))
+        params = (name, role, password_hash, to_ms(now), to_ms(now))
         return bool(self._run(self._insert, params).was_applied)
 
     def get(self, name: str) -> StoredUser | None:
@@ -99,11 +93,11 @@ class UserStore:
 
     def set_role(self, name: str, role: str, now: float) -> bool:
         """False when there is no such user."""
-        return bool(self._run(self._set_role, (role, _ms(now), name)).was_applied)
+        return bool(self._run(self._set_role, (role, to_ms(now), name)).was_applied)
 
     def set_disabled(self, name: str, disabled: bool, now: float) -> bool:
         """False when there is no such user."""
-        return bool(self._run(self._set_disabled, (disabled, _ms(now), name)).was_applied)
+        return bool(self._run(self._set_disabled, (disabled, to_ms(now), name)).was_applied)
 
 
 def _by_name(user: StoredUser) -> str:
