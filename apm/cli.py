@@ -21,6 +21,7 @@ COMPONENT_CLIS = (
     "storage.cli",
     "dashboard.cli",
     "dashboard.user_cli",
+    "dashboard.token_cli",
     "loadgen.cli",
     "alerting.cli",
     "launch.run",

@@ -23,7 +23,7 @@ from dashboard.context import AppContext
 from dashboard.pages import alerts, board, board_list, chart, health, queries
 from dashboard.pages.common import role_class
 from dashboard.permits import install_permits
-from dashboard.signin import users_for
+from dashboard.signin import tokens_for, users_for
 from dashboard.states import QueryStates
 
 __all__ = ["build_context", "create_app"]
@@ -34,6 +34,7 @@ def create_app(app_ctx: AppContext) -> Dash:
     throttle = login_throttle(app_ctx.settings)
     boards = book_for(app_ctx.repo, app_ctx.metrics)
     users = users_for(app_ctx.repo, app_ctx.metrics)
+    tokens = tokens_for(app_ctx.repo, app_ctx.metrics, users)
     sessions = install_auth(
         server,
         app_ctx.settings,
@@ -43,6 +44,7 @@ def create_app(app_ctx: AppContext) -> Dash:
         delegated=(promapi.PREFIX,),
         shared=share.shared_check(boards),
         users=users,
+        tokens=tokens,
     )
     api.install(server, app_ctx.repo, app_ctx.settings, app_ctx.metrics, app_ctx.clock)
     alert_book = rulebook_for(app_ctx.repo)
@@ -55,7 +57,7 @@ def create_app(app_ctx: AppContext) -> Dash:
         QueryStates(app_ctx.repo, app_ctx.metrics, app_ctx.clock, ttl_s=10.0),
     )
     # The Prometheus read API (/api/v1/...), with the same credentials and login throttle.
-    server.register_blueprint(promapi.blueprint(app_ctx, sessions, throttle, users))
+    server.register_blueprint(promapi.blueprint(app_ctx, sessions, throttle, users, tokens))
 
     @server.before_request
     def api_routes_only() -> None:

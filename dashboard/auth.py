@@ -34,16 +34,18 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from werkzeug.wrappers import Response as BaseResponse
 
 from apm.errors import error_body
+from dashboard.api_tokens import TokenHolder, looks_like_token
 from dashboard.guard import StorageUnavailable
 from dashboard.next_url import safe_next
 from dashboard.roles import ADMIN
 from dashboard.sessions import SignedSessions, secret_key
 from dashboard.settings import DashboardSettings
-from dashboard.signin import Users, session_role, sign_in
+from dashboard.signin import Tokens, Users, session_role, sign_in
 from dashboard.telemetry import DashboardTelemetry
 from dashboard.throttle import LoginThrottle
 
 __all__ = [
+    "BUILT_IN_TOKEN",
     "CSRF_COOKIE",
     "PUBLIC_PATHS",
     "SHARE_PREFIX",
@@ -76,6 +78,10 @@ input{width:100%;padding:.5em;box-sizing:border-box}button{margin-top:1.2em;padd
 <p class="hint">{{ hint }}</p></form></body></html>"""
 
 
+# APM_DASHBOARD_TOKEN acts as the built-in admin.
+BUILT_IN_TOKEN = TokenHolder("token", ADMIN, "APM_DASHBOARD_TOKEN", "")
+
+
 @dataclass(frozen=True)
 class BearerRefusal:
     status: int  # 401 (wrong token) or 429 (too many wrong tokens from this client)
@@ -89,10 +95,13 @@ def check_bearer(
     telemetry: DashboardTelemetry,
     token: str | None,
     client: str,
-) -> BearerRefusal | None:
-    """None when ``token`` is the dashboard's token. A wrong one takes from ``client``'s login
-    bucket; once it is empty the token is not even compared (429 + Retry-After), so the answer
-    tells a guesser nothing until the bucket refills."""
+    tokens: Tokens | None = None,
+) -> BearerRefusal | TokenHolder:
+    """Who ``token`` acts for: the dashboard's own token (``admin``) or a user's API token
+    (:mod:`dashboard.api_tokens`, its own role). A wrong, expired or revoked one takes from
+    ``client``'s login bucket; once it is empty the token is not even compared (429 +
+    Retry-After), so the answer tells a guesser nothing until the bucket refills. Raises
+    StorageUnavailable when an API token cannot be checked."""
     wait = throttle.client_wait(client)
     if wait:
         telemetry.refused.labels("throttled_bearer").inc()
@@ -100,7 +109,11 @@ def check_bearer(
             429, f"too many wrong tokens from this client; retry in {wait} s", wait
         )
     if settings.token and same_secret(token, settings.token):
-        return None
+        return BUILT_IN_TOKEN
+    directory = tokens() if tokens is not None and looks_like_token(token) else None
+    holder = directory.verify(str(token)) if directory is not None else None
+    if holder is not None:
+        return holder
     throttle.failed(client)
     telemetry.refused.labels("bad_token").inc()
     return BearerRefusal(401, "invalid bearer token")
@@ -135,6 +148,7 @@ def install_auth(
     delegated: tuple[str, ...] = (),
     shared: Callable[[str], bool] | None = None,
     users: Users | None = None,
+    tokens: Tokens | None = None,
 ) -> SignedSessions:
     """Login, sessions and CSRF for every path but the public ones and those under a
     ``delegated`` prefix, whose blueprint checks the same credentials itself
@@ -145,7 +159,8 @@ def install_auth(
     a 404, signed in or not, so that a link's answer says nothing about other links.
 
     ``users`` is the directory of ``apm user``'s users (:func:`dashboard.signin.users_for`);
-    without it only the built-in login and token sign in."""
+    without it only the built-in login and token sign in. ``tokens`` are their API tokens
+    (:func:`dashboard.signin.tokens_for`), taken as Bearer tokens."""
     if not settings.password_hash and not settings.token:
         raise ValueError(
             "the dashboard needs APM_DASHBOARD_PASSWORD_HASH (see `apm dashboard "
@@ -236,9 +251,14 @@ def install_auth(
             return _refuse(404, "not_found", "no such share link")
         if path.startswith("/api/") and request.authorization is not None:
             token = request.authorization.token if request.authorization.type == "bearer" else None
-            refusal = check_bearer(settings, attempts, metrics, token, request.remote_addr or "-")
-            if refusal is None:
-                g.apm_user, g.apm_role = "token", ADMIN
+            try:
+                refusal = check_bearer(
+                    settings, attempts, metrics, token, request.remote_addr or "-", tokens
+                )
+            except StorageUnavailable as exc:
+                return _refuse(503, "storage_unavailable", str(exc))
+            if isinstance(refusal, TokenHolder):
+                g.apm_user, g.apm_role = refusal.user, refusal.role
                 return None
             if refusal.status == 429:
                 return _refuse(

@@ -20,17 +20,28 @@ from typing import Any
 
 from werkzeug.security import check_password_hash
 
+from dashboard.api_tokens import TokenDirectory
 from dashboard.guard import guarded
 from dashboard.roles import ADMIN
 from dashboard.settings import DashboardSettings
 from dashboard.telemetry import DashboardTelemetry
 from dashboard.users import UserDirectory
 
-__all__ = ["Users", "check_credentials", "session_role", "sign_in", "users_for"]
+__all__ = [
+    "Tokens",
+    "Users",
+    "check_credentials",
+    "session_role",
+    "sign_in",
+    "tokens_for",
+    "users_for",
+]
 
 # The users' directory, built on first use; None where there is no Cassandra store (the
 # unit tests' fakes): then only the built-in logins exist.
 Users = Callable[[], UserDirectory | None]
+# The API tokens' directory, the same way.
+Tokens = Callable[[], TokenDirectory | None]
 
 
 def check_credentials(settings: DashboardSettings, user: str, password: str) -> bool:
@@ -88,6 +99,31 @@ def users_for(repo: object, telemetry: DashboardTelemetry) -> Users:
 
                     store = guarded(telemetry, "users_table", lambda: UserStore(session, keyspace))
                     made.append(UserDirectory(store, telemetry))
+            return made[0]
+
+    return directory
+
+
+def tokens_for(repo: object, telemetry: DashboardTelemetry, users: Users) -> Tokens:
+    """The one token directory over ``repo``'s Cassandra session (beside ``users``), built on
+    first use; None for a repository without one."""
+    made: list[TokenDirectory | None] = []
+    lock = threading.Lock()
+
+    def directory() -> TokenDirectory | None:
+        with lock:
+            if not made:
+                session, keyspace = getattr(repo, "session", None), getattr(repo, "keyspace", None)
+                people = users()
+                if session is None or not isinstance(keyspace, str) or people is None:
+                    made.append(None)
+                else:
+                    from storage.tokens import TokenStore
+
+                    store = guarded(
+                        telemetry, "tokens_table", lambda: TokenStore(session, keyspace)
+                    )
+                    made.append(TokenDirectory(store, people, telemetry))
             return made[0]
 
     return directory

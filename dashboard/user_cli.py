@@ -13,7 +13,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["register"]
+__all__ = ["connect", "directories", "register"]
 
 EXIT_NOT_FOUND, EXIT_BAD_INPUT = 1, 2
 
@@ -102,8 +102,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.verb == "add" and password is None:
         return EXIT_BAD_INPUT
     try:
-        with _connect() as repo:
-            return _act(_directory(repo), args, password)
+        with connect() as repo:
+            return _act(directories(repo)[0], args, password)
     except (UserConflict, StorageUnavailable) as exc:  # before UserError: it is one
         problem, code = str(exc), EXIT_NOT_FOUND
     except UserError as exc:
@@ -122,8 +122,9 @@ def _role_error(parse: Any, role: str) -> str | None:
     return None
 
 
-def _connect() -> Any:
-    """The repository over ``APM_STORAGE_*``; StorageUnavailable when unreachable."""
+def connect() -> Any:
+    """The repository over ``APM_STORAGE_*``; StorageUnavailable when unreachable (``apm
+    token`` connects the same way)."""
     from cassandra import DriverException
     from cassandra.cluster import NoHostAvailable
 
@@ -136,12 +137,12 @@ def _connect() -> Any:
         raise StorageUnavailable(f"storage unavailable: {exc}") from exc
 
 
-def _directory(repo: Any) -> Any:
-    from dashboard.guard import guarded
+def directories(repo: Any) -> tuple[Any, Any]:
+    """The users and the API tokens over ``repo``'s keyspace (their tables created if
+    missing), as the dashboard builds them (:mod:`dashboard.signin`)."""
+    from dashboard.signin import tokens_for, users_for
     from dashboard.telemetry import DashboardTelemetry
-    from dashboard.users import UserDirectory
-    from storage.users import UserStore
 
     telemetry = DashboardTelemetry()
-    store = guarded(telemetry, "users_table", lambda: UserStore(repo.session, repo.keyspace))
-    return UserDirectory(store, telemetry)
+    users = users_for(repo, telemetry)
+    return users(), tokens_for(repo, telemetry, users)()

@@ -1,7 +1,8 @@
 """Who may read through the Prometheus API: the dashboard's own credentials, in the forms a
 Prometheus client (Grafana's data source) can send.
 
-- ``Authorization: Bearer <APM_DASHBOARD_TOKEN>``: :func:`dashboard.auth.check_bearer`,
+- ``Authorization: Bearer <APM_DASHBOARD_TOKEN>`` or a user's API token (``apm token``, any
+  role may read; also as Basic's password): :func:`dashboard.auth.check_bearer`,
   compared in constant time, and wrong tokens throttled per client (429 with ``Retry-After``);
 - ``Authorization: Basic``: the configured user with its password, any user with the token,
   or a user of ``apm user`` with its password (:func:`dashboard.signin.sign_in`; every role
@@ -30,11 +31,12 @@ from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+from dashboard.api_tokens import TokenHolder, looks_like_token
 from dashboard.auth import check_bearer, same_secret
 from dashboard.guard import StorageUnavailable
 from dashboard.sessions import SignedSessions
 from dashboard.settings import DashboardSettings
-from dashboard.signin import Users, session_role, sign_in
+from dashboard.signin import Tokens, Users, session_role, sign_in
 from dashboard.telemetry import DashboardTelemetry
 from dashboard.throttle import LoginThrottle
 
@@ -62,9 +64,10 @@ class Access:
         remember_s: float,
         clock: Callable[[], float] = time.monotonic,
         users: Users | None = None,
+        tokens: Tokens | None = None,
     ) -> None:
         self._settings, self._sessions, self._throttle = settings, sessions, throttle
-        self._users = users
+        self._users, self._tokens = users, tokens
         self._telemetry, self._remember_s, self._clock = telemetry, remember_s, clock
         self._key = secrets.token_bytes(32)  # digests of remembered credentials, this process
         self._lock = threading.Lock()
@@ -103,8 +106,13 @@ class Access:
         return None
 
     def _bearer(self, token: str | None, client: str) -> Refusal | None:
-        refusal = check_bearer(self._settings, self._throttle, self._telemetry, token, client)
-        if refusal is None:
+        try:
+            refusal = check_bearer(
+                self._settings, self._throttle, self._telemetry, token, client, self._tokens
+            )
+        except StorageUnavailable:
+            return Refusal(503, "unavailable", "the token store is unavailable; retry shortly")
+        if isinstance(refusal, TokenHolder):
             return None
         error_type = "unavailable" if refusal.status == 429 else "unauthorized"
         return Refusal(refusal.status, error_type, refusal.detail, refusal.retry_after)
@@ -121,7 +129,7 @@ class Access:
             self._telemetry.refused.labels(f"throttled_{bucket}").inc()
             return Refusal(429, "unavailable", f"too many attempts; retry in {wait} s", wait)
         try:
-            who = sign_in(self._settings, self._users, user, password)
+            who = self._api_token(password) or sign_in(self._settings, self._users, user, password)
         except StorageUnavailable:
             return Refusal(503, "unavailable", "the user store is unavailable; retry shortly")
         if who is None:
@@ -136,6 +144,13 @@ class Access:
                         del self._remembered[next(iter(self._remembered))]
                 self._remembered[digest] = now + self._remember_s
         return None
+
+    def _api_token(self, password: str) -> tuple[str, bool] | None:
+        """An API token given as Basic's password (Grafana's basic auth), with any user name,
+        as the dashboard's own token is."""
+        directory = self._tokens() if self._tokens and looks_like_token(password) else None
+        holder = directory.verify(password) if directory is not None else None
+        return None if holder is None else (holder.role, False)
 
     def _refuse(
         self, reason: str, status: int, message: str, error_type: str = "unauthorized"
