@@ -71,7 +71,7 @@ def test_expired_revoked_wrong_and_malformed_tokens_are_refused(
     world: tuple, now: list[float]
 ) -> None:
     tokens, _, _ = world
-    token, row = tokens.create("alice", None, 3600, "")
+    token, _ = tokens.create("alice", None, 3600, "")
     assert tokens.verify(token) is not None
     now[0] += 3600
     assert tokens.verify(token) is None
