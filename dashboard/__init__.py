@@ -14,11 +14,11 @@ API and ``share.py`` the signed-out read-only view of a share link; ``api.py`` t
 ``auth.py`` login, tokens and CSRF, with ``sessions.py`` (signed-cookie sessions),
 ``throttle.py`` (login throttling) and ``next_url.py`` (where a login may redirect);
 ``signin.py`` who a password or session is and with which role, over ``users.py`` (the users of
-``apm user``, ``user_cli.py``); ``roles.py`` the one table of who may call what, enforced by
-``permits.py``; ``validation.py`` the one path for query text; ``states.py`` why a query shows
-what it shows; ``guard.py`` one storage call guarded (``storage.errors`` says which failures
-mean "storage unavailable"); ``series.py``, ``downsample.py`` and ``cache.py`` turn stored
-windows into chart series; ``health.py``, ``sources.py`` and ``agents.py`` read Kafka, the
-ingest's /metrics and the agents' versions; ``ports.py`` and ``context.py`` are what pages
-share; ``telemetry.py`` its own metrics; ``settings.py``, ``serve.py`` and ``cli.py`` (``apm
-dashboard``) are its edges."""
+``apm user``, ``user_cli.py``) and ``api_tokens.py`` (their API tokens, ``apm token``:
+``token_cli.py``); ``roles.py`` the one table of who may call what, enforced by ``permits.py``;
+``validation.py`` the one path for query text; ``states.py`` why a query shows what it shows;
+``guard.py`` one storage call guarded (``storage.errors`` says which failures mean "storage
+unavailable"); ``series.py``, ``downsample.py`` and ``cache.py`` turn stored windows into chart
+series; ``health.py``, ``sources.py`` and ``agents.py`` read Kafka, the ingest's /metrics and
+the agents' versions; ``ports.py`` and ``context.py`` are what pages share; ``telemetry.py`` its
+own metrics; ``settings.py``, ``serve.py`` and ``cli.py`` (``apm dashboard``) are its edges."""

@@ -10,7 +10,7 @@ token in ``X-CSRFToken``: Dash's renderer does so from the ``_csrf_token`` cooki
 submit), the login/logout forms carry it as a field. API clients use ``Authorization: Bearer
 <token>``, which a cross-site form cannot forge. Login attempts are throttled
 (:mod:`dashboard.throttle`) before the password hash is checked, and so are wrong Bearer
-tokens (:func:`check_bearer`, the one check of a Bearer token, here and in
+tokens (:func:`dashboard.signin.check_bearer`, the one check of a Bearer token, here and in
 :mod:`dashboard.promapi.access`).
 
 Who signs in and with which role is :mod:`dashboard.signin`'s (the built-in login and token
@@ -21,11 +21,9 @@ which decides what that role may call.
 
 from __future__ import annotations
 
-import hmac
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import timedelta
 from urllib.parse import quote
 
@@ -34,26 +32,21 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from werkzeug.wrappers import Response as BaseResponse
 
 from apm.errors import error_body
-from dashboard.api_tokens import TokenHolder, looks_like_token
+from dashboard.api_tokens import TokenHolder
 from dashboard.guard import StorageUnavailable
 from dashboard.next_url import safe_next
-from dashboard.roles import ADMIN
 from dashboard.sessions import SignedSessions, secret_key
 from dashboard.settings import DashboardSettings
-from dashboard.signin import Tokens, Users, session_role, sign_in
+from dashboard.signin import Tokens, Users, check_bearer, same_secret, session_role, sign_in
 from dashboard.telemetry import DashboardTelemetry
 from dashboard.throttle import LoginThrottle
 
 __all__ = [
-    "BUILT_IN_TOKEN",
     "CSRF_COOKIE",
     "PUBLIC_PATHS",
     "SHARE_PREFIX",
-    "BearerRefusal",
-    "check_bearer",
     "install_auth",
     "login_throttle",
-    "same_secret",
 ]
 
 CSRF_COOKIE = "_csrf_token"  # the cookie name dash-renderer reads for its X-CSRFToken header
@@ -76,57 +69,6 @@ input{width:100%;padding:.5em;box-sizing:border-box}button{margin-top:1.2em;padd
 <button id="login-submit" type="submit">Sign in</button>
 {% if error %}<div class="error" id="login-error">{{ error }}</div>{% endif %}
 <p class="hint">{{ hint }}</p></form></body></html>"""
-
-
-# APM_DASHBOARD_TOKEN acts as the built-in admin.
-BUILT_IN_TOKEN = TokenHolder("token", ADMIN, "APM_DASHBOARD_TOKEN", "")
-
-
-@dataclass(frozen=True)
-class BearerRefusal:
-    status: int  # 401 (wrong token) or 429 (too many wrong tokens from this client)
-    detail: str
-    retry_after: int = 0
-
-
-def check_bearer(
-    settings: DashboardSettings,
-    throttle: LoginThrottle,
-    telemetry: DashboardTelemetry,
-    token: str | None,
-    client: str,
-    tokens: Tokens | None = None,
-) -> BearerRefusal | TokenHolder:
-    """Who ``token`` acts for: the dashboard's own token (``admin``) or a user's API token
-    (:mod:`dashboard.api_tokens`, its own role). A wrong, expired or revoked one takes from
-    ``client``'s login bucket; once it is empty the token is not even compared (429 +
-    Retry-After), so the answer tells a guesser nothing until the bucket refills. Raises
-    StorageUnavailable when an API token cannot be checked."""
-    wait = throttle.client_wait(client)
-    if wait:
-        telemetry.refused.labels("throttled_bearer").inc()
-        return BearerRefusal(
-            429, f"too many wrong tokens from this client; retry in {wait} s", wait
-        )
-    if settings.token and same_secret(token, settings.token):
-        return BUILT_IN_TOKEN
-    directory = tokens() if tokens is not None and looks_like_token(token) else None
-    holder = directory.verify(str(token)) if directory is not None else None
-    if holder is not None:
-        return holder
-    throttle.failed(client)
-    telemetry.refused.labels("bad_token").inc()
-    return BearerRefusal(401, "invalid bearer token")
-
-
-def same_secret(a: object, b: object) -> bool:
-    """Both non-empty strings and equal, compared in constant time."""
-    return (
-        isinstance(a, str)
-        and isinstance(b, str)
-        and bool(a)
-        and hmac.compare_digest(a.encode(), b.encode())
-    )
 
 
 def login_throttle(settings: DashboardSettings) -> LoginThrottle:

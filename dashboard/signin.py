@@ -6,6 +6,8 @@ check behind the login page (:mod:`dashboard.auth`) and the Prometheus API's Bas
   token (``APM_DASHBOARD_TOKEN``, as a password with any user name) are ``admin``, as before
   there were users: the *built-in* logins.
 - Any other name is a user of ``apm user`` (:mod:`dashboard.users`), with its stored role.
+- A Bearer token (:func:`check_bearer`) is the dashboard's own (``admin``) or a user's API
+  token (:mod:`dashboard.api_tokens`), with the token's role.
 
 A session remembers whether it is built-in; a user's session gets its role from the store on
 each request (cached a few seconds), so a role change or a disable reaches it.
@@ -16,21 +18,27 @@ from __future__ import annotations
 import hmac
 import threading
 from collections.abc import Callable, MutableMapping
+from dataclasses import dataclass
 from typing import Any
 
 from werkzeug.security import check_password_hash
 
-from dashboard.api_tokens import TokenDirectory
+from dashboard.api_tokens import TokenDirectory, TokenHolder, looks_like_token
 from dashboard.guard import guarded
 from dashboard.roles import ADMIN
 from dashboard.settings import DashboardSettings
 from dashboard.telemetry import DashboardTelemetry
+from dashboard.throttle import LoginThrottle
 from dashboard.users import UserDirectory
 
 __all__ = [
+    "BUILT_IN_TOKEN",
+    "BearerRefusal",
     "Tokens",
     "Users",
+    "check_bearer",
     "check_credentials",
+    "same_secret",
     "session_role",
     "sign_in",
     "tokens_for",
@@ -42,6 +50,57 @@ __all__ = [
 Users = Callable[[], UserDirectory | None]
 # The API tokens' directory, the same way.
 Tokens = Callable[[], TokenDirectory | None]
+
+
+# APM_DASHBOARD_TOKEN acts as the built-in admin.
+BUILT_IN_TOKEN = TokenHolder("token", ADMIN, "APM_DASHBOARD_TOKEN", "")
+
+
+@dataclass(frozen=True)
+class BearerRefusal:
+    status: int  # 401 (wrong token) or 429 (too many wrong tokens from this client)
+    detail: str
+    retry_after: int = 0
+
+
+def check_bearer(
+    settings: DashboardSettings,
+    throttle: LoginThrottle,
+    telemetry: DashboardTelemetry,
+    token: str | None,
+    client: str,
+    tokens: Tokens | None = None,
+) -> BearerRefusal | TokenHolder:
+    """Who ``token`` acts for: the dashboard's own token (``admin``) or a user's API token
+    (:mod:`dashboard.api_tokens`, its own role). A wrong, expired or revoked one takes from
+    ``client``'s login bucket; once it is empty the token is not even compared (429 +
+    Retry-After), so the answer tells a guesser nothing until the bucket refills. Raises
+    StorageUnavailable when an API token cannot be checked."""
+    wait = throttle.client_wait(client)
+    if wait:
+        telemetry.refused.labels("throttled_bearer").inc()
+        return BearerRefusal(
+            429, f"too many wrong tokens from this client; retry in {wait} s", wait
+        )
+    if settings.token and same_secret(token, settings.token):
+        return BUILT_IN_TOKEN
+    directory = tokens() if tokens is not None and looks_like_token(token) else None
+    holder = directory.verify(str(token)) if directory is not None else None
+    if holder is not None:
+        return holder
+    throttle.failed(client)
+    telemetry.refused.labels("bad_token").inc()
+    return BearerRefusal(401, "invalid bearer token")
+
+
+def same_secret(a: object, b: object) -> bool:
+    """Both non-empty strings and equal, compared in constant time."""
+    return (
+        isinstance(a, str)
+        and isinstance(b, str)
+        and bool(a)
+        and hmac.compare_digest(a.encode(), b.encode())
+    )
 
 
 def check_credentials(settings: DashboardSettings, user: str, password: str) -> bool:

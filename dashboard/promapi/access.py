@@ -2,7 +2,7 @@
 Prometheus client (Grafana's data source) can send.
 
 - ``Authorization: Bearer <APM_DASHBOARD_TOKEN>`` or a user's API token (``apm token``, any
-  role may read; also as Basic's password): :func:`dashboard.auth.check_bearer`,
+  role may read; also as Basic's password): :func:`dashboard.signin.check_bearer`,
   compared in constant time, and wrong tokens throttled per client (429 with ``Retry-After``);
 - ``Authorization: Basic``: the configured user with its password, any user with the token,
   or a user of ``apm user`` with its password (:func:`dashboard.signin.sign_in`; every role
@@ -32,11 +32,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from dashboard.api_tokens import TokenHolder, looks_like_token
-from dashboard.auth import check_bearer, same_secret
 from dashboard.guard import StorageUnavailable
 from dashboard.sessions import SignedSessions
 from dashboard.settings import DashboardSettings
-from dashboard.signin import Tokens, Users, session_role, sign_in
+from dashboard.signin import Tokens, Users, check_bearer, same_secret, session_role, sign_in
 from dashboard.telemetry import DashboardTelemetry
 from dashboard.throttle import LoginThrottle
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from dashboard.api_tokens import TokenDirectory, parse_expiry
-from dashboard.auth import BUILT_IN_TOKEN, BearerRefusal, check_bearer
 from dashboard.settings import DashboardSettings
+from dashboard.signin import BUILT_IN_TOKEN, BearerRefusal, check_bearer
 from dashboard.telemetry import DashboardTelemetry
 from dashboard.throttle import LoginThrottle
 from dashboard.users import UserConflict, UserDirectory, UserError
