@@ -117,6 +117,11 @@ class Access:
         return Refusal(refusal.status, error_type, refusal.detail, refusal.retry_after)
 
     def _basic(self, user: str, password: str, client: str) -> Refusal | None:
+        if looks_like_token(password):
+            # An API token as Basic's password (a Grafana data source), with any user name: it
+            # is checked as a Bearer token is, never remembered here, so that a revocation
+            # reaches it within the token check's own few seconds.
+            return self._bearer(password, client)
         digest = hmac.new(self._key, f"{user}\0{password}".encode(), hashlib.sha256).digest()
         now = self._clock()
         with self._lock:
@@ -128,7 +133,7 @@ class Access:
             self._telemetry.refused.labels(f"throttled_{bucket}").inc()
             return Refusal(429, "unavailable", f"too many attempts; retry in {wait} s", wait)
         try:
-            who = self._api_token(password) or sign_in(self._settings, self._users, user, password)
+            who = sign_in(self._settings, self._users, user, password)
         except StorageUnavailable:
             return Refusal(503, "unavailable", "the user store is unavailable; retry shortly")
         if who is None:
@@ -143,13 +148,6 @@ class Access:
                         del self._remembered[next(iter(self._remembered))]
                 self._remembered[digest] = now + self._remember_s
         return None
-
-    def _api_token(self, password: str) -> tuple[str, bool] | None:
-        """An API token given as Basic's password (Grafana's basic auth), with any user name,
-        as the dashboard's own token is."""
-        directory = self._tokens() if self._tokens and looks_like_token(password) else None
-        holder = directory.verify(password) if directory is not None else None
-        return None if holder is None else (holder.role, False)
 
     def _refuse(
         self, reason: str, status: int, message: str, error_type: str = "unauthorized"

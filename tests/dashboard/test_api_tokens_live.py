@@ -68,11 +68,17 @@ def test_a_viewer_token_reads_and_is_refused_writes(served: Any, user: str, cli:
             "/api/queries", json={"text": "FROM * SELECT cpu WINDOW 10s COMPUTE avg"}
         )
         assert refused.status_code == 403 and refused.json()["error"] == "forbidden"
-    with _client(served, auth=(user, token)) as grafana:  # Basic, as a Grafana data source
-        assert grafana.get("/api/v1/labels").status_code == 200
     code, listed, _ = cli("token", "list", "--user", user)
     assert code == 0 and token not in listed and '"label": "gf"' in listed
     assert '"last_used_at": null' not in listed
+    with _client(served, auth=(user, token)) as grafana:  # Basic, as a Grafana data source
+        assert grafana.get("/api/v1/labels").status_code == 200
+        assert cli("token", "revoke", token.split("_")[1])[0] == 0
+        # Not among the remembered Basic credentials: refused within the token check's 5 s.
+        deadline = time.monotonic() + 15
+        while grafana.get("/api/v1/labels").status_code != 401:
+            assert time.monotonic() < deadline, "the revocation never reached Basic auth"
+            time.sleep(0.5)
 
 
 def test_an_editor_token_writes_and_a_revoked_one_is_401(served: Any, user: str, cli: Any) -> None:
