@@ -14,8 +14,8 @@ Prometheus client (Grafana's data source) can send.
   is still enabled: :func:`dashboard.signin.session_role`); a POST made with it must carry
   the session's CSRF token, as everywhere in the dashboard.
 
-A remembered Basic credential of a user disabled since keeps reading until it is forgotten
-(``basic_cache_seconds``), as a session keeps its role for the directory's few seconds.
+A remembered Basic credential of a user of ``apm user`` is still asked of the directory on
+each use (cached for a few seconds there), so a disable reaches it as it reaches a session.
 
 Anything else is refused (401 with ``WWW-Authenticate``).
 """
@@ -70,7 +70,8 @@ class Access:
         self._telemetry, self._remember_s, self._clock = telemetry, remember_s, clock
         self._key = secrets.token_bytes(32)  # digests of remembered credentials, this process
         self._lock = threading.Lock()
-        self._remembered: dict[bytes, float] = {}  # digest -> expiry (monotonic)
+        # digest -> (expiry (monotonic), whether it is a user of apm user)
+        self._remembered: dict[bytes, tuple[float, bool]] = {}
 
     def check(
         self,
@@ -125,8 +126,12 @@ class Access:
         digest = hmac.new(self._key, f"{user}\0{password}".encode(), hashlib.sha256).digest()
         now = self._clock()
         with self._lock:
-            if self._remembered.get(digest, 0.0) > now:
+            expiry, stored_user = self._remembered.get(digest, (0.0, False))
+        if expiry > now:
+            if not stored_user or self._still_enabled(user):
                 return None
+            with self._lock:
+                self._remembered.pop(digest, None)
         wait, bucket = self._throttle.check(client)
         if wait:
             self._telemetry.logins.labels("throttled").inc()
@@ -143,11 +148,21 @@ class Access:
         if self._remember_s > 0:
             with self._lock:
                 if len(self._remembered) >= MAX_REMEMBERED:
-                    self._remembered = {k: v for k, v in self._remembered.items() if v > now}
+                    self._remembered = {k: v for k, v in self._remembered.items() if v[0] > now}
                     while len(self._remembered) >= MAX_REMEMBERED:  # oldest first
                         del self._remembered[next(iter(self._remembered))]
-                self._remembered[digest] = now + self._remember_s
+                self._remembered[digest] = (now + self._remember_s, not who[1])
         return None
+
+    def _still_enabled(self, user: str) -> bool:
+        """A remembered user of ``apm user`` is asked again of the directory (its few seconds'
+        cache), so that a disable reaches its Basic credentials too; when the directory cannot
+        be read, the remembered answer stands."""
+        try:
+            directory = self._users() if self._users is not None else None
+            return directory is not None and directory.role(user) is not None
+        except StorageUnavailable:
+            return True
 
     def _refuse(
         self, reason: str, status: int, message: str, error_type: str = "unauthorized"

@@ -126,6 +126,12 @@ def test_the_prometheus_api_takes_a_users_basic_credentials(
         assert ok.status_code == 200, ok.text
         wrong = client.get("/api/v1/labels", auth=(name, PW + "!"))
         assert wrong.status_code == 401
+        # Remembered (no scrypt per request), yet a disable reaches it within seconds.
+        users.set_disabled(name, True)
+        deadline = time.monotonic() + 15
+        while client.get("/api/v1/labels", auth=(name, PW)).status_code != 401:
+            assert time.monotonic() < deadline, "the disable never reached Basic auth"
+            time.sleep(0.5)
 
 
 def test_apm_user_adds_lists_changes_and_disables(
