@@ -5,9 +5,13 @@ last use written at most once a minute, and the Bearer check of the login hook."
 
 from __future__ import annotations
 
-import pytest
+from functools import cache
 
-from dashboard.api_tokens import TokenDirectory, parse_expiry
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dashboard.api_tokens import MAX_EXPIRY_S, TokenDirectory, parse_expiry
 from dashboard.settings import DashboardSettings
 from dashboard.signin import BUILT_IN_TOKEN, BearerRefusal, check_bearer
 from dashboard.telemetry import DashboardTelemetry
@@ -141,3 +145,37 @@ def test_the_bearer_check_takes_both_tokens_and_throttles_wrong_ones(world: tupl
         assert isinstance(refused, BearerRefusal) and refused.status == 401
     throttled = check(builtin)  # the client's bucket is empty: not even the right one
     assert isinstance(throttled, BearerRefusal) and throttled.status == 429
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=80))
+def test_any_expiry_text_is_seconds_within_bounds_or_refused(text: str) -> None:
+    try:
+        seconds = parse_expiry(text)
+    except ValueError as exc:
+        assert "expiry" in str(exc)
+        return
+    assert seconds is None or 60 <= seconds <= MAX_EXPIRY_S
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.text(max_size=120),
+        st.from_regex(r"apm_[0-9a-f]{16}_[A-Za-z0-9_-]{43}", fullmatch=True),
+    )
+)
+def test_no_text_but_the_token_itself_acts_for_anyone(text: str) -> None:
+    tokens, token = _one_token()
+    assert (tokens.verify(text) is not None) == (text == token)
+    assert tokens.verify(token) is not None
+
+
+@cache
+def _one_token() -> tuple[TokenDirectory, str]:
+    """Made once: a user costs a scrypt hash."""
+    telemetry = DashboardTelemetry()
+    users = UserDirectory(MemoryUsers(), telemetry)
+    users.add("alice", "viewer", PW)
+    tokens = TokenDirectory(MemoryTokens(), users, telemetry)
+    return tokens, tokens.create("alice", None, None, "")[0]
