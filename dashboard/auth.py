@@ -123,7 +123,7 @@ def install_auth(
         SESSION_COOKIE_SECURE=settings.https,
         PERMANENT_SESSION_LIFETIME=timedelta(hours=settings.session_hours),
     )
-    hint = "Sign in with your user and password, or with the API token."
+    hint = "Sign in with your user and password, or with the dashboard's token."
 
     def login_page(error: str = "", status: int = 200) -> Response:
         session.setdefault("login_csrf", secrets.token_urlsafe(24))

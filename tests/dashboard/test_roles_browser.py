@@ -5,6 +5,7 @@ and callback; this is the page as a person sees it)."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -40,6 +41,8 @@ def test_a_viewer_sees_no_control_that_writes(
     assert chrome.find_element(By.ID, "signed-in").text == f"{as_viewer} (viewer)"
     wait(lambda d: d.find_elements(By.ID, "q-table"))
     wait(lambda d: as_viewer in d.find_element(By.ID, "q-table").text)
+    if shot := os.environ.get("APM_TEST_VIEWER_PNG"):  # to look at the viewer's page
+        chrome.save_screenshot(shot)
     for path, present in (("/", "builder"), ("/dashboards", "l-create"), ("/alerts", "ab-form")):
         chrome.get(served.url + path)
         wait(lambda d, p=present: d.find_elements(By.ID, p))
