@@ -23,15 +23,22 @@ PW = "long enough password"
 
 
 @pytest.fixture
-def as_viewer(chrome: Any, login: Any, repo: Any) -> Iterator[str]:
+def as_viewer(chrome: Any, login: Any, repo: Any, served: Any) -> Iterator[str]:
     name = f"viewer-{uuid.uuid4().hex[:8]}"
     UserDirectory(UserStore(repo.session, repo.keyspace), DashboardTelemetry()).add(
         name, "viewer", PW
     )
     repo.save_query(f"FROM {name}-* SELECT cpu WINDOW 10s COMPUTE avg")
-    chrome.delete_all_cookies()  # whoever was signed in: the next tests sign in again
+    _sign_out(chrome, served)
     login(user=name, password=PW)
     yield name
+    _sign_out(chrome, served)  # the next tests sign in as they do
+
+
+def _sign_out(chrome: Any, served: Any) -> None:
+    """Whoever is signed in, off this browser. Off the Dash page first: a callback still in
+    flight would otherwise bring the session's cookie back with its answer."""
+    chrome.get(served.url + "/healthz")
     chrome.delete_all_cookies()
 
 
