@@ -20,6 +20,8 @@ COMPONENT_CLIS = (
     "aggregator.cli",
     "storage.cli",
     "dashboard.cli",
+    "dashboard.user_cli",
+    "dashboard.token_cli",
     "loadgen.cli",
     "alerting.cli",
     "launch.run",

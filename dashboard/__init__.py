@@ -6,17 +6,19 @@ their own) and the dashboards pages (``board_list.py``, ``board.py``, ``board_ed
 edits, ``board_panels.py`` the panels' figures, ``board_tables.py`` the stat and table panels),
 ``figures.py`` the line charts of the chart page and the panels, ``query_builder.py`` the
 queries page's builder; ``per_server.py`` which servers of a ``BY server`` query are shown and
-why; ``boards.py`` the saved dashboards' model and
-its one validator, ``board_book.py`` their service, ``board_examples.py`` the example ``apm
-run`` creates, ``dashboards_api.py`` their REST API and ``share.py`` the signed-out read-only
-view of a share link; ``api.py`` the REST API, ``alerts_api.py`` the alerting one
-(``alerts_preview.py`` its rule preview, ``alerts_openapi.py`` its description); ``promapi/``
-the Prometheus-compatible read API; ``auth.py`` login, tokens and CSRF, with ``sessions.py``
-(signed-cookie sessions), ``throttle.py`` (login throttling) and ``next_url.py`` (where a login
-may redirect); ``validation.py`` the one path for query text; ``states.py`` why a query shows
-what it shows; ``guard.py`` one storage call guarded (``storage.errors`` says which failures
-mean "storage unavailable"); ``series.py``, ``downsample.py`` and ``cache.py`` turn stored
-windows into chart series; ``health.py``, ``sources.py`` and ``agents.py`` read Kafka, the
-ingest's /metrics and the agents' versions; ``ports.py`` and ``context.py`` are what pages
-share; ``telemetry.py`` its own metrics; ``settings.py``, ``serve.py`` and ``cli.py`` (``apm
-dashboard``) are its edges."""
+why; ``boards.py`` the saved dashboards' model and its one validator, ``board_book.py`` their
+service, ``board_examples.py`` the example ``apm run`` creates, ``dashboards_api.py`` their REST
+API and ``share.py`` the signed-out read-only view of a share link; ``api.py`` the REST API,
+``alerts_api.py`` the alerting one (``alerts_preview.py`` its rule preview,
+``alerts_openapi.py`` its description); ``promapi/`` the Prometheus-compatible read API;
+``auth.py`` login, tokens and CSRF, with ``sessions.py`` (signed-cookie sessions),
+``throttle.py`` (login throttling) and ``next_url.py`` (where a login may redirect);
+``signin.py`` who a password or session is and with which role, over ``users.py`` (the users of
+``apm user``, ``user_cli.py``) and ``api_tokens.py`` (their API tokens, ``apm token``:
+``token_cli.py``); ``roles.py`` the one table of who may call what, enforced by ``permits.py``;
+``validation.py`` the one path for query text; ``states.py`` why a query shows what it shows;
+``guard.py`` one storage call guarded (``storage.errors`` says which failures mean "storage
+unavailable"); ``series.py``, ``downsample.py`` and ``cache.py`` turn stored windows into chart
+series; ``health.py``, ``sources.py`` and ``agents.py`` read Kafka, the ingest's /metrics and
+the agents' versions; ``ports.py`` and ``context.py`` are what pages share; ``telemetry.py`` its
+own metrics; ``settings.py``, ``serve.py`` and ``cli.py`` (``apm dashboard``) are its edges."""

@@ -21,6 +21,9 @@ from dashboard.auth import install_auth, login_throttle
 from dashboard.board_book import book_for
 from dashboard.context import AppContext
 from dashboard.pages import alerts, board, board_list, chart, health, queries
+from dashboard.pages.common import role_class
+from dashboard.permits import install_permits
+from dashboard.signin import tokens_for, users_for
 from dashboard.states import QueryStates
 
 __all__ = ["build_context", "create_app"]
@@ -30,6 +33,8 @@ def create_app(app_ctx: AppContext) -> Dash:
     server = Flask("dashboard")
     throttle = login_throttle(app_ctx.settings)
     boards = book_for(app_ctx.repo, app_ctx.metrics)
+    users = users_for(app_ctx.repo, app_ctx.metrics)
+    tokens = tokens_for(app_ctx.repo, app_ctx.metrics, users)
     sessions = install_auth(
         server,
         app_ctx.settings,
@@ -38,6 +43,8 @@ def create_app(app_ctx: AppContext) -> Dash:
         throttle=throttle,
         delegated=(promapi.PREFIX,),
         shared=share.shared_check(boards),
+        users=users,
+        tokens=tokens,
     )
     api.install(server, app_ctx.repo, app_ctx.settings, app_ctx.metrics, app_ctx.clock)
     alert_book = rulebook_for(app_ctx.repo)
@@ -50,7 +57,7 @@ def create_app(app_ctx: AppContext) -> Dash:
         QueryStates(app_ctx.repo, app_ctx.metrics, app_ctx.clock, ttl_s=10.0),
     )
     # The Prometheus read API (/api/v1/...), with the same credentials and login throttle.
-    server.register_blueprint(promapi.blueprint(app_ctx, sessions, throttle))
+    server.register_blueprint(promapi.blueprint(app_ctx, sessions, throttle, users, tokens))
 
     @server.before_request
     def api_routes_only() -> None:
@@ -112,8 +119,11 @@ def create_app(app_ctx: AppContext) -> Dash:
         suppress_callback_exceptions=True,
         update_title="",
     )
-    # A function, so each page load renders with the caller's session (the logout form's token).
-    app.layout = lambda: html.Div([dcc.Location(id="url"), html.Div(id="page")])
+    # A function, so each page load renders with the caller's session (the logout form's token)
+    # and role (a viewer's page hides the controls that write: pages/common.py, WRITES).
+    app.layout = lambda: html.Div(
+        [dcc.Location(id="url"), html.Div(id="page")], id="root", className=role_class()
+    )
 
     @app.callback(Output("page", "children"), Input("url", "pathname"), Input("url", "search"))
     def route(pathname: str | None, search: str | None) -> html.Div:
@@ -136,6 +146,8 @@ def create_app(app_ctx: AppContext) -> Dash:
     alerts.register(app, app_ctx, alert_book)
     board_list.register(app, app_ctx, boards)
     board.register(app, app_ctx, boards)
+    # After the login hook: what the signed-in role may call (dashboard.roles' table).
+    install_permits(server, app_ctx.metrics, lambda: app.callback_map)
     return app
 
 

@@ -10,29 +10,34 @@ token in ``X-CSRFToken``: Dash's renderer does so from the ``_csrf_token`` cooki
 submit), the login/logout forms carry it as a field. API clients use ``Authorization: Bearer
 <token>``, which a cross-site form cannot forge. Login attempts are throttled
 (:mod:`dashboard.throttle`) before the password hash is checked, and so are wrong Bearer
-tokens (:func:`check_bearer`, the one check of a Bearer token, here and in
+tokens (:func:`dashboard.signin.check_bearer`, the one check of a Bearer token, here and in
 :mod:`dashboard.promapi.access`).
+
+Who signs in and with which role is :mod:`dashboard.signin`'s (the built-in login and token
+are ``admin``, ``apm user`` users have their own role). A request let through here carries
+its user and role in ``flask.g`` (``apm_user``, ``apm_role``) for :mod:`dashboard.permits`,
+which decides what that role may call.
 """
 
 from __future__ import annotations
 
-import hmac
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import timedelta
 from urllib.parse import quote
 
-from flask import Flask, Response, jsonify, redirect, render_template_string, request, session
+from flask import Flask, Response, g, jsonify, redirect, render_template_string, request, session
 from werkzeug.middleware.proxy_fix import ProxyFix
-from werkzeug.security import check_password_hash
 from werkzeug.wrappers import Response as BaseResponse
 
 from apm.errors import error_body
+from dashboard.api_tokens import TokenHolder
+from dashboard.guard import StorageUnavailable
 from dashboard.next_url import safe_next
 from dashboard.sessions import SignedSessions, secret_key
 from dashboard.settings import DashboardSettings
+from dashboard.signin import Tokens, Users, check_bearer, same_secret, session_role, sign_in
 from dashboard.telemetry import DashboardTelemetry
 from dashboard.throttle import LoginThrottle
 
@@ -40,12 +45,8 @@ __all__ = [
     "CSRF_COOKIE",
     "PUBLIC_PATHS",
     "SHARE_PREFIX",
-    "BearerRefusal",
-    "check_bearer",
-    "check_credentials",
     "install_auth",
     "login_throttle",
-    "same_secret",
 ]
 
 CSRF_COOKIE = "_csrf_token"  # the cookie name dash-renderer reads for its X-CSRFToken header
@@ -70,58 +71,6 @@ input{width:100%;padding:.5em;box-sizing:border-box}button{margin-top:1.2em;padd
 <p class="hint">{{ hint }}</p></form></body></html>"""
 
 
-def check_credentials(settings: DashboardSettings, user: str, password: str) -> bool:
-    """The configured user with its password, or any user with the token."""
-    if settings.token and hmac.compare_digest(password.encode(), settings.token.encode()):
-        return True
-    if settings.password_hash and hmac.compare_digest(user.encode(), settings.user.encode()):
-        try:
-            return check_password_hash(settings.password_hash, password)
-        except (ValueError, TypeError):  # a malformed configured hash refuses, never crashes
-            return False
-    return False
-
-
-@dataclass(frozen=True)
-class BearerRefusal:
-    status: int  # 401 (wrong token) or 429 (too many wrong tokens from this client)
-    detail: str
-    retry_after: int = 0
-
-
-def check_bearer(
-    settings: DashboardSettings,
-    throttle: LoginThrottle,
-    telemetry: DashboardTelemetry,
-    token: str | None,
-    client: str,
-) -> BearerRefusal | None:
-    """None when ``token`` is the dashboard's token. A wrong one takes from ``client``'s login
-    bucket; once it is empty the token is not even compared (429 + Retry-After), so the answer
-    tells a guesser nothing until the bucket refills."""
-    wait = throttle.client_wait(client)
-    if wait:
-        telemetry.refused.labels("throttled_bearer").inc()
-        return BearerRefusal(
-            429, f"too many wrong tokens from this client; retry in {wait} s", wait
-        )
-    if settings.token and same_secret(token, settings.token):
-        return None
-    throttle.failed(client)
-    telemetry.refused.labels("bad_token").inc()
-    return BearerRefusal(401, "invalid bearer token")
-
-
-def same_secret(a: object, b: object) -> bool:
-    """Both non-empty strings and equal, compared in constant time."""
-    return (
-        isinstance(a, str)
-        and isinstance(b, str)
-        and bool(a)
-        and hmac.compare_digest(a.encode(), b.encode())
-    )
-
-
 def login_throttle(settings: DashboardSettings) -> LoginThrottle:
     """The login attempts' buckets; the Prometheus read API's Basic auth takes from the same."""
     return LoginThrottle(
@@ -140,6 +89,8 @@ def install_auth(
     throttle: LoginThrottle | None = None,
     delegated: tuple[str, ...] = (),
     shared: Callable[[str], bool] | None = None,
+    users: Users | None = None,
+    tokens: Tokens | None = None,
 ) -> SignedSessions:
     """Login, sessions and CSRF for every path but the public ones and those under a
     ``delegated`` prefix, whose blueprint checks the same credentials itself
@@ -147,7 +98,11 @@ def install_auth(
 
     Under ``/share/<token>/``, ``shared(token)`` decides alone: a token that opens a dashboard
     is let through to a GET without sign-in (:mod:`dashboard.share`), any other path there is
-    a 404, signed in or not, so that a link's answer says nothing about other links."""
+    a 404, signed in or not, so that a link's answer says nothing about other links.
+
+    ``users`` is the directory of ``apm user``'s users (:func:`dashboard.signin.users_for`);
+    without it only the built-in login and token sign in. ``tokens`` are their API tokens
+    (:func:`dashboard.signin.tokens_for`), taken as Bearer tokens."""
     if not settings.password_hash and not settings.token:
         raise ValueError(
             "the dashboard needs APM_DASHBOARD_PASSWORD_HASH (see `apm dashboard "
@@ -168,7 +123,7 @@ def install_auth(
         SESSION_COOKIE_SECURE=settings.https,
         PERMANENT_SESSION_LIFETIME=timedelta(hours=settings.session_hours),
     )
-    hint = "Sign in with the configured user and password, or with the API token."
+    hint = "Sign in with your user and password, or with the dashboard's token."
 
     def login_page(error: str = "", status: int = 200) -> Response:
         session.setdefault("login_csrf", secrets.token_urlsafe(24))
@@ -197,11 +152,15 @@ def install_auth(
             refused.headers["Retry-After"] = str(wait)
             return refused
         user = request.form.get("user", "")
-        if not check_credentials(settings, user, request.form.get("password", "")):
+        try:
+            who = sign_in(settings, users, user, request.form.get("password", ""))
+        except StorageUnavailable:
+            return login_page("The user store is unavailable; try again shortly.", 503)
+        if who is None:
             metrics.logins.labels("failed").inc()
             return login_page("Wrong user, password or token.", 401)
         metrics.logins.labels("ok").inc()
-        sessions.open(session, user or "token")
+        sessions.open(session, user or "token", built_in=who[1])
         session.permanent = True  # the cookie lives as long as the session, not the browser
         response = redirect(safe_next(request.form.get("next")))
         # Readable by scripts on purpose: Dash echoes it in X-CSRFToken (double submit).
@@ -234,15 +193,25 @@ def install_auth(
             return _refuse(404, "not_found", "no such share link")
         if path.startswith("/api/") and request.authorization is not None:
             token = request.authorization.token if request.authorization.type == "bearer" else None
-            refusal = check_bearer(settings, attempts, metrics, token, request.remote_addr or "-")
-            if refusal is None:
+            try:
+                refusal = check_bearer(
+                    settings, attempts, metrics, token, request.remote_addr or "-", tokens
+                )
+            except StorageUnavailable as exc:
+                return _refuse(503, "storage_unavailable", str(exc))
+            if isinstance(refusal, TokenHolder):
+                g.apm_user, g.apm_role = refusal.user, refusal.role
                 return None
             if refusal.status == 429:
                 return _refuse(
                     429, "too_many_requests", refusal.detail, retry_after=refusal.retry_after
                 )
             return _refuse(401, "unauthorized", refusal.detail, "header:Authorization")
-        if not sessions.valid(session):
+        try:
+            role = session_role(session, users) if sessions.valid(session) else None
+        except StorageUnavailable as exc:
+            return _refuse(503, "storage_unavailable", str(exc))
+        if role is None:  # no session, or its user was disabled since
             metrics.refused.labels("no_session").inc()
             if path.startswith(("/api/", "/_dash-")) or request.method not in _SAFE:
                 return _refuse(401, "unauthorized", "login required")
@@ -256,6 +225,7 @@ def install_auth(
                 "CSRF token missing or wrong (X-CSRFToken header)",
                 "header:X-CSRFToken",
             )
+        g.apm_user, g.apm_role = session.get("user"), role
         return None
 
     return sessions

@@ -50,10 +50,13 @@ class SignedSessions:
         self._lock = threading.Lock()
         self._revoked: dict[str, float] = {}  # session id -> its expiry
 
-    def open(self, session: MutableMapping[str, Any], user: str) -> None:
+    def open(self, session: MutableMapping[str, Any], user: str, built_in: bool = True) -> None:
+        """``built_in``: the configured login or the token (:mod:`dashboard.signin`), else a
+        user of ``apm user``, whose role is read on each request."""
         session.clear()
         session["sid"] = secrets.token_urlsafe(24)
         session["user"] = user
+        session["builtin"] = built_in
         session["csrf"] = secrets.token_urlsafe(24)
         session["exp"] = self._clock() + self._ttl
 

@@ -1,13 +1,12 @@
-"""The results store on Cassandra: stored queries, window results, job status and the metrics
-and servers seen. ``repository.py`` is the one door the aggregator, the dashboard and the CLI
-use; ``schema.py`` creates and migrates the tables, ``statements.py`` prepares the results'
-CQL statements, ``codec.py`` converts rows to and from the contract's types, ``reader.py``
-reads a time range across day buckets, ``driver.py`` configures the Cassandra driver and
-runs bulk writes; ``settings.py`` (``APM_STORAGE_``) and ``cli.py`` (``apm storage``,
-``apm query``) are its edges.
-``server_tables.py`` (their DDL), ``servers.py`` and ``rankings.py`` hold the per-server
-series of ``BY server`` queries and their top-N rankings. ``alerts.py`` holds the alerting
-tables; ``dashboards.py`` the saved dashboards and their share links; ``lease.py`` a lease
-(one holder at a time, by LWT).
-``errors.py`` is the one place that says which Cassandra failures are worth retrying and which
-mean the database is unavailable."""
+"""The results store on Cassandra: stored queries, window results, job status and the metrics and
+servers seen. ``repository.py`` is the one door the aggregator, the dashboard and the CLI use;
+``schema.py`` creates and migrates the tables, ``statements.py`` prepares the results' CQL
+statements, ``codec.py`` converts rows to and from the contract's types, ``reader.py`` reads a
+time range across day buckets, ``driver.py`` configures the Cassandra driver and runs bulk
+writes; ``settings.py`` (``APM_STORAGE_``) and ``cli.py`` (``apm storage``, ``apm query``) are
+its edges. ``server_tables.py`` (their DDL), ``servers.py`` and ``rankings.py`` hold the
+per-server series of ``BY server`` queries and their top-N rankings. ``alerts.py`` holds the
+alerting tables; ``dashboards.py`` the saved dashboards and their share links; ``users.py`` the
+dashboard's users and ``tokens.py`` their API tokens; ``lease.py`` a lease (one holder at a
+time, by LWT). ``errors.py`` is the one place that says which Cassandra failures are worth
+retrying and which mean the database is unavailable."""

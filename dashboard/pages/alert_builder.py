@@ -29,7 +29,7 @@ from dashboard.pages.alert_builder_fields import (
     silent_fields,
     threshold_fields,
 )
-from dashboard.pages.common import labelled
+from dashboard.pages.common import WRITES, labelled
 
 __all__ = ["NO_SERVERS", "PRISTINE", "check", "form", "register", "servers_now", "submit", "typed"]
 
@@ -53,6 +53,7 @@ _KINDS = [
 def form() -> html.Div:
     return html.Div(
         id="ab-form",
+        className=WRITES,
         children=[
             html.H3("New rule", id="ab-title"),
             dcc.Store(id="ab-editing", data=None),  # the id of the rule being edited

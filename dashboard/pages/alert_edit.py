@@ -13,6 +13,7 @@ from dash import ALL, Dash, Input, Output, ctx, html, no_update
 
 from alerting.rulebook import Rulebook
 from dashboard.pages.alert_builder_fields import FIELDS
+from dashboard.pages.common import WRITES
 
 __all__ = ["EDIT_TYPE", "edit_button", "form_values", "register"]
 
@@ -21,7 +22,7 @@ _LOCKED = ("ab-kind", "ab-query", "ab-function")
 
 
 def edit_button(rule_id: str) -> html.Button:
-    return html.Button("Edit", id={"type": EDIT_TYPE, "id": rule_id}, n_clicks=0)
+    return html.Button("Edit", id={"type": EDIT_TYPE, "id": rule_id}, n_clicks=0, className=WRITES)
 
 
 def _text(value: Any) -> str:

@@ -15,7 +15,7 @@ from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 
 from alerting.rulebook import Rulebook
 from alerting.silences import SilenceError
-from dashboard.pages.common import labelled
+from dashboard.pages.common import WRITES, labelled
 from dashboard.validation import parse_time
 
 __all__ = ["DAYS", "form", "listing", "raw_silence", "register"]
@@ -26,6 +26,7 @@ DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 def form() -> html.Div:
     return html.Div(
         id="si-form",
+        className=WRITES,
         children=[
             html.H3("New silence"),
             html.P(
@@ -144,7 +145,12 @@ def listing(silences: list[dict[str, Any]], now: float) -> html.Div:
                 [
                     html.Span(_describe(s, now), className="si-what"),
                     html.Span(f" {s['comment']}" if s.get("comment") else "", className="hint"),
-                    html.Button("Expire", id={"type": "si-expire", "id": s["id"]}, n_clicks=0),
+                    html.Button(
+                        "Expire",
+                        id={"type": "si-expire", "id": s["id"]},
+                        n_clicks=0,
+                        className=WRITES,
+                    ),
                 ],
                 className="si-row",
                 id=f"si-{s['id']}",

@@ -19,7 +19,7 @@ from dashboard.context import AppContext
 from dashboard.guard import StorageUnavailable, guarded
 from dashboard.pages import board_edit
 from dashboard.pages.board_panels import board_views, plot_height
-from dashboard.pages.common import banner, labelled, navbar
+from dashboard.pages.common import WRITES, banner, labelled, navbar
 from dashboard.states import QueryStates
 
 __all__ = ["grid", "layout", "register"]
@@ -41,7 +41,7 @@ def _panel_box(board: Board, i: int) -> html.Div:
                     html.B(p.title or "(untitled)", className="d-title"),
                     html.Span(f" {p.chart}", className="hint"),
                     html.Span(
-                        className="d-panel-tools",
+                        className=f"d-panel-tools {WRITES}",
                         children=[
                             html.Button("↑", id={"type": "d-up", **key}, title="move earlier"),
                             html.Button("↓", id={"type": "d-down", **key}, title="move later"),
@@ -118,7 +118,7 @@ def _actions(board: Board) -> html.Div:
     return html.Div(
         className="card",
         children=[
-            html.Button("Duplicate", id="d-dup"),
+            html.Button("Duplicate", id="d-dup", className=WRITES),
             html.A(
                 "Export JSON",
                 href=f"/api/dashboards/{board.id}/export",
@@ -130,7 +130,7 @@ def _actions(board: Board) -> html.Div:
                     html.Button("Share", id="d-share-btn"),
                     html.Button("Revoke link", id="d-revoke", className="danger"),
                 ],
-                className="field",
+                className=f"field {WRITES}",
             ),
             html.Div(_share_line(board), id="d-share", className="hint"),
             html.Div(id="d-msg", className="result"),
@@ -140,7 +140,7 @@ def _actions(board: Board) -> html.Div:
 
 def _editor(options: list[dict[str, str]]) -> html.Div:
     return html.Div(
-        className="card",
+        className=f"card {WRITES}",
         children=[
             html.B("Add a panel", id="d-editor-title"),
             labelled("Title", dcc.Input(id="d-p-title")),

@@ -16,7 +16,7 @@ from dashboard.board_book import BoardBook, NoBoard
 from dashboard.boards import BoardError
 from dashboard.context import AppContext
 from dashboard.guard import StorageUnavailable
-from dashboard.pages.common import banner, labelled, navbar
+from dashboard.pages.common import WRITES, banner, labelled, navbar
 
 __all__ = ["layout", "register"]
 
@@ -46,7 +46,8 @@ def _rows(book: Book) -> tuple[list[Any], str | None]:
                         html.Button(
                             "Delete", id={"type": "l-del", "board": b.id}, className="danger"
                         ),
-                    ]
+                    ],
+                    className=WRITES,
                 ),
             ],
         )
@@ -66,7 +67,7 @@ def layout(app_ctx: AppContext, book: Book) -> html.Div:
             ),
             html.Div(id="l-result", className="result"),
             html.Div(
-                className="row",
+                className=f"row {WRITES}",
                 children=[
                     html.Div(
                         className="card",

@@ -1,15 +1,40 @@
-"""Pieces every page uses: the navigation bar with its CSRF-safe logout form, and formatting."""
+"""Pieces every page uses: the navigation bar with its CSRF-safe logout form and who is signed
+in, the class of the controls that write, and formatting."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from dash import dcc, html
-from flask import has_request_context, session
+from flask import g, has_request_context, session
 
 from apm.query_state import format_age, format_time
+from dashboard.roles import ADMIN
 
-__all__ = ["ago", "banner", "labelled", "navbar", "state_badge", "when"]
+__all__ = ["WRITES", "ago", "banner", "labelled", "navbar", "role_class", "state_badge", "when"]
+
+# The class of every control and form that changes something (create, edit, delete, share,
+# silence): dashboard/assets/style.css hides them under .role-viewer. Hiding is for the eye
+# only; dashboard.permits refuses the write itself, whatever the page shows.
+WRITES = "writes"
+
+
+def _signed_in() -> tuple[str, str]:
+    """The request's user and role (dashboard.auth sets them); outside a request, as when a
+    test or the benchmark builds a layout, an admin's view."""
+    if not has_request_context():
+        return "", ADMIN
+    return str(g.get("apm_user") or ""), str(g.get("apm_role") or ADMIN)
+
+
+def _who() -> str:
+    user, role = _signed_in()
+    return f"{user} ({role})" if user else ""
+
+
+def role_class() -> str:
+    """The class of the page's root: ``role-viewer``, ``role-editor`` or ``role-admin``."""
+    return f"role-{_signed_in()[1]}"
 
 
 def navbar(active: str) -> html.Div:
@@ -34,6 +59,7 @@ def navbar(active: str) -> html.Div:
                 )
                 for label, href in links
             ],
+            html.Span(_who(), id="signed-in"),
             html.Form(
                 method="POST",
                 action="/logout",

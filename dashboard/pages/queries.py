@@ -13,7 +13,7 @@ from apm.query import QueryError
 from dashboard.context import AppContext
 from dashboard.guard import StorageUnavailable, guarded
 from dashboard.pages import query_builder
-from dashboard.pages.common import ago, banner, navbar, state_badge, when
+from dashboard.pages.common import WRITES, ago, banner, navbar, state_badge, when
 from dashboard.states import QueryStates
 from dashboard.validation import pointer, validate
 
@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 def layout(app_ctx: AppContext) -> html.Div:
     builder = query_builder.layout(app_ctx)
     textbox = html.Div(
-        className="card",
+        className=f"card {WRITES}",
         id="textbox",
         children=[
             html.H3("Or write it"),
@@ -85,7 +85,7 @@ def _table(app_ctx: AppContext, states: QueryStates) -> html.Table | html.Div:
                                 "Delete", id={"type": "q-delete", "id": q.id}, className="danger"
                             ),
                         ],
-                        className="q-actions",
+                        className=f"q-actions {WRITES}",
                     ),
                 ],
             )

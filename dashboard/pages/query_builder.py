@@ -12,6 +12,7 @@ from apm.functions import CATALOGUE
 from apm.query import MAX_TOP
 from dashboard.context import AppContext
 from dashboard.guard import StorageUnavailable, guarded
+from dashboard.pages.common import WRITES
 from dashboard.validation import BUILDER_FIELDS, SPLITS, Composed, check_builder, compose
 
 __all__ = ["layout", "register", "save"]
@@ -70,7 +71,7 @@ def _split() -> html.Div:
 def layout(app_ctx: AppContext) -> html.Div:
     metrics, topics_error = _metrics(app_ctx)
     return html.Div(
-        className="card",
+        className=f"card {WRITES}",
         id="builder",
         children=[
             html.H3("Build a query"),

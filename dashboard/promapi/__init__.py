@@ -39,6 +39,7 @@ from dashboard.promapi.store import PromRepository
 if TYPE_CHECKING:
     from dashboard.context import AppContext
     from dashboard.sessions import SignedSessions
+    from dashboard.signin import Tokens, Users
     from dashboard.throttle import LoginThrottle
 
 __all__ = ["PREFIX", "Access", "PromApiSettings", "blueprint", "build_promapi"]
@@ -50,12 +51,22 @@ def blueprint(
     ctx: AppContext,
     sessions: SignedSessions,
     throttle: LoginThrottle,
+    users: Users | None = None,
+    tokens: Tokens | None = None,
     limits: PromApiSettings | None = None,
 ) -> Blueprint:
     """The read API over ``ctx``'s repository, with the dashboard's credentials (``sessions``
     and the login ``throttle`` are the ones the login page uses)."""
     limits = limits or PromApiSettings()
-    access = Access(ctx.settings, sessions, throttle, ctx.metrics, limits.basic_cache_seconds)
+    access = Access(
+        ctx.settings,
+        sessions,
+        throttle,
+        ctx.metrics,
+        limits.basic_cache_seconds,
+        users=users,
+        tokens=tokens,
+    )
     # storage.repository.Repository has the per-server reads; dashboard.ports lists only
     # what the rest of the dashboard uses.
     repo = cast(PromRepository, ctx.repo)

@@ -9,10 +9,11 @@ import pytest
 from flask import Flask
 from werkzeug.security import generate_password_hash
 
-from dashboard import auth
-from dashboard.auth import CSRF_COOKIE, check_credentials, install_auth
+from dashboard import signin
+from dashboard.auth import CSRF_COOKIE, install_auth
 from dashboard.sessions import SignedSessions
 from dashboard.settings import MIN_TOKEN_BITS, DashboardSettings, token_bits
+from dashboard.signin import check_credentials
 from dashboard.telemetry import DashboardTelemetry
 from dashboard.throttle import LoginThrottle
 
@@ -242,9 +243,9 @@ def test_login_attempts_are_throttled_per_client_before_the_hash_runs(
     make_client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     checks: list[str] = []
-    real = auth.check_credentials
+    real = signin.check_credentials
     monkeypatch.setattr(
-        auth, "check_credentials", lambda s, u, p: checks.append(p) or real(s, u, p)
+        signin, "check_credentials", lambda s, u, p: checks.append(p) or real(s, u, p)
     )
     now = [0.0]
     client = make_client(throttle=_throttle(now, global_burst=100))

@@ -1,0 +1,148 @@
+"""``apm user add|list|set-role|disable|enable``: the dashboard's users and their roles
+(docs/security.md, Users and roles), in the Cassandra keyspace of ``APM_STORAGE_*``.
+
+Standard library only at top level: apm.cli imports this module for every command.
+Exit codes: 0 ok, 1 no such user, a user that exists or Cassandra unreachable, 2 bad input."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = ["connect", "directories", "register"]
+
+EXIT_NOT_FOUND, EXIT_BAD_INPUT = 1, 2
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    user = sub.add_parser(
+        "user",
+        help="the dashboard's users and their roles (viewer, editor, admin)",
+        description="Users of the dashboard and the Prometheus read API. Roles: viewer reads "
+        "everything; editor also changes queries, dashboards, alert rules, silences and share "
+        "links; admin also manages users. Connection from APM_STORAGE_*.",
+    )
+    verbs = user.add_subparsers(dest="verb", required=True, metavar="ACTION")
+    add = verbs.add_parser("add", help="add a user (the password is asked, or read from stdin)")
+    add.add_argument("name")
+    add.add_argument("--role", required=True, help="viewer, editor or admin")
+    add.add_argument(
+        "--stdin", action="store_true", help="read the password from the first line of stdin"
+    )
+    verbs.add_parser("list", help="every user with its role and whether it is disabled")
+    set_role = verbs.add_parser("set-role", help="change a user's role (open sessions follow)")
+    set_role.add_argument("name")
+    set_role.add_argument("role", help="viewer, editor or admin")
+    disable = verbs.add_parser("disable", help="refuse a user's logins and end its sessions")
+    disable.add_argument("name")
+    enable = verbs.add_parser("enable", help="let a disabled user sign in again")
+    enable.add_argument("name")
+    user.set_defaults(func=_run)
+
+
+def _password(args: argparse.Namespace) -> str | None:
+    if args.stdin:
+        return sys.stdin.readline().rstrip("\r\n")
+    first = getpass.getpass(f"Password for {args.name}: ")
+    if getpass.getpass("Again: ") != first:
+        print("apm user: the passwords differ", file=sys.stderr)
+        return None
+    return first
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat()
+
+
+def _act(directory: Any, args: argparse.Namespace, password: str | None) -> int:
+    if args.verb == "add":
+        directory.add(args.name, args.role, password or "")
+        print(f"added {args.name} ({args.role})")
+    elif args.verb == "list":
+        rows = [
+            {
+                "name": u.name,
+                "role": u.role,
+                "disabled": u.disabled,
+                "created_at": _iso(u.created_at),
+                "updated_at": _iso(u.updated_at),
+            }
+            for u in directory.list()
+        ]
+        print(json.dumps(rows, indent=2))
+    elif args.verb == "set-role":
+        directory.set_role(args.name, args.role)
+        print(f"{args.name} is now {args.role}")
+    else:
+        directory.set_disabled(args.name, args.verb == "disable")
+        print(f"{args.name} is {args.verb}d")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from dashboard.guard import StorageUnavailable
+    from dashboard.roles import parse_role
+    from dashboard.users import UserConflict, UserError, name_error
+
+    # Bad input fails before (and without) a connection.
+    role = getattr(args, "role", None)
+    problem = (name_error(args.name) if hasattr(args, "name") else None) or (
+        _role_error(parse_role, role) if role is not None else None
+    )
+    if problem:
+        print(f"apm user: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    password = _password(args) if args.verb == "add" else None
+    if args.verb == "add" and password is None:
+        return EXIT_BAD_INPUT
+    try:
+        with connect() as repo:
+            return _act(directories(repo)[0], args, password)
+    except (UserConflict, StorageUnavailable) as exc:  # before UserError: it is one
+        problem, code = str(exc), EXIT_NOT_FOUND
+    except UserError as exc:
+        problem, code = str(exc), EXIT_BAD_INPUT
+    except ValidationError as exc:
+        problem, code = f"bad APM_STORAGE_* setting: {exc}", EXIT_BAD_INPUT
+    print(f"apm user: {problem}", file=sys.stderr)
+    return code
+
+
+def _role_error(parse: Any, role: str) -> str | None:
+    try:
+        parse(role)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def connect() -> Any:
+    """The repository over ``APM_STORAGE_*``; StorageUnavailable when unreachable (``apm
+    token`` connects the same way)."""
+    from cassandra import DriverException
+    from cassandra.cluster import NoHostAvailable
+
+    from dashboard.guard import StorageUnavailable
+    from storage.repository import Repository
+
+    try:
+        return Repository.connect()
+    except (NoHostAvailable, DriverException) as exc:
+        raise StorageUnavailable(f"storage unavailable: {exc}") from exc
+
+
+def directories(repo: Any) -> tuple[Any, Any]:
+    """The users and the API tokens over ``repo``'s keyspace (their tables created if
+    missing), as the dashboard builds them (:mod:`dashboard.signin`)."""
+    from dashboard.signin import tokens_for, users_for
+    from dashboard.telemetry import DashboardTelemetry
+
+    telemetry = DashboardTelemetry()
+    users = users_for(repo, telemetry)
+    return users(), tokens_for(repo, telemetry, users)()

@@ -1,0 +1,159 @@
+"""The dashboard's users as ``apm user`` and the login use them: names, roles
+(:mod:`dashboard.roles`) and passwords checked here, stored by :class:`storage.users.UserStore`.
+
+Passwords are hashed with scrypt (werkzeug's ``generate_password_hash`` over the standard
+library's ``hashlib.scrypt``, a random 16-character salt) at :data:`SCRYPT` parameters:
+N = 2**15, r = 8, p = 1, i.e. 32 MiB of memory and some tens of milliseconds of CPU per check,
+so a stolen table is slow to guess offline. The login throttle (:mod:`dashboard.throttle`)
+runs before any check. An unknown or disabled user costs the same hash as a known one, so the
+answer's time does not tell which names exist.
+
+A signed-in user's role is read again on each request (:meth:`UserDirectory.role`), cached
+for ``cache_s`` seconds: a role change or a disable reaches open sessions within that time.
+When Cassandra cannot be read, the last role read is used until it can (a blip does not sign
+everybody out); a user never read by this process is then refused with a 503.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from werkzeug.security import check_password_hash, generate_password_hash
+
+from dashboard.guard import StorageUnavailable, guarded
+from dashboard.roles import parse_role
+from dashboard.telemetry import DashboardTelemetry
+
+__all__ = [
+    "MAX_PASSWORD_CHARS",
+    "MIN_PASSWORD_CHARS",
+    "SCRYPT",
+    "UserConflict",
+    "UserDirectory",
+    "UserError",
+    "name_error",
+]
+
+SCRYPT = "scrypt:32768:8:1"  # werkzeug's method string: scrypt:N:r:p
+MIN_PASSWORD_CHARS = 8
+# scrypt reads the whole password; a megabyte one would cost the same as a short one, but
+# nobody types more than this.
+MAX_PASSWORD_CHARS = 1024
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
+# Checked against for an unknown or disabled name: the same cost as a real check.
+_DUMMY = generate_password_hash("not a password of anyone", method=SCRYPT)
+
+
+class UserError(ValueError):
+    """Refused input: a bad name, role or password."""
+
+
+class UserConflict(UserError):
+    """A user that exists (add) or does not (a change)."""
+
+
+def name_error(name: str) -> str | None:
+    """Why ``name`` cannot name a user, or None."""
+    if _NAME.fullmatch(name) is None:
+        return (
+            f"bad user name {name[:70]!r}: 1 to 64 letters, digits, '.', '_', '@' or '-', "
+            "starting with a letter or digit"
+        )
+    return None
+
+
+def _password_error(password: str) -> str | None:
+    if len(password) < MIN_PASSWORD_CHARS:
+        return f"the password must be at least {MIN_PASSWORD_CHARS} characters"
+    if len(password) > MAX_PASSWORD_CHARS:
+        return f"the password must be at most {MAX_PASSWORD_CHARS} characters"
+    return None
+
+
+class UserDirectory:
+    """Users over a :class:`storage.users.UserStore` (any object with its methods)."""
+
+    def __init__(
+        self,
+        store: Any,
+        telemetry: DashboardTelemetry,
+        clock: Callable[[], float] = time.time,
+        cache_s: float = 5.0,
+    ) -> None:
+        self.store, self.telemetry, self.clock, self.cache_s = store, telemetry, clock, cache_s
+        self._lock = threading.Lock()
+        self._roles: dict[str, tuple[str | None, float]] = {}  # name -> (role, read at)
+
+    def _g(self, op: str, call: Callable[[], Any]) -> Any:
+        return guarded(self.telemetry, op, call)
+
+    def add(self, name: str, role: str, password: str) -> None:
+        if (err := name_error(name) or _password_error(password)) is not None:
+            raise UserError(err)
+        role = self._role_arg(role)
+        hashed = generate_password_hash(password, method=SCRYPT)
+        if not self._g("user_add", lambda: self.store.add(name, role, hashed, self.clock())):
+            raise UserConflict(f"user {name!r} exists (apm user set-role to change its role)")
+
+    def list(self) -> list[Any]:
+        return list(self._g("user_list", self.store.list))
+
+    def set_role(self, name: str, role: str) -> None:
+        role = self._role_arg(role)
+        self._change("user_set_role", name, lambda: self.store.set_role(name, role, self.clock()))
+
+    def set_disabled(self, name: str, disabled: bool) -> None:
+        self._change(
+            "user_disable", name, lambda: self.store.set_disabled(name, disabled, self.clock())
+        )
+
+    def verify(self, name: str, password: str) -> str | None:
+        """The role of the enabled user ``name`` whose password this is, else None."""
+        user = None
+        if name_error(name) is None and len(password) <= MAX_PASSWORD_CHARS:
+            user = self._g("user_get", lambda: self.store.get(name))
+        if user is None or user.disabled:
+            check_password_hash(_DUMMY, password[:MAX_PASSWORD_CHARS])
+            return None
+        try:
+            ok = check_password_hash(user.password_hash, password)
+        except (ValueError, TypeError):  # a malformed stored hash refuses, never crashes
+            ok = False
+        return user.role if ok else None
+
+    def role(self, name: str) -> str | None:
+        """The role of the enabled user ``name`` now (None: unknown or disabled)."""
+        now = time.monotonic()
+        with self._lock:
+            cached = self._roles.get(name)
+        if cached is not None and now - cached[1] < self.cache_s:
+            return cached[0]
+        try:
+            user = self._g("user_get", lambda: self.store.get(name))
+        except StorageUnavailable:
+            if cached is None:
+                raise
+            return cached[0]  # the last role read, until Cassandra answers again
+        role = None if user is None or user.disabled else user.role
+        with self._lock:
+            self._roles[name] = (role, now)
+        return role
+
+    def _change(self, op: str, name: str, call: Callable[[], bool]) -> None:
+        if (err := name_error(name)) is not None:
+            raise UserError(err)
+        if not self._g(op, call):
+            raise UserConflict(f"no user {name!r}")
+        with self._lock:
+            self._roles.pop(name, None)
+
+    @staticmethod
+    def _role_arg(role: str) -> str:
+        try:
+            return parse_role(role)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
