@@ -6,7 +6,6 @@ requires client certificates takes the agent's and refuses a missing or foreign 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import shutil
@@ -20,47 +19,16 @@ import pytest
 from agent.exposition import render
 from agent.runner import Agent
 from apm.model import topic_for
-from tests.support.certs import Ca, make_ca
-from tests.support.http import uvicorn_thread
+from tests.support.certs import make_ca
+from tests.support.https_ingest import StartIngest, https_ingests
 from tests.support.kafka import read_samples
 
 pytestmark = pytest.mark.integration
 
-StartIngest = Callable[..., tuple[str, str]]
-
 
 @pytest.fixture
 def https_ingest(tmp_path: Path, kafka_bootstrap: str) -> Iterator[StartIngest]:
-    """Starts the ingest app serving HTTPS with a certificate from ``ca`` (its real Kafka
-    publisher, auth and TLS hook); returns its URL (by the name localhost) and an API key."""
-    from ingest.app import create_app
-    from ingest.auth import add_key
-    from ingest.cli import tls_context_factory
-    from ingest.settings import IngestSettings
-
-    with contextlib.ExitStack() as running:
-
-        def start(ca: Ca, client_ca: Path | None = None, cn: str = "localhost") -> tuple[str, str]:
-            n = len(list(tmp_path.glob("keys*")))
-            cert, key = ca.issue(f"ingest{n}", cn=cn)
-            keys = tmp_path / f"keys{n}"
-            api_key = add_key(keys, "agent")
-            settings = IngestSettings(
-                keys_file=keys,
-                kafka_bootstrap=kafka_bootstrap,
-                tls_cert=cert,
-                tls_key=key,
-                tls_client_ca=client_ca,
-            )
-            port = running.enter_context(
-                uvicorn_thread(
-                    create_app(settings),
-                    lifespan="on",
-                    ssl_context_factory=tls_context_factory(settings),
-                )
-            )
-            return f"https://localhost:{port}/v1/metrics", api_key
-
+    with https_ingests(tmp_path, kafka_bootstrap) as start:
         yield start
 
 

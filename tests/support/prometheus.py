@@ -83,6 +83,7 @@ class RemoteWrite:
     capacity: int = 2500
     min_backoff_s: float = 0.1
     max_backoff_s: float = 1.0
+    ca_file: Path | None = None  # an https url's private CA (tls_config.ca_file)
 
     def as_config(self) -> dict[str, Any]:
         entry: dict[str, Any] = {
@@ -100,6 +101,8 @@ class RemoteWrite:
             },
             "metadata_config": {"send": False},
         }
+        if self.ca_file is not None:
+            entry["tls_config"] = {"ca_file": str(self.ca_file)}
         if self.credentials_file is not None:
             entry["authorization"] = {
                 "type": "Bearer",

@@ -227,3 +227,11 @@ def test_the_real_server_starts_scrapes_each_second_answers_raw_samples_and_stop
     took = time.monotonic() - began
     print(f"\nprometheus stopped in {took:.2f}s with remote_write unreachable")  # pytest -s
     assert proc.last_stop == "exited" and took < server.stop_timeout_s
+
+
+@unit
+def test_an_https_remote_write_trusts_a_private_ca_by_file(tmp_path):
+    ca = tmp_path / "ca.pem"
+    write = prometheus.RemoteWrite("https://localhost:8443/api/v1/write", ca_file=ca).as_config()
+    assert write["tls_config"] == {"ca_file": str(ca)}
+    assert "tls_config" not in prometheus.RemoteWrite("http://x/api/v1/write").as_config()
