@@ -9,9 +9,19 @@ from dash import dcc, html
 from flask import g, has_request_context, session
 
 from apm.query_state import format_age, format_time
-from dashboard.roles import ADMIN
+from dashboard.roles import ADMIN, VIEWER
 
-__all__ = ["WRITES", "ago", "banner", "labelled", "navbar", "role_class", "state_badge", "when"]
+__all__ = [
+    "WRITES",
+    "ago",
+    "banner",
+    "labelled",
+    "may_write",
+    "navbar",
+    "role_class",
+    "state_badge",
+    "when",
+]
 
 # The class of every control and form that changes something (create, edit, delete, share,
 # silence): dashboard/assets/style.css hides them under .role-viewer. Hiding is for the eye
@@ -35,6 +45,12 @@ def _who() -> str:
 def role_class() -> str:
     """The class of the page's root: ``role-viewer``, ``role-editor`` or ``role-admin``."""
     return f"role-{_signed_in()[1]}"
+
+
+def may_write() -> bool:
+    """Whether the request's role may change things (an editor or an admin): what a page
+    offers in its words, as ``role_class`` does in its controls."""
+    return _signed_in()[1] != VIEWER
 
 
 def navbar(active: str) -> html.Div:

@@ -13,7 +13,7 @@ from apm.query import QueryError
 from dashboard.context import AppContext
 from dashboard.guard import StorageUnavailable, guarded
 from dashboard.pages import query_builder
-from dashboard.pages.common import WRITES, ago, banner, navbar, state_badge, when
+from dashboard.pages.common import WRITES, ago, banner, may_write, navbar, state_badge, when
 from dashboard.states import QueryStates
 from dashboard.validation import pointer, validate
 
@@ -55,7 +55,9 @@ def layout(app_ctx: AppContext) -> html.Div:
 def _table(app_ctx: AppContext, states: QueryStates) -> html.Table | html.Div:
     queries = guarded(app_ctx.metrics, "list_queries", app_ctx.repo.list_queries)
     if not queries:
-        return html.Div("No queries yet: build one below.", id="q-empty")
+        if may_write():
+            return html.Div("No queries yet: build one below.", id="q-empty")
+        return html.Div("No queries yet: an editor or an admin can build them.", id="q-empty")
     evaluated = states.evaluate(queries)
     now = app_ctx.clock()
     rows = []

@@ -186,3 +186,12 @@ def test_a_page_knows_its_role_and_who_is_signed_in(app: Any) -> None:
     with app.server.test_request_context("/"):
         g.apm_user, g.apm_role = "the-viewer", VIEWER
         assert "the-viewer (viewer)" in str(navbar("queries"))
+
+
+def test_an_empty_queries_list_offers_building_only_to_who_may(app: Any) -> None:
+    from dashboard.pages.common import may_write
+
+    for role, may in ((VIEWER, False), (EDITOR, True), (ADMIN, True)):
+        with app.server.test_request_context("/"):
+            g.apm_user, g.apm_role = "someone", role
+            assert may_write() is may
