@@ -147,7 +147,12 @@ def create_app(app_ctx: AppContext) -> Dash:
     board_list.register(app, app_ctx, boards)
     board.register(app, app_ctx, boards)
     # After the login hook: what the signed-in role may call (dashboard.roles' table).
-    install_permits(server, app_ctx.metrics, lambda: app.callback_map)
+    install_permits(
+        server,
+        app_ctx.metrics,
+        lambda: app.callback_map,
+        max_callback_bytes=app_ctx.settings.callback_max_body_bytes,
+    )
     return app
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from flask import Flask, Response, g, jsonify, request
+from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.wrappers import Response as BaseResponse
 
 from apm.errors import error_body
@@ -42,28 +43,48 @@ def needed_role(method: str, endpoint: str | None, body: Any, callbacks: Mapping
     return callback_role(callback_name(found["callback"]) if found else None)
 
 
+def _refusal(status: int, code: str, message: str) -> Response:
+    response: Response = jsonify(error_body(code, message, None))
+    response.status_code = status
+    return response
+
+
 def install_permits(
-    server: Flask, telemetry: DashboardTelemetry, callbacks: Callable[[], Mapping[str, Any]]
+    server: Flask,
+    telemetry: DashboardTelemetry,
+    callbacks: Callable[[], Mapping[str, Any]],
+    max_callback_bytes: int = 2 * 1024 * 1024,
 ) -> None:
-    """``callbacks`` gives the Dash app's ``callback_map`` (filled after the pages register)."""
+    """``callbacks`` gives the Dash app's ``callback_map`` (filled after the pages register);
+    a callback's body is read only up to ``max_callback_bytes`` (413 past it; 411 without a
+    Content-Length), as every API's is."""
 
     @server.before_request
     def permit() -> BaseResponse | None:
         role = g.get("apm_role")
         if role is None:  # not signed in: a public, share or Prometheus API path (their own)
             return None
-        body = request.get_json(silent=True) if request.endpoint == DASH_CALLBACK_ENDPOINT else None
+        body = None
+        if request.endpoint == DASH_CALLBACK_ENDPOINT:
+            # Dash's page always sends a Content-Length; a chunked body would be cut at the
+            # bound without a word, so it is refused whole.
+            if request.content_length is None and request.headers.get("Transfer-Encoding"):
+                telemetry.refused.labels("length_required").inc()
+                return _refusal(411, "length_required", "a callback's body needs a Content-Length")
+            request.max_content_length = max_callback_bytes
+            try:
+                body = request.get_json(silent=True)
+            except RequestEntityTooLarge:
+                telemetry.refused.labels("too_large").inc()
+                return _refusal(
+                    413, "too_large", f"a callback's body is at most {max_callback_bytes} bytes"
+                )
         need = needed_role(request.method, request.endpoint, body, callbacks())
         if allows(role, need):
             return None
         telemetry.refused.labels("role").inc()
-        response: Response = jsonify(
-            error_body(
-                "forbidden",
-                f"the {role} role may not do this: it needs {need} (ask an admin: apm user "
-                "set-role)",
-                None,
-            )
+        return _refusal(
+            403,
+            "forbidden",
+            f"the {role} role may not do this: it needs {need} (ask an admin: apm user set-role)",
         )
-        response.status_code = 403
-        return response

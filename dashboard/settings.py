@@ -69,6 +69,9 @@ class DashboardSettings(BaseSettings):
     proxy_hops: int = Field(default=0, ge=0, le=5)
     # A larger API request body is refused (413) before it is read.
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
+    # ... and a Dash callback's (the page's inputs and states as JSON; a dashboard's panels
+    # edited as text are the largest, bounded at 1 MiB by the dashboards API too).
+    callback_max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=64 * 1024)
     # Live refresh: the default interval, and the floor no browser can go below, so that many
     # open wall screens cannot turn into a read storm on Cassandra.
     refresh_seconds: float = Field(default=5.0, gt=0)

@@ -26,7 +26,10 @@ class DashboardTelemetry:
             "apm_dashboard_logins", "login attempts by outcome", ["outcome"], registry=r
         )
         self.refused = Counter(
-            "apm_dashboard_refused", "requests refused by auth or CSRF", ["reason"], registry=r
+            "apm_dashboard_refused",
+            "requests refused by auth, CSRF, role or a callback body past its bound",
+            ["reason"],
+            registry=r,
         )
         self.chart_seconds = Histogram(
             "apm_dashboard_chart_seconds",

@@ -5,6 +5,7 @@ role and each route or callback (all of them, not a sample: the space is small).
 
 from __future__ import annotations
 
+import io
 import re
 from typing import Any
 
@@ -195,3 +196,27 @@ def test_an_empty_queries_list_offers_building_only_to_who_may(app: Any) -> None
         with app.server.test_request_context("/"):
             g.apm_user, g.apm_role = "someone", role
             assert may_write() is may
+
+
+def test_a_callback_body_past_its_bound_is_refused_before_it_is_read(app: Any) -> None:
+    client, csrf = _client(app, ADMIN)
+    bound = 2 * 1024 * 1024  # DashboardSettings.callback_max_body_bytes
+    headers = {"X-CSRFToken": csrf, "Content-Type": "application/json"}
+    big = b'{"output": "' + b"x" * bound + b'"}'
+    response = client.post(DASH_CALLBACK_ENDPOINT, data=big, headers=headers)
+    assert response.status_code == 413
+    body = response.get_json()
+    assert body["error"] == "too_large" and str(bound) in body["detail"]
+    # Chunked (no Content-Length; the server ends the stream): refused, nothing read.
+    from werkzeug.test import EnvironBuilder
+
+    environ = EnvironBuilder(
+        path=DASH_CALLBACK_ENDPOINT, method="POST", headers=headers, data=b""
+    ).get_environ()
+    stream = io.BytesIO(big)
+    environ.pop("CONTENT_LENGTH", None)
+    environ.update({"wsgi.input": stream, "wsgi.input_terminated": True})
+    environ["HTTP_TRANSFER_ENCODING"] = "chunked"
+    unsized = client.open(environ)
+    assert unsized.status_code == 411 and unsized.get_json()["error"] == "length_required"
+    assert stream.tell() == 0
