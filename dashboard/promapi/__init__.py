@@ -21,7 +21,8 @@ limits; both evaluators read through one :mod:`.store`), :mod:`.shape` (the JSON
 :mod:`.access` (auth), :mod:`.routes` (the blueprint and its handlers, over :mod:`.deps`, with
 :mod:`.hooks`' auth, counting and errors), :mod:`.alerts` (the ``ALERTS`` series of the alert
 evaluator's state) with :mod:`.alert_range` (over a range, read from the alert history) and
-:mod:`.alert_steps` (its step mapping), :mod:`.settings` and :mod:`.telemetry`.
+:mod:`.alert_steps` (its step mapping), :mod:`.budget` (the samples budget of one query and
+Prometheus' error past it), :mod:`.settings` and :mod:`.telemetry`.
 The per-server series of a ``BY server`` query are read by :mod:`.server_reads`.
 """
 

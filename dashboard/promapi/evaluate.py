@@ -101,13 +101,16 @@ def select(
     max_series: int,
     deadline: Deadline,
     servers: Servers = lambda _q: (),
+    too_many: Callable[[], LimitError] | None = None,
 ) -> list[Series]:
     """The series any of ``selectors`` matches (the union, as ``match[]`` means), at most
-    ``max_series`` of them (else LimitError)."""
+    ``max_series`` of them (else ``too_many()``, by default the series limit's LimitError)."""
     out: list[Series] = []
     for series in matching(queries, selectors, deadline, servers):
         out.append(series)
         if len(out) > max_series:
+            if too_many is not None:
+                raise too_many()
             raise LimitError(
                 f"the selector matches more than {max_series} series "
                 "(APM_DASHBOARD_PROM_MAX_SERIES); narrow it, e.g. by id or server"

@@ -10,6 +10,7 @@ servers are read over the whole range, per server or per window (:mod:`.server_r
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 
 from dashboard.promapi.evaluate import Series, read_window
@@ -44,17 +45,25 @@ def planned(window_ms: int, times: range) -> int:
 
 
 def reads_of(found: Sequence[Series], times: range) -> int:
-    """The windows reading the queries of ``found`` (a query's windows once for all its
-    functions, a ``BY server`` query's for all its servers selected) returns at most."""
+    """The samples reading the queries of ``found`` loads at most: the windows read (a query's
+    windows once for all its functions, a ``BY server`` query's for all its servers selected)
+    x the series each window feeds (:func:`per_window`)."""
     total = 0
     for group in by_query(found).values():
         width = group[0].query.query.window_seconds * 1000
         if group[0].server:
             span = read_window(width, times[0], times[-1])
-            total += planned_rows(width, span, len({s.server for s in group}), group[0].fleet)
+            windows = planned_rows(width, span, len({s.server for s in group}), group[0].fleet)
         else:
-            total += planned(width, times)
+            windows = planned(width, times)
+        total += windows * per_window(group)
     return total
+
+
+def per_window(group: Sequence[Series]) -> int:
+    """The samples one window of ``group``'s query gives: its series selected, of one server
+    for a ``BY server`` query (the most any server has)."""
+    return max(Counter(s.server for s in group).values())
 
 
 def by_query(found: Sequence[Series]) -> dict[str, list[Series]]:

@@ -19,7 +19,7 @@ import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from dashboard.promapi.evaluate import Deadline, LimitError, check_points
+from dashboard.promapi.evaluate import Deadline, LimitError
 from dashboard.promapi.promql_aggregate import aggregate
 from dashboard.promapi.promql_elementwise import apply
 from dashboard.promapi.promql_functions import binary, compare, over_time
@@ -90,6 +90,9 @@ class Steps:
     bounds: tuple[int, int] | None = None
     # A subquery's step when it names none (``[1h:]``): Prometheus' evaluation_interval.
     subquery_step_ms: int = SUBQUERY_STEP_MS
+    # Charges the samples budget (:mod:`.budget`) with the cells a selector's rows hold past
+    # what ``source`` charged before reading (an @ value repeated at every step).
+    charge: Callable[[int], None] = lambda _samples: None
 
     def span(self) -> tuple[int, int]:
         return self.bounds or (self.times[0], self.times[-1])
@@ -104,16 +107,17 @@ def evaluate(node: Node, at: Steps) -> float | list[Row]:
     if isinstance(node, Vector):
         own = shifted(node.shift, times, at.span())
         found = (at.latest or at.source)(node.selector, at.lookback_ms, own)
-        check_points(len(found), len(times), at.max_points)  # an @ value at every step
+        at.charge(len(found) * (len(times) - len(own)))  # an @ value at every step
         rows = [_instant(raw, own, at.lookback_ms, deadline) for raw in found]
         return spread(rows, own, len(times))
     if isinstance(node, OverTime):
         own = shifted(node.shift, times, at.span())
         if isinstance(node.selector, Subquery):
             found = _subquery(node.selector, node.range_ms, own, at)
+            at.charge(len(found) * len(own))  # its rows, as a selector's are charged
         else:
             found = at.source(node.selector, node.range_ms, own)
-        check_points(len(found), len(times), at.max_points)  # an @ value at every step
+        at.charge(len(found) * (len(times) - len(own)))  # an @ value at every step
         rows = [_ranged(node, raw, own, deadline) for raw in found]
         kept = [row for row in rows if any(v is not None for v in row[1])]
         return spread(kept, own, len(times))

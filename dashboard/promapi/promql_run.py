@@ -1,9 +1,12 @@
 """Answering a PromQL expression (:mod:`.promql_parse`) from storage, within the API's limits:
-each selector's series are chosen as a bare selector's are (at most ``max_series``), series x
-steps is at most ``max_points`` before anything is read, every window read counts against
-``max_points`` too (an expression reads each selector's windows once, over the range plus its
-look-back or ``[range]``; one read gives all the functions of a query, or of one server of a
-``BY server`` query), and the deadline is checked while reading and evaluating."""
+one samples budget (:mod:`.budget`, ``max_samples``) a query. Each selector's series are
+chosen as a bare selector's are, at most as many as the budget has left; its series x steps and
+its planned windows x the series each feeds are charged before anything is read, and every
+window read is charged again as it comes, so a query past the budget stops there (an expression
+reads each selector's windows once, over the range plus its look-back or ``[range]``; one read
+gives all the functions of a query, or of one server of a ``BY server`` query). The deadline is
+checked while reading and evaluating; ``max_points`` bounds the answer and what operators
+build."""
 
 from __future__ import annotations
 
@@ -11,8 +14,9 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 from apm.query import WindowResult
-from dashboard.promapi.evaluate import Deadline, LimitError, Series, check_points
-from dashboard.promapi.plan import by_query
+from dashboard.promapi.budget import Samples
+from dashboard.promapi.evaluate import Deadline, Series, check_points
+from dashboard.promapi.plan import by_query, per_window
 from dashboard.promapi.promql_eval import LOOKBACK_MS, Raw, Row, Steps, evaluate
 from dashboard.promapi.promql_sort import ordered
 from dashboard.promapi.promql_tree import Node
@@ -23,8 +27,8 @@ from dashboard.promapi.store import Store
 
 __all__ = ["PromqlRunner"]
 
-# (selectors, deadline, [start, end] of the samples wanted, unix ms) -> the series.
-Select = Callable[[Sequence[Selector], Deadline, tuple[int, int]], list[Series]]
+# (selectors, deadline, [start, end] of the samples wanted (unix ms), the budget) -> the series.
+Select = Callable[[Sequence[Selector], Deadline, tuple[int, int], Samples], list[Series]]
 
 
 class PromqlRunner:
@@ -45,6 +49,8 @@ class PromqlRunner:
         if isinstance(found, float):
             self._store.on_points(len(times))
             return matrix([({}, [(t, found) for t in times])])
+        # What was evaluated fit the samples budget; the answer must fit max_points too.
+        check_points(len(found), len(times), self._store.limits.max_points)
         rows = [
             (labels, [(t, v) for t, v in zip(times, values, strict=True) if v is not None])
             for labels, values in found
@@ -71,34 +77,41 @@ class PromqlRunner:
         bounds: tuple[int, int],
     ) -> float | list[Row]:
         limits = self._store.limits
-        budget = [limits.max_points]
+        samples = Samples(limits.max_samples)
 
         def source(
             selector: Selector, before_ms: int, times: range, newest: bool = False
         ) -> list[Raw]:
-            found = self._select([selector], deadline, (times[0] - before_ms, times[-1]))
-            check_points(len(found), len(times), limits.max_points)
+            span_ms = (times[0] - before_ms, times[-1])
+            found = self._select([selector], deadline, span_ms, samples)
+            samples.spend(len(found) * len(times))  # the rows the selector's values make
             groups = by_query(found)
             spans = {qid: _span(group[0], before_ms, times) for qid, group in groups.items()}
             # Instant selectors want, of the windows ending by the first step, the newest.
             until = {qid: _until(group, times) if newest else None for qid, group in groups.items()}
-            planned = sum(_planned(g, spans[qid], until[qid]) for qid, g in groups.items())
-            if planned > budget[0]:
-                raise LimitError(
-                    f"reading about {planned} windows is more than the "
-                    f"{budget[0]} left of APM_DASHBOARD_PROM_MAX_POINTS; narrow the selector, "
-                    "shorten the range, the [range] of *_over_time() or lookback_delta"
-                )
+            each = {qid: per_window(g) for qid, g in groups.items()}
+            planned = sum(_planned(g, spans[q], until[q]) * each[q] for q, g in groups.items())
+            samples.plan(planned, "windows read x the series each feeds")
             read: dict[tuple[str, str], list[WindowResult]] = {}  # (query id, server)
             for qid, group in groups.items():
-                spend = partial(_spend, budget)
+                spend = partial(samples.spend, each[qid])
                 got = self._read(group, spans[qid], spend, deadline, until[qid])
                 read.update(((qid, server), rows) for server, rows in got.items())
             return [_raw(s, read[s.query.id, s.server]) for s in found]
 
         latest = partial(source, newest=True)
         sub_ms = round(limits.subquery_step_seconds * 1000)
-        at = Steps(steps, source, deadline, limits.max_points, lookback_ms, latest, bounds, sub_ms)
+        at = Steps(
+            steps,
+            source,
+            deadline,
+            limits.max_points,
+            lookback_ms,
+            latest,
+            bounds,
+            sub_ms,
+            charge=samples.spend,
+        )
         return evaluate(expr, at)
 
     def _read(
@@ -120,15 +133,6 @@ class PromqlRunner:
             return read_all(width, (lo, hi), spend, deadline, newest_until)
         read = partial(store.repo.read_results, query.id, lo, hi)
         return {"": store.guard("read_results", partial(collect, read, spend, deadline))}
-
-
-def _spend(budget: list[int]) -> None:
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise LimitError(
-            "the query read more windows than APM_DASHBOARD_PROM_MAX_POINTS; shorten "
-            "the range, the [range] of *_over_time() or narrow the selector"
-        )
 
 
 def _planned(group: list[Series], span: tuple[int, int], newest_until: int | None) -> int:

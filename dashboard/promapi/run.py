@@ -1,8 +1,9 @@
 """Evaluating one request against storage: select the series, check the limits before any
 result is read, then read each query's windows once (all its functions come from them), or
-each server's of a ``BY server`` query, as :mod:`.plan` plans. ``max_points`` bounds both the
-points answered (series x steps) and the windows read, planned before reading and counted
-while reading (windows of an older definition of a query, of another length, count too).
+each server's of a ``BY server`` query, as :mod:`.plan` plans. ``max_points`` bounds the
+points answered (series x steps); the samples budget (:mod:`.budget`) the series selected and
+the samples read, planned before reading and counted while reading (windows of an older
+definition of a query, of another length, count too).
 
 A ``BY server`` query's series (one per server, labelled ``server``) are those of the servers
 with results in the time asked, listed in one call a query and narrowed by the ``server``
@@ -15,13 +16,13 @@ from the alert history (:mod:`.alert_range`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from apm.query import StoredQuery, WindowResult
 from dashboard.promapi.alert_range import AlertRange
 from dashboard.promapi.alerts import alert_labels
+from dashboard.promapi.budget import Samples, SamplesError
 from dashboard.promapi.evaluate import (
     Deadline,
     LimitError,
@@ -34,7 +35,7 @@ from dashboard.promapi.evaluate import (
     select,
     steps,
 )
-from dashboard.promapi.plan import Span, by_query, plan, reads_of
+from dashboard.promapi.plan import Span, by_query, per_window, plan, reads_of
 from dashboard.promapi.promql_eval import LOOKBACK_MS
 from dashboard.promapi.promql_parse import Expr
 from dashboard.promapi.promql_run import PromqlRunner
@@ -56,19 +57,6 @@ def _check_alerts(found: int, max_series: int) -> None:
         )
 
 
-@dataclass
-class _Budget:
-    left: int
-
-    def spend(self) -> None:
-        self.left -= 1
-        if self.left < 0:
-            raise LimitError(
-                "the query read more windows than APM_DASHBOARD_PROM_MAX_POINTS (windows of "
-                "an older definition of a query count too); shorten the range or raise the step"
-            )
-
-
 class Evaluator:
     def __init__(
         self,
@@ -82,15 +70,28 @@ class Evaluator:
         self._promql = PromqlRunner(store, self.series)
 
     def series(
-        self, selectors: Sequence[Selector], deadline: Deadline, span: tuple[int, int]
+        self,
+        selectors: Sequence[Selector],
+        deadline: Deadline,
+        span: tuple[int, int],
+        samples: Samples | None = None,
     ) -> list[Series]:
         """The ``apm_query`` series any of ``selectors`` matches; a ``BY server`` query's are
         those of its servers with a window that can give a point in ``span`` ([start, end],
-        unix ms)."""
+        unix ms). At most ``max_series`` (the /series endpoint) or, for a query, as many as
+        ``samples`` has left: each series loads at least one sample."""
         if not any(s.may_name(METRIC) for s in selectors):
             return []
         queries = self._guard("list_queries", self._repo.list_queries)
-        return select(queries, selectors, self._limits.max_series, deadline, self._lister(span))
+        listed = self._lister(span)
+        if samples is None:
+            return select(queries, selectors, self._limits.max_series, deadline, listed)
+        left = samples.left
+
+        def too_many() -> SamplesError:
+            return SamplesError(f"the selector matches more than {left} series")
+
+        return select(queries, selectors, left, deadline, listed, too_many)
 
     def every(
         self, selectors: Sequence[Selector], deadline: Deadline, span: tuple[int, int]
@@ -177,15 +178,11 @@ class Evaluator:
     ) -> list[tuple[dict[str, str], list[Point]]]:
         """A bare selector's ``apm_query`` points at ``times``, within the limits for an
         answer of ``answered`` steps."""
-        found = self.series([expr], deadline, (times[0], times[-1]))
+        samples = Samples(self._limits.max_samples)
+        found = self.series([expr], deadline, (times[0], times[-1]), samples)
         check_points(len(found), answered, self._limits.max_points)
-        reads = reads_of(found, times)
-        if reads > self._limits.max_points:
-            raise LimitError(
-                f"reading about {reads} windows is more than {self._limits.max_points} "
-                "(APM_DASHBOARD_PROM_MAX_POINTS); narrow the selector or shorten the range"
-            )
-        return self._read(found, times, deadline)
+        samples.plan(reads_of(found, times), "windows read x the series each feeds")
+        return self._read(found, times, deadline, samples)
 
     def instant_query(
         self,
@@ -205,25 +202,25 @@ class Evaluator:
             return self._promql.instant_query(expr, t_ms, deadline, lookback_ms)
         if isinstance(expr, Constant):
             return {"resultType": "scalar", "result": [format_time(t_ms), format_value(expr.value)]}
-        found = self.series([expr], deadline, (t_ms, t_ms))
-        rows = [
-            (labels, p[0]) for labels, p in self._read(found, steps(t_ms, t_ms, 1), deadline) if p
-        ]
+        samples = Samples(self._limits.max_samples)
+        found = self.series([expr], deadline, (t_ms, t_ms), samples)
+        read = self._read(found, steps(t_ms, t_ms, 1), deadline, samples)
+        rows = [(labels, p[0]) for labels, p in read if p]
         rows += [(labels, (t_ms, 1.0)) for labels in self.alert_series([expr], deadline)]
         self._on_points(len(rows))
         return vector(rows)
 
     def _read(
-        self, found: Sequence[Series], times: range, deadline: Deadline
+        self, found: Sequence[Series], times: range, deadline: Deadline, samples: Samples
     ) -> list[tuple[dict[str, str], list[Point]]]:
         rows: list[tuple[dict[str, str], list[Point]]] = []
-        budget = _Budget(self._limits.max_points)
         for qid, group in by_query(found).items():
             deadline.check()
             query = group[0].query
             width = query.query.window_seconds * 1000
+            spend = partial(samples.spend, per_window(group))
             if not query.query.by_server:
-                read = partial(self._collect, qid, plan(width, times), budget, deadline)
+                read = partial(self._collect, qid, plan(width, times), spend, deadline)
                 got = points(
                     self._guard("read_results", read), query, [s.fn for s in group], times, deadline
                 )
@@ -239,7 +236,7 @@ class Evaluator:
                 group[0].fleet,
                 width,
                 span,
-                budget.spend,
+                spend,
                 deadline,
             )
             for s in group:
@@ -248,8 +245,8 @@ class Evaluator:
         return rows
 
     def _collect(
-        self, qid: str, reads: Span | list[float], budget: _Budget, deadline: Deadline
+        self, qid: str, reads: Span | list[float], spend: Callable[[], None], deadline: Deadline
     ) -> list[WindowResult]:
         if isinstance(reads, tuple):
-            return collect(partial(self._repo.read_results, qid, *reads), budget.spend, deadline)
-        return collect(partial(self._repo.read_results_at, qid, reads), budget.spend, deadline)
+            return collect(partial(self._repo.read_results, qid, *reads), spend, deadline)
+        return collect(partial(self._repo.read_results_at, qid, reads), spend, deadline)

@@ -6,6 +6,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings
 
 from apm.settings import env_config
+from dashboard.promapi.budget import MAX_SAMPLES
 
 __all__ = ["PromApiSettings"]
 
@@ -13,9 +14,13 @@ __all__ = ["PromApiSettings"]
 class PromApiSettings(BaseSettings):
     model_config = env_config("APM_DASHBOARD_PROM_")
 
-    # Series one query or series call may answer; past it: 422 execution (Prometheus answers
-    # too many samples the same way), before any result is read.
+    # Series one /series call (or ALERTS selector) may answer; past it: 422 execution, before
+    # any result is read. Queries are bounded by max_samples instead.
     max_series: int = Field(default=1000, ge=1)
+    # Samples one query may load, windows read x the series each feeds plus series x steps of
+    # each selector (Prometheus' query.max-samples): :mod:`.budget`, where the default is
+    # measured (about 170 B a sample held, so about 255 MB).
+    max_samples: int = Field(default=MAX_SAMPLES, ge=1)
     # Points one query_range may answer, series x steps, checked before reading: bounds the
     # memory and the JSON of one answer (Prometheus bounds each series at 11,000 steps).
     max_points: int = Field(default=500_000, ge=1)

@@ -47,21 +47,30 @@ def openmetrics(series: Sequence[tuple[Mapping[str, str], Sequence[tuple[int, fl
 
 @dataclass(frozen=True)
 class Flagged(prometheus.Prometheus):
-    """Prometheus with its query look-back delta set (Debian's 2.42 has no per-query one)."""
+    """Prometheus with its query look-back delta set (Debian's 2.42 has no per-query one), and
+    its ``--query.max-samples`` if given."""
 
     lookback_delta: str | None = None
+    max_samples: int | None = None
 
     def command(self, home: Path) -> list[str]:
         extra = [f"--query.lookback-delta={self.lookback_delta}"] if self.lookback_delta else []
+        if self.max_samples is not None:
+            extra.append(f"--query.max-samples={self.max_samples}")
         return [*super().command(home), *extra]
 
 
 @contextmanager
 def reference_prometheus(
-    home: Path, text: str, port: int, lookback_delta: str | None = None
+    home: Path,
+    text: str,
+    port: int,
+    lookback_delta: str | None = None,
+    max_samples: int | None = None,
 ) -> Iterator[str]:
     """A Prometheus serving exactly ``text`` (OpenMetrics) on 127.0.0.1:``port``, with its
-    ``--query.lookback-delta`` if given (default 5m) and an evaluation_interval of 1m; its URL."""
+    ``--query.lookback-delta`` and ``--query.max-samples`` if given (defaults 5m, 50,000,000)
+    and an evaluation_interval of 1m; its URL."""
 
     promtool = shutil.which("promtool")
     if promtool is None:
@@ -78,7 +87,9 @@ def reference_prometheus(
     # evaluation_interval 1m, Prometheus' default: the step of a subquery that names none,
     # as the read API's APM_DASHBOARD_PROM_SUBQUERY_STEP_SECONDS default.
     config = prometheus.write_config(home, prometheus.config([], interval_s=60.0))
-    server = Flagged(port, config, retention="10y", lookback_delta=lookback_delta)
+    server = Flagged(
+        port, config, retention="10y", lookback_delta=lookback_delta, max_samples=max_samples
+    )
     proc = server.start(home, wait_s=60)
     try:
         yield server.url

@@ -33,6 +33,7 @@ import promql_parser
 import pytest
 
 from apm.query import WindowResult
+from dashboard.promapi.budget import TOO_MANY_SAMPLES
 from tests.dashboard.conftest import PASSWORD, TOKEN, USER
 from tests.support.promql_peer import normalise, openmetrics, reference_prometheus, same
 
@@ -236,6 +237,21 @@ SHORT = [
 ]
 
 # Expressions Prometheus refuses while evaluating: the same status, type and reason.
+# (our client, Prometheus' URL, the matchers, the first window's start, the 9999 ms look-back
+# Prometheus' URL, the URL of one with --query.max-samples=BUDGET)
+Both = tuple[Any, str, dict, int, str, str]
+BUDGET = 50  # samples, for both sides of test_the_samples_budget_refuses_as_prometheus_does
+# Query S's 40 servers x 2 functions are 80 series: past BUDGET in Prometheus' count (the peak:
+# the 80-series result, plus one series' 6 samples of [1m] at a time) and in ours (80 series
+# selected, before any read). Over web-3 alone: 2 + 6 in Prometheus', 2 + 2 x 7 windows read in
+# ours, within it.
+BUDGETED = [
+    ("max_over_time(apm_query{S}[1m])", False),
+    ("topk(3, max_over_time(apm_query{S}[1m]))", False),
+    ("max_over_time(apm_query{S3}[1m])", True),
+    ("topk(1, max_over_time(apm_query{S3}[1m]))", True),
+]
+
 REFUSED = [
     ("apm_query{A} + on(metric) apm_query{A}", "many-to-many matching not allowed"),
     ("apm_query{AB} - ignoring(fn) group_left apm_query{A}", "many-to-many matching not allowed"),
@@ -251,11 +267,10 @@ REFUSED = [
 
 
 @pytest.fixture(scope="module")
-def both(
-    repo: Any, served: Any, tmp_path_factory: Any
-) -> Iterator[tuple[Any, str, dict, int, str]]:
+def both(repo: Any, served: Any, tmp_path_factory: Any) -> Iterator[Both]:
     """(our client, Prometheus' URL, the matchers by placeholder, the first window's start,
-    the URL of a Prometheus with a look-back delta of 9999 ms)."""
+    the URL of a Prometheus with a look-back delta of 9999 ms, that of one with a samples
+    budget of ``BUDGET``)."""
     from launch.probe import free_port
 
     rng = random.Random(26)
@@ -311,11 +326,13 @@ def both(
     assert len(series) == 7 + 2 * len(SERVERS)
     text = openmetrics(series)
     home, short = tmp_path_factory.mktemp("promql-reference"), tmp_path_factory.mktemp("short")
+    small = tmp_path_factory.mktemp("budget")
     with (
         reference_prometheus(home, text, free_port()) as url,
         reference_prometheus(short, text, free_port(), lookback_delta="9999ms") as short_url,
+        reference_prometheus(small, text, free_port(), max_samples=BUDGET) as small_url,
     ):
-        yield client, url, matchers, base, short_url
+        yield client, url, matchers, base, short_url, small_url
     client.close()
 
 
@@ -361,27 +378,25 @@ def _compare(ours: httpx.Client, url: str, query: str, base: int, extra: dict) -
 
 
 @pytest.mark.parametrize("template", EXPRESSIONS)
-def test_answers_equal_prometheus(template: str, both: tuple[Any, str, dict, int, str]) -> None:
-    ours, url, matchers, base, _ = both
+def test_answers_equal_prometheus(template: str, both: Both) -> None:
+    ours, url, matchers, base, _, _ = both
     _compare(ours, url, _expr(template, matchers), base, {})
 
 
 @pytest.mark.parametrize(("template", "extra"), SHORT)
 def test_one_window_look_back_equals_prometheus_with_9999ms(
-    template: str, extra: dict[str, str], both: tuple[Any, str, dict, int, str]
+    template: str, extra: dict[str, str], both: Both
 ) -> None:
     """A bare selector's documented look-back (a point while ``t - end < window``) is
     Prometheus' with a look-back delta of one window less 1 ms; ``lookback_delta`` gives an
     expression the same."""
-    ours, _, matchers, base, short_url = both
+    ours, _, matchers, base, short_url, _ = both
     _compare(ours, short_url, _expr(template, matchers), base, extra)
 
 
 @pytest.mark.parametrize(("template", "reason"), REFUSED)
-def test_refusals_equal_prometheus(
-    template: str, reason: str, both: tuple[Any, str, dict, int, str]
-) -> None:
-    ours, url, matchers, base, _ = both
+def test_refusals_equal_prometheus(template: str, reason: str, both: Both) -> None:
+    ours, url, matchers, base, _, _ = both
     params = {"query": _expr(template, matchers), "time": base + 600}
     mine = ours.get("/api/v1/query", params=params)
     with httpx.Client(base_url=url, timeout=30) as prometheus:
@@ -392,12 +407,42 @@ def test_refusals_equal_prometheus(
     assert mine.json()["error"].split(":")[0] == theirs.json()["error"].split(":")[0]
 
 
-def test_debian_promtool_queries_an_over_time_function(
-    both: tuple[Any, str, dict, int, str], served: Any
+@pytest.mark.parametrize(("template", "fits"), BUDGETED)
+def test_the_samples_budget_refuses_as_prometheus_does(
+    template: str, fits: bool, both: Both, repo: Any, monkeypatch: Any
 ) -> None:
+    """With the same budget (APM_DASHBOARD_PROM_MAX_SAMPLES, --query.max-samples), a query
+    well past it is refused by both with Prometheus' error, one well within it answered alike
+    (the two count differently: ours adds the series selected and every window read)."""
+    from dashboard.app import create_app
+    from dashboard.context import AppContext
+    from dashboard.settings import DashboardSettings
+    from tests.dashboard.test_api_errors import _Scraper, _Topics
+
+    _, _, matchers, base, _, small_url = both
+    monkeypatch.setenv("APM_DASHBOARD_PROM_MAX_SAMPLES", str(BUDGET))
+    app = create_app(AppContext(DashboardSettings(token=TOKEN), repo, _Topics(), _Scraper()))
+    ours = app.server.test_client()
+    ours.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {TOKEN}"
+    params: dict[str, Any] = {"query": _expr(template, matchers), "time": base + 600}
+    mine = ours.get("/api/v1/query", query_string=params)
+    with httpx.Client(base_url=small_url, timeout=30) as prometheus:
+        theirs = prometheus.get("/api/v1/query", params=params)
+    if fits:
+        assert (mine.status_code, theirs.status_code) == (200, 200), (mine.text, theirs.text)
+        answer = normalise(mine.get_json()["data"])
+        assert answer and same(answer, normalise(theirs.json()["data"]))
+        return
+    assert (mine.status_code, theirs.status_code) == (422, 422), (mine.text, theirs.text)
+    assert mine.get_json()["errorType"] == theirs.json()["errorType"] == "execution"
+    assert theirs.json()["error"] == TOO_MANY_SAMPLES
+    assert mine.get_json()["error"].startswith(TOO_MANY_SAMPLES + ":")
+
+
+def test_debian_promtool_queries_an_over_time_function(both: Both, served: Any) -> None:
     """The issue's example: ``promtool query instant ... 'max_over_time(...[1m])'`` (Basic
     credentials in the URL, as Go's HTTP client sends them) answers as Prometheus does."""
-    _, url, matchers, base, _ = both
+    _, url, matchers, base, _, _ = both
     promtool = shutil.which("promtool")
     assert promtool is not None
     query = _expr("max_over_time(apm_query{A}[1m])", matchers)

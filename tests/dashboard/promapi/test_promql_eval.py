@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from dashboard.promapi.budget import Samples, SamplesError
 from dashboard.promapi.evaluate import Deadline, LimitError, TimedOut
 from dashboard.promapi.promql_eval import LOOKBACK_MS, Raw, Steps, evaluate
 from dashboard.promapi.promql_parse import Bare, parse_promql
@@ -159,11 +160,13 @@ def test_at_start_and_end_are_the_querys() -> None:
     assert values == [2.0] * 4  # 3 - 1
 
 
-def test_at_repeats_within_max_points() -> None:
+def test_at_repeats_are_charged_to_the_samples_budget() -> None:
+    """One series @ 30 is read at one step and repeated at all 13: 12 more samples."""
     expr = parse_promql('sum(apm_query{id="q"} @ 30)')
     assert not isinstance(expr, Selector | Constant | Bare)
-    with pytest.raises(LimitError, match="1 series x 13 steps"):
-        evaluate(expr, Steps(STEPS, lambda s, r, t: [RAW], FOREVER, max_points=12))
+    with pytest.raises(SamplesError):
+        evaluate(expr, Steps(STEPS, lambda s, r, t: [RAW], FOREVER, charge=Samples(11).spend))
+    evaluate(expr, Steps(STEPS, lambda s, r, t: [RAW], FOREVER, charge=Samples(12).spend))
 
 
 def test_absent_is_one_where_the_vector_has_no_point() -> None:

@@ -1,7 +1,8 @@
 """PromQL expressions through the whole app over the in-memory repository of test_routes:
-hand-computed answers, and the API's limits (series, series x steps, windows read) as 422
-``execution`` before any read, the deadline as 503 ``timeout``, storage down as 503
-``unavailable``, a refused expression as 400 ``bad_data``: never a 500."""
+hand-computed answers, and the API's limits (the samples budget: series, series x steps,
+windows read; points answered) as 422 ``execution``, the budget's before any read, the
+deadline as 503 ``timeout``, storage down as 503 ``unavailable``, a refused expression as
+400 ``bad_data``: never a 500."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from apm.query import WindowResult
 from dashboard.app import create_app
 from dashboard.context import AppContext
+from dashboard.promapi.budget import TOO_MANY_SAMPLES
 from dashboard.settings import DashboardSettings
 from tests.dashboard.promapi.test_routes import (
     T0,
@@ -136,22 +139,33 @@ def test_subqueries_answer_and_are_bounded_before_any_read(repo: ResultRepo) -> 
 
 
 def test_limits_are_422_before_any_read(repo: ResultRepo, monkeypatch: Any) -> None:
-    monkeypatch.setenv("APM_DASHBOARD_PROM_MAX_SERIES", "2")
-    monkeypatch.setenv("APM_DASHBOARD_PROM_MAX_POINTS", "100")
+    monkeypatch.setenv("APM_DASHBOARD_PROM_MAX_SAMPLES", "2")
+    many = {"query": "sum(apm_query)", "time": T0}  # 3 series, each at least one sample
+    message = _err(_client(repo).get("/api/v1/query", query_string=many), 422, "execution")
+    assert message.startswith(TOO_MANY_SAMPLES) and "more than 2 series" in message
+    # 2 series x 101 steps (202 samples) leave 98: the planned 2 x 131 windows do not fit.
+    monkeypatch.setenv("APM_DASHBOARD_PROM_MAX_SAMPLES", "300")
     api = _client(repo)
-    many = {"query": "sum(apm_query)", "time": T0}
-    assert "more than 2 series" in _err(
-        api.get("/api/v1/query", query_string=many), 422, "execution"
-    )
     steps = {"query": 'sum(apm_query{id="qa"})', "start": T0, "end": T0 + 1000, "step": 10}
-    assert "2 series x 101 steps" in _err(
+    assert "samples planned" in _err(
         api.get("/api/v1/query_range", query_string=steps), 422, "execution"
     )
     wide = {"query": 'max_over_time(apm_query{id="qa"}[1h])', "time": T0 + 60}
-    assert "reading about" in _err(api.get("/api/v1/query", query_string=wide), 422, "execution")
+    assert "samples planned" in _err(api.get("/api/v1/query", query_string=wide), 422, "execution")
     assert repo.reads == []
     fits = {"query": 'max_over_time(apm_query{id="qa"}[5m])', "time": T0 + 60}
     _ok(api.get("/api/v1/query", query_string=fits))
+
+
+def test_an_answer_past_max_points_is_422(repo: ResultRepo, monkeypatch: Any) -> None:
+    monkeypatch.setenv("APM_DASHBOARD_PROM_MAX_POINTS", "100")
+    api = _client(repo)
+    steps = {"query": 'sum(apm_query{id="qa"})', "start": T0, "end": T0 + 1000, "step": 10}
+    assert "1 series x 101 steps" in _err(
+        api.get("/api/v1/query_range", query_string=steps), 422, "execution"
+    )
+    steps["end"] = T0 + 990  # 100 steps
+    _ok(api.get("/api/v1/query_range", query_string=steps))
 
 
 def test_deadline_storage_and_refusals_are_prometheus_errors(repo: ResultRepo) -> None:
@@ -200,3 +214,55 @@ def test_any_query_text_answers_below_500(text: str) -> None:
     for path, query in (("/api/v1/query_range", params), ("/api/v1/query", {"query": text})):
         answer = api.get(path, query_string=query)
         assert answer.status_code in (200, 400, 422, 503), (text, answer.get_data(as_text=True))
+
+
+def _wide_fleet(repo: ResultRepo, servers: int = 1500) -> None:
+    """``qw``, a BY server query of ``servers`` servers (2 functions: 3,000 series, past the
+    old 1,000-series cap): server n's window i (ending at T0 + 10 (i + 1)) has avg n and
+    max n + i."""
+    repo.add("FROM * SELECT cpu WINDOW 10s COMPUTE avg, max BY server", "qw")
+    repo.add_windows(
+        [
+            WindowResult("qw", float(T0 + 10 * i), 10, {"avg": n, "max": n + i}, 1, 1.0, f"w{n}")
+            for n in range(servers)
+            for i in range(10)
+        ]
+    )
+
+
+def test_more_than_a_thousand_series_of_one_by_server_query_are_answered(
+    repo: ResultRepo,
+) -> None:
+    """The issue's three expressions over 3,000 series, within the default samples budget."""
+    _wide_fleet(repo)
+    api = _client(repo)
+    at = {"time": T0 + 100}  # window 9's end
+    top = _ok(api.get("/api/v1/query", query_string={"query": 'topk(3, apm_query{id="qw"})', **at}))
+    got = sorted((r["metric"]["server"], r["metric"]["fn"], r["value"][1]) for r in top["result"])
+    assert got == [("w1497", "max", "1506"), ("w1498", "max", "1507"), ("w1499", "max", "1508")]
+    query = 'avg by (metric) (apm_query{id="qw"})'  # avg: mean 749.5, max: mean 758.5
+    [mean] = _ok(api.get("/api/v1/query", query_string={"query": query, **at}))["result"]
+    assert mean == {"metric": {"metric": "cpu"}, "value": [T0 + 100, "754"]}
+    query = 'max_over_time(apm_query{id="qw"}[1m])'
+    found = _ok(api.get("/api/v1/query", query_string={"query": query, **at}))["result"]
+    assert len(found) == 3000
+    got = {(r["metric"]["server"], r["metric"]["fn"]): r["value"][1] for r in found}
+    assert got["w7", "max"] == "16" and got["w7", "avg"] == "7"
+
+
+def test_a_query_past_the_samples_budget_is_refused_before_reading(
+    repo: ResultRepo, monkeypatch: Any
+) -> None:
+    """6 windows of [1m] x 3,000 series are 18,000 samples: past 10,000, refused with
+    Prometheus' error before any row is read; 10 series of the same fit."""
+    _wide_fleet(repo)
+    monkeypatch.setenv("APM_DASHBOARD_PROM_MAX_SAMPLES", "10000")
+    api = _client(repo)
+    at = {"time": T0 + 100}
+    query = 'max_over_time(apm_query{id="qw"}[1m])'
+    message = _err(api.get("/api/v1/query", query_string={"query": query, **at}), 422, "execution")
+    assert message.startswith(TOO_MANY_SAMPLES) and "samples planned" in message
+    assert repo.rows_read == 0 and repo.window_reads == [] and repo.server_reads == []
+    few = 'max_over_time(apm_query{id="qw", server=~"w1[0-4]"}[1m])'
+    assert len(_ok(api.get("/api/v1/query", query_string={"query": few, **at}))["result"]) == 10
+    assert 0 < repo.rows_read <= 2 * 5 * 7  # at most twice the rows of the series wanted

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apm.query import StoredQuery, WindowResult, parse
+from dashboard.promapi.budget import TOO_MANY_SAMPLES
 from dashboard.promapi.evaluate import Deadline, LimitError, points, steps
 from dashboard.promapi.run import Evaluator
 from dashboard.promapi.selector import parse_selector
@@ -74,9 +75,11 @@ def _windows(seconds: int, starts: range, query_id: str = "q") -> list[WindowRes
     return [WindowResult(query_id, float(s), seconds, {"avg": s / 7}, 3, 1.0) for s in starts]
 
 
-def _evaluator(store: WindowStore, max_points: int = 500_000) -> Evaluator:
+def _evaluator(
+    store: WindowStore, max_points: int = 500_000, max_samples: int = 1_500_000
+) -> Evaluator:
     run: Callable[[str, Callable[[], Any]], Any] = lambda _op, fn: fn()  # noqa: E731
-    limits = PromApiSettings(max_points=max_points)
+    limits = PromApiSettings(max_points=max_points, max_samples=max_samples)
     return Evaluator(Store(store, limits, run, lambda _n: None))  # type: ignore[arg-type]
 
 
@@ -131,8 +134,8 @@ def test_the_limit_counts_the_windows_read_not_only_the_points() -> None:
     store = WindowStore(query, _windows(10, range(T0, T0 + 2000, 10)))
     selector = parse_selector("apm_query")
     # 60 steps of 20 s: 60 points, but 119 windows can give one, read in one go.
-    with pytest.raises(LimitError, match="reading about 119 windows"):
-        _evaluator(store, max_points=100).range_query(
+    with pytest.raises(LimitError, match=f"{TOO_MANY_SAMPLES}: 119 samples planned"):
+        _evaluator(store, max_samples=100).range_query(
             selector, T0 * 1000, (T0 + 1180) * 1000, 20_000, FOREVER
         )
     assert store.rows == 0  # refused before reading
@@ -144,8 +147,8 @@ def test_windows_of_an_older_definition_count_while_reading() -> None:
     store = WindowStore(
         query, _windows(1, range(T0, T0 + 600)) + _windows(10, range(T0, T0 + 600, 10))
     )
-    with pytest.raises(LimitError, match="read more windows"):
-        _evaluator(store, max_points=200).range_query(
+    with pytest.raises(LimitError, match=f"{TOO_MANY_SAMPLES}: more than 200 samples read"):
+        _evaluator(store, max_samples=200).range_query(
             parse_selector("apm_query"), (T0 + 10) * 1000, (T0 + 600) * 1000, 10_000, FOREVER
         )
     assert store.rows == 201
