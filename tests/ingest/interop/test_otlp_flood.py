@@ -9,7 +9,14 @@ The RSS bound is the issue's (growth under 32 MiB), asserted on the process's pe
 set (inflating and parsing ~8 MB, ~28 MiB measured, freed when it is answered) is what any
 request of that size costs, not what the flood accumulates. Measured here: ~16 MiB over the
 19 requests, none after the second; before the fix the flood grew it by several hundred MiB
-(the issue measured 574 MiB)."""
+(the issue measured 574 MiB).
+
+The requests get a wide ``answer_timeout_s``: it is also each request's decode deadline, and
+decoding one ~8 MB body takes ~0.35 s alone but can pass the default 4 s on a loaded machine,
+where its 503 ("decoding the request took longer than its deadline") fails this test though
+nothing it checks is wrong. What it proves (the memory bound, the steady counter's every
+rate, the series_budget drops) does not depend on time; the deadline is tested in
+test_wirecount.py and test_parsedcount.py."""
 
 from __future__ import annotations
 
@@ -24,6 +31,9 @@ from tests.ingest.interop.test_wirecount import answered
 pytestmark = pytest.mark.unit
 
 
+_NO_DEADLINE_S = 600.0  # a timeout only: no request of this test may meet it
+
+
 def _flood(i: int, t0: int) -> bytes:
     return flood_body(i, t0, host="web-1", prefix="")
 
@@ -31,7 +41,7 @@ def _flood(i: int, t0: int) -> bytes:
 def test_a_flood_of_one_metric_holds_memory_and_keeps_the_others_rates(
     make_client: Any, fake_publisher: Any
 ) -> None:
-    client = make_client()
+    client = make_client(answer_timeout_s=_NO_DEADLINE_S)
     t0 = now_ns() - 60 * NS
     bodies = [_flood(i, t0) for i in range(20)]
     assert 120_000 < len(bodies[0]) < 260_000, len(bodies[0])
