@@ -76,8 +76,9 @@ def _post_bad_batch(peer: Peer, samples: int) -> None:
 @pytest.fixture(scope="module")
 def peer(stack, tmp_path_factory) -> Iterator[Peer]:
     from ingest.auth import add_key
-    from launch import processes, prometheus
+    from launch import processes
     from launch.probe import free_port
+    from tests.support import prometheus
 
     home = tmp_path_factory.mktemp("prompeer")
     run = uuid.uuid4().hex[:8]
