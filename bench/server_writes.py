@@ -60,12 +60,12 @@ def main(argv: list[str] | None = None) -> int:
     ]
     cassandra = {"cassandra": cassandra_pids()}
     try:
-        spreads = [int(x) for x in args.batch_rows.split(",")]
-        results: dict[int, list[float]] = {spread: [] for spread in spreads}
-        cpu: dict[int, list[float]] = {spread: [] for spread in spreads}
+        batch_sizes = [int(x) for x in args.batch_rows.split(",")]
+        results: dict[int, list[float]] = {size: [] for size in batch_sizes}
+        cpu: dict[int, list[float]] = {size: [] for size in batch_sizes}
         start = 1_900_000_000
         for i in range(args.repeat):
-            for spread in spreads:
+            for rows_per_batch in batch_sizes:
                 start += 10
                 frame = (
                     spark.range(rows_n)
@@ -87,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
                     .persist()
                 )
                 frame.count()
-                writes = ServerWrites(StorageSettings(), keyspace, batch_rows=spread)
-                counts = WriteCounts(spark, f"swb-{i}-{spread}")
+                writes = ServerWrites(StorageSettings(), keyspace, batch_rows=rows_per_batch)
+                counts = WriteCounts(spark, f"swb-{i}-{rows_per_batch}")
                 began, cpu0 = time.monotonic(), cpu_seconds(cassandra)["cassandra"]
                 write(frame, java, writes, time.time(), counts)
                 took = time.monotonic() - began
@@ -97,18 +97,20 @@ def main(argv: list[str] | None = None) -> int:
                 frame.unpersist()
                 if done["written"] == 0 or done["refused"]:
                     raise RuntimeError(f"the writer wrote {done}")
-                results[spread].append(took)
-                cpu[spread].append(spent / done["written"] * 1e6)
-                progress(f"batch rows {spread}: {rows_n:,} rows in {took:.2f} s ({done})")
-        for spread, times in results.items():
+                results[rows_per_batch].append(took)
+                cpu[rows_per_batch].append(spent / done["written"] * 1e6)
+                progress(f"batch rows {rows_per_batch}: {rows_n:,} rows in {took:.2f} s ({done})")
+        for rows_per_batch, times in results.items():
             med = statistics.median(times)
             table.append(
                 [
-                    f"up to {spread}",
+                    f"up to {rows_per_batch}",
                     f"{rows_n:,}",
                     f"{med:.2f}",
                     f"{rows_n / med:,.0f}",
-                    f"{statistics.median(cpu[spread]):.1f}" if cassandra["cassandra"] else "-",
+                    f"{statistics.median(cpu[rows_per_batch]):.1f}"
+                    if cassandra["cassandra"]
+                    else "-",
                 ]
             )
     finally:

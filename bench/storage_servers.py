@@ -21,7 +21,7 @@ from bench.stage import cassandra_pids, cpu_seconds
 from storage.codec import result_columns
 from storage.driver import execute_many
 from storage.repository import Repository
-from storage.server_tables import server_shard
+from storage.server_tables import legacy_series_ddl, server_shard
 from storage.settings import StorageSettings
 
 __all__ = ["main"]
@@ -56,17 +56,19 @@ LAYOUTS = {
     "server10": "the same, unlogged batches of 10 partitions (as that layout was written)",
 }
 _CASSANDRA = {"cassandra": cassandra_pids()}
-_LEGACY = """CREATE TABLE IF NOT EXISTS {ks}.bench_server_results (
-    query_id text, server text, bucket int, window_start timestamp, window_seconds int,
-    vals frozen<map<text, double>>, samples bigint, updated_at timestamp,
-    PRIMARY KEY ((query_id, server, bucket), window_start))"""
+# The layout before server_series, as storage.server_tables defines it for upgrades.
+_LEGACY_TABLE = "bench_server_results"
 
 
 def _series_only(repo: Repository, rows: list[WindowResult], layout: str) -> None:
     """The series rows of ``rows`` alone, in ``layout``: "shard" (server_series, batched by
     partition as upsert_results does), "server" (a partition a server, the layout before
     server_series, one request each) or "server10" (the same, unlogged batches of 10
-    partitions, as that layout was written)."""
+    partitions, as that layout was written).
+
+    "server" and "server10" reproduce writes the product no longer makes (the replica-spread
+    batching was removed with the old layout), built here by hand so that the comparison
+    keeps measuring them; they are the benchmark's, not a second writer."""
     store = repo._servers  # the comparison needs the statements themselves
     many = {"concurrency": repo.concurrency, "profile": repo.profile}
     if layout == "shard":
@@ -80,7 +82,7 @@ def _series_only(repo: Repository, rows: list[WindowResult], layout: str) -> Non
         execute_many(repo.session, store._put_series, list(groups.values()), **many)  # type: ignore[arg-type]
         return
     put = repo.session.prepare(
-        f"INSERT INTO {repo.keyspace}.bench_server_results (query_id, server, bucket, "
+        f"INSERT INTO {repo.keyspace}.{_LEGACY_TABLE} (query_id, server, bucket, "
         "window_start, window_seconds, vals, samples, updated_at) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?"
     )
@@ -133,7 +135,7 @@ def main() -> int:
     try:
         today, now = int(time.time() // DAY) * DAY, round(time.time(), 3)
         fleet_q, plain_q, day_q, rank_q = (str(uuid.uuid4()) for _ in range(4))
-        repo.session.execute(_LEGACY.format(ks=keyspace))
+        repo.session.execute(legacy_series_ddl(keyspace, _LEGACY_TABLE))
         progress(f"upserting windows of {SERVERS} servers, by shard and a partition a server")
         first = _timed(partial(repo.upsert_results, _fleet(fleet_q, today, now)))  # + indexes
         fleet, plain = [], []

@@ -35,6 +35,7 @@ __all__ = [
     "RANKING_BUCKET_SECONDS",
     "SERVER_SHARDS",
     "SERVER_TABLES",
+    "legacy_series_ddl",
     "server_ddl",
     "server_shard",
     "server_statements",
@@ -108,6 +109,17 @@ def server_ddl(keyspace: str, ttl_s: int, index_extra_s: int) -> dict[str, str]:
                 PRIMARY KEY ((query_id, hour), window_start))
             WITH CLUSTERING ORDER BY (window_start DESC) AND {_TWCS} AND {expiring}""",
     }
+
+
+def legacy_series_ddl(keyspace: str, table: str = LEGACY_SERIES_TABLE) -> str:
+    """The CREATE TABLE of the layout before ``server_series`` (a partition per query, server
+    and day), which ``migrate`` no longer creates: for the upgrade test and the benchmark that
+    compares the two layouts, so that both build exactly what older releases built."""
+    return f"""CREATE TABLE IF NOT EXISTS {keyspace}.{table} (
+            query_id text, server text, bucket int, window_start timestamp,
+            {_VALUES},
+            PRIMARY KEY ((query_id, server, bucket), window_start))
+            WITH CLUSTERING ORDER BY (window_start DESC)"""
 
 
 _VALUE_COLS = "window_seconds, vals, samples, updated_at"

@@ -257,17 +257,12 @@ def test_a_keyspace_from_before_server_series_is_read_from_both_layouts(
     from storage import codec
     from storage.repository import Repository
     from storage.schema import bucket_of, migrate
+    from storage.server_tables import legacy_series_ddl
 
     ks = fresh_keyspace()
     migrate(cassandra_session, ks, 7)
     # The layout of the release before: one partition per (query, server, day).
-    cassandra_session.execute(
-        f"""CREATE TABLE {ks}.server_results (
-            query_id text, server text, bucket int, window_start timestamp,
-            window_seconds int, vals frozen<map<text, double>>, samples bigint,
-            updated_at timestamp, PRIMARY KEY ((query_id, server, bucket), window_start))
-            WITH CLUSTERING ORDER BY (window_start DESC)"""
-    )
+    cassandra_session.execute(legacy_series_ddl(ks))
     put = cassandra_session.prepare(
         f"INSERT INTO {ks}.server_results (query_id, server, bucket, window_start, "
         "window_seconds, vals, samples, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
