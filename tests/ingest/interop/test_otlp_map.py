@@ -6,7 +6,7 @@ one for the other's duplicate."""
 
 from __future__ import annotations
 
-import time
+import threading
 
 import pytest
 
@@ -88,16 +88,21 @@ def test_one_counter_in_two_scopes_keeps_two_rate_states(make_client, fake_publi
 
 class _SlowOnce(FakePublisher):
     """Kafka slow once: the first publish outlasts the answer deadline and then fails, as a
-    producer's delivery timeout does (nothing of it reached Kafka); the next ones are quick."""
+    producer's delivery timeout does (nothing of it reached Kafka); the next ones are quick.
+    The slow one waits for ``release`` rather than for a time, so that the order the test
+    means (the 503, the retry, then the failure) holds however loaded the machine is."""
 
     def __init__(self) -> None:
         super().__init__()
         self.calls = 0
+        self.release = threading.Event()
+        self.failed = threading.Event()
 
     def publish(self, records):  # type: ignore[no-untyped-def]
         self.calls += 1
         if self.calls == 1:  # the first point of a series publishes nothing
-            time.sleep(1.0)
+            self.release.wait(30)
+            self.failed.set()
             raise PublishUnavailable("delivery timed out (fake)")
         super().publish(records)
 
@@ -122,7 +127,8 @@ def test_a_retry_after_a_503_gives_every_point_its_rate(make_client):
     assert first.status_code == 503 and "Retry-After" in first.headers
     answer(post(client, batch))  # the exporter's retry
     _export(client, resource, 60.0, t0 - NS, t0 + 3 * NS)
-    time.sleep(1.0)  # the slow publish gives up
+    publisher.release.set()  # now the slow publish gives up
+    assert publisher.failed.wait(30)
     got = {(ts, v) for _s, ts, v in published(publisher)["http.server.request.count"]}
     assert got == {((t0 + NS) / NS, 10.0), ((t0 + 2 * NS) / NS, 20.0), ((t0 + 3 * NS) / NS, 30.0)}
 

@@ -3,10 +3,11 @@ compressed bodies of millions of empty messages that parsed to hundreds of MiB a
 seconds (issue 28, finding 5) are refused by their element counts, and every decode stops at
 the request's CPU deadline.
 
-The refusals are deterministic and asserted exactly. The time and memory bounds the issue
-asks for (an answer within 4.5 s, peak RSS growth under 64 MiB) are asserted too, but
-generously: they are 2-4x what this machine measures, and they are the ceiling the issue
-names, not a benchmark (before the fix: 200 after 9.8 s, and 174 / 346 MiB)."""
+The refusals are deterministic and asserted exactly. The time bound is the request's CPU
+deadline, checked on a clock the test moves (the last tests here), not on this shared machine's
+wall clock: timing is measured by bench.ingest_decode, never asserted. The memory bound the
+issue asks for (peak RSS growth under 64 MiB) is asserted: it does not move with the machine's
+load (before the fix: 174 / 346 MiB)."""
 
 from __future__ import annotations
 
@@ -67,7 +68,7 @@ def test_three_million_empty_resource_metrics_are_413_at_once(client: Any) -> No
     )
     assert resp.status_code == 413, resp.content
     assert b"resource_metrics" in resp.content
-    assert seconds < 4.5 and grown < 64, (seconds, grown)
+    assert grown < 64, (seconds, grown)
 
 
 def test_seven_million_empty_series_are_413_at_once(client: Any) -> None:
@@ -78,7 +79,7 @@ def test_seven_million_empty_series_are_413_at_once(client: Any) -> None:
     )
     assert resp.status_code == 413, resp.text
     assert "timeseries" in resp.text
-    assert seconds < 4.5 and grown < 64, (seconds, grown)
+    assert grown < 64, (seconds, grown)
 
 
 def test_empty_samples_and_attributes_are_counted_too(client: Any) -> None:
@@ -123,7 +124,7 @@ def test_nested_empty_otlp_messages_are_bounded(client: Any, body: bytes) -> Non
         )
     )
     assert resp.status_code in (200, 400, 413, 503), resp.content
-    assert seconds < 4.5 and grown < 64, (seconds, grown, resp.status_code)
+    assert grown < 64, (seconds, grown, resp.status_code)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
@@ -134,7 +135,7 @@ def test_nested_empty_remote_write_messages_are_bounded(client: Any, body: bytes
         lambda: client.post("/api/v1/write", content=raw, headers=RW_HEADERS)
     )
     assert resp.status_code in (204, 400, 413, 503), resp.text
-    assert seconds < 4.5 and grown < 64, (seconds, grown, resp.status_code)
+    assert grown < 64, (seconds, grown, resp.status_code)
 
 
 def test_the_count_stops_at_the_limit_and_at_the_deadline() -> None:
