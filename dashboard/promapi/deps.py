@@ -15,7 +15,8 @@ from dashboard.promapi.access import Access
 from dashboard.promapi.evaluate import Deadline
 from dashboard.promapi.params import ParamError, parse_duration, parse_span
 from dashboard.promapi.promql_eval import LOOKBACK_MS
-from dashboard.promapi.promql_parse import Expr, parse_promql
+from dashboard.promapi.promql_parse import parse_promql
+from dashboard.promapi.promql_tree import Expr
 from dashboard.promapi.run import Evaluator
 from dashboard.promapi.selector import Constant, Selector, parse_selector
 from dashboard.promapi.settings import PromApiSettings

@@ -25,7 +25,7 @@ tree (:mod:`.promql_tree`) :mod:`.promql_eval` evaluates:
 Each selector is checked by :func:`~.selector.parse_selector` (the metric, the labels, RE2
 regular expressions; :mod:`.promql_checks`). Anything else (another function or operator,
 strings) is refused with :class:`SelectorError` naming it, as a
-400 ``bad_data``. The tree's classes are re-exported here.
+400 ``bad_data``. The tree's classes are :mod:`.promql_tree`'s, imported from there.
 """
 
 from __future__ import annotations
@@ -77,29 +77,7 @@ from dashboard.promapi.selector import (
     parse_expr,
 )
 
-__all__ = [
-    "AGGREGATIONS",
-    "ARITHMETIC",
-    "COMPARISONS",
-    "MAX_DEPTH",
-    "OVER_TIME",
-    "SET_OPERATORS",
-    "Absent",
-    "Aggregate",
-    "Bare",
-    "Binary",
-    "Elementwise",
-    "Expr",
-    "Matching",
-    "Node",
-    "Number",
-    "OverTime",
-    "Relabel",
-    "Sort",
-    "Subquery",
-    "Vector",
-    "parse_promql",
-]
+__all__ = ["MAX_DEPTH", "parse_promql"]
 
 _CARDS = {
     "VectorMatchCardinality.OneToOne": "one-to-one",

@@ -37,10 +37,9 @@ from dashboard.promapi.evaluate import (
 )
 from dashboard.promapi.plan import Span, by_query, per_window, plan, reads_of
 from dashboard.promapi.promql_eval import LOOKBACK_MS
-from dashboard.promapi.promql_parse import Expr
 from dashboard.promapi.promql_run import PromqlRunner
 from dashboard.promapi.promql_shift import moved, shifted
-from dashboard.promapi.promql_tree import Bare
+from dashboard.promapi.promql_tree import Bare, Expr
 from dashboard.promapi.selector import ALERTS, METRIC, Constant, Selector
 from dashboard.promapi.server_reads import collect, read_servers
 from dashboard.promapi.shape import Point, format_time, format_value, matrix, vector

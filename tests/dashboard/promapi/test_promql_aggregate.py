@@ -10,7 +10,7 @@ import pytest
 
 from dashboard.promapi.evaluate import Deadline
 from dashboard.promapi.promql_aggregate import Row, aggregate, format_label_value, group_labels
-from dashboard.promapi.promql_parse import Aggregate, Number
+from dashboard.promapi.promql_tree import Aggregate, Number
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,8 @@ import math
 import pytest
 
 from dashboard.promapi.promql_elementwise import apply, elementwise
-from dashboard.promapi.promql_parse import Elementwise, parse_promql
+from dashboard.promapi.promql_parse import parse_promql
+from dashboard.promapi.promql_tree import Elementwise
 from dashboard.promapi.selector import SelectorError
 
 pytestmark = pytest.mark.unit

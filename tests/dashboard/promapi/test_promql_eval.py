@@ -14,7 +14,8 @@ import pytest
 from dashboard.promapi.budget import Samples, SamplesError
 from dashboard.promapi.evaluate import Deadline, LimitError, TimedOut
 from dashboard.promapi.promql_eval import LOOKBACK_MS, Raw, Steps, evaluate
-from dashboard.promapi.promql_parse import Bare, parse_promql
+from dashboard.promapi.promql_parse import parse_promql
+from dashboard.promapi.promql_tree import Bare
 from dashboard.promapi.selector import Constant, Selector
 
 pytestmark = pytest.mark.unit

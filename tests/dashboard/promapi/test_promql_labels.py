@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 from dashboard.promapi.evaluate import Deadline
 from dashboard.promapi.promql_labels import expand, relabel, relabeller
-from dashboard.promapi.promql_parse import Relabel, parse_promql
+from dashboard.promapi.promql_parse import parse_promql
 from dashboard.promapi.promql_rows import SAME_LABELSET, ExecutionError
+from dashboard.promapi.promql_tree import Relabel
 from dashboard.promapi.regex import MAX_PATTERN_CHARS
 from dashboard.promapi.selector import SelectorError
 from tests.dashboard.promapi.test_regex import patterns, values

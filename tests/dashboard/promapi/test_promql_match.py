@@ -11,8 +11,8 @@ import pytest
 
 from dashboard.promapi.evaluate import Deadline
 from dashboard.promapi.promql_match import signature, vector_binop
-from dashboard.promapi.promql_parse import Binary, Matching, Number
 from dashboard.promapi.promql_rows import ExecutionError, Row, Sparse, dense
+from dashboard.promapi.promql_tree import Binary, Matching, Number
 
 pytestmark = pytest.mark.unit
 

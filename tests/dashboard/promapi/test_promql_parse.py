@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashboard.promapi.promql_parse import (
-    MAX_DEPTH,
+from dashboard.promapi.promql_parse import MAX_DEPTH, parse_promql
+from dashboard.promapi.promql_tree import (
     Absent,
     Aggregate,
     Bare,
@@ -17,10 +17,10 @@ from dashboard.promapi.promql_parse import (
     Matching,
     Number,
     OverTime,
+    Shift,
+    Subquery,
     Vector,
-    parse_promql,
 )
-from dashboard.promapi.promql_tree import Shift, Subquery
 from dashboard.promapi.selector import Constant, Selector, SelectorError
 
 pytestmark = pytest.mark.unit

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from dashboard.promapi.promql_parse import Sort, parse_promql
+from dashboard.promapi.promql_parse import parse_promql
 from dashboard.promapi.promql_sort import ordered, sort_rows
+from dashboard.promapi.promql_tree import Sort
 from dashboard.promapi.selector import SelectorError
 from tests.dashboard.promapi.test_promql_run import _client, repo  # noqa: F401 - a fixture
 from tests.dashboard.promapi.test_routes import T0, ResultRepo, _ok
