@@ -25,6 +25,7 @@ from ingest.telemetry import IngestTelemetry
 from ingest.validate import Validator
 
 __all__ = [
+    "CLIENT_CERTIFICATE",
     "AuthDep",
     "Gate",
     "PublisherDep",
@@ -150,10 +151,20 @@ def _unauthorized(detail: str) -> ApiError:
     )
 
 
+# The key id require_key gives a request let in by its client certificate alone.
+CLIENT_CERTIFICATE = "client-certificate"
+
+
 async def require_key(
     state: ServiceDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 ) -> str:
     if credentials is None:
+        if state.settings.tls_client_auth == "instead_of_key":
+            # The ingest listens only on TLS that requires a certificate from tls_client_ca
+            # (the settings refuse this mode without one), so every request here came over a
+            # connection whose certificate the handshake verified. A key that is sent is
+            # still checked below: a wrong one is refused, never ignored.
+            return CLIENT_CERTIFICATE
         state.telemetry.rejected("unauthorized", 0)
         raise _unauthorized("missing 'Authorization: Bearer <api key>'")
     if not state.keys.check(credentials.credentials):  # one SHA-256, no I/O most calls

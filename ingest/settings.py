@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings
@@ -31,10 +32,12 @@ class IngestSettings(BaseSettings):
     # HTTPS (docs/security.md): with tls_cert and tls_key the service speaks only HTTPS; the
     # pair is reloaded within tls_reload_s of a change, open connections kept. With
     # tls_client_ca every client must present a certificate from that CA at the handshake,
-    # and its API key as well. Without them: plain HTTP (make run, on loopback).
+    # and its API key as well ("beside_key"), or the certificate stands in for the key
+    # ("instead_of_key"). Without them: plain HTTP (make run, on loopback).
     tls_cert: Path | None = None
     tls_key: Path | None = None
     tls_client_ca: Path | None = None
+    tls_client_auth: Literal["beside_key", "instead_of_key"] = "beside_key"
     tls_reload_s: float = Field(default=10.0, gt=0)
 
     # Request limits (docs/ingest.md, Limits). Bytes alone do not bound a request's cost:
@@ -113,4 +116,11 @@ class IngestSettings(BaseSettings):
     @model_validator(mode="after")
     def _tls_pair(self) -> IngestSettings:
         check_server_files("APM_INGEST_", self.tls_cert, self.tls_key, self.tls_client_ca)
+        if self.tls_client_auth == "instead_of_key" and self.tls_client_ca is None:
+            # Without a client CA nothing is verified at the handshake: every request would
+            # be let in without a key.
+            raise ValueError(
+                "APM_INGEST_TLS_CLIENT_AUTH=instead_of_key needs APM_INGEST_TLS_CLIENT_CA "
+                "(the CA whose client certificates stand in for the API key)"
+            )
         return self

@@ -131,6 +131,38 @@ def test_a_client_certificate_is_presented_to_an_ingest_that_requires_one(
     assert _values(kafka_bootstrap, metric) == [0.0, 1.0, 2.0]
 
 
+def test_a_client_certificate_stands_in_for_the_api_key_when_the_ingest_says_so(
+    tmp_path, https_ingest, make_settings, metric, kafka_bootstrap, caplog
+) -> None:
+    """APM_INGEST_TLS_CLIENT_AUTH=instead_of_key: an agent with a certificate from the
+    clients' CA and no api_key is let in; one that sends a wrong key beside its certificate
+    is still refused (401, a push blocked), and a foreign certificate at the handshake."""
+    ca, clients = make_ca(tmp_path / "ca"), make_ca(tmp_path / "clients", name="clients")
+    foreign = make_ca(tmp_path / "foreign", name="foreign")
+    url, key = https_ingest(ca, client_ca=clients.cert, client_auth="instead_of_key")
+    base = {"ingest_url": url, "tls_ca": ca.cert}
+
+    cert, private = foreign.issue("agent", cn="web-1")
+    stranger = _agent(make_settings, **base, tls_cert=cert, tls_key=private)
+    _spool(stranger, metric, 3)
+    assert "check tls_cert and tls_key" in _refused_once(stranger, caplog, 3)
+    stranger.spool.close()
+
+    cert, private = clients.issue("agent", cn="web-1")
+    # The agents share one spool (make_settings' directory): the same 3 snapshots each time.
+    wrong = _agent(make_settings, **base, api_key=key + "x", tls_cert=cert, tls_key=private)
+    assert wrong.pusher.push_once() is not None
+    assert wrong.spool.depth == 3 and wrong.stats.pushed == 0
+    assert wrong.stats.blocked_status == 401
+    wrong.spool.close()
+    assert _values(kafka_bootstrap, metric) == []
+
+    keyless = _agent(make_settings, **base, tls_cert=cert, tls_key=private)
+    _drain(keyless)
+    assert keyless.stats.pushed == 3 and keyless.stats.tls_errors == 0
+    assert _values(kafka_bootstrap, metric) == [0.0, 1.0, 2.0]
+
+
 def test_tls_server_name_checks_the_certificate_against_another_name(
     tmp_path, https_ingest, make_settings, metric, kafka_bootstrap, caplog
 ) -> None:

@@ -69,6 +69,21 @@ def test_a_cert_without_its_key_is_a_clear_error(tmp_path: Path) -> None:
         IngestSettings(tls_cert=tmp_path / "c.pem")
 
 
+def test_a_certificate_in_place_of_the_key_needs_a_client_ca(tmp_path: Path) -> None:
+    ca = make_ca(tmp_path)
+    cert, key = ca.issue("ingest")
+    with pytest.raises(ValidationError, match="instead_of_key needs APM_INGEST_TLS_CLIENT_CA"):
+        IngestSettings(tls_cert=cert, tls_key=key, tls_client_auth="instead_of_key")
+    with pytest.raises(ValidationError, match="tls_client_auth"):
+        IngestSettings(tls_client_auth="sometimes")
+    assert (
+        IngestSettings(
+            tls_cert=cert, tls_key=key, tls_client_ca=ca.cert, tls_client_auth="instead_of_key"
+        ).tls_client_auth
+        == "instead_of_key"
+    )
+
+
 def test_apm_ingest_exits_2_naming_a_missing_tls_file(tmp_path: Path) -> None:
     done = subprocess.run(
         [str(Path(sys.executable).parent / "apm"), "ingest", "--port", "0"],

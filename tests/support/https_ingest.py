@@ -14,7 +14,8 @@ from tests.support.http import uvicorn_thread
 
 __all__ = ["StartIngest", "https_ingests"]
 
-# (ca, client_ca=None, cn="localhost") -> (the https URL of /v1/metrics by that name, API key)
+# (ca, client_ca=None, cn="localhost", client_auth="beside_key") -> (the https URL of
+# /v1/metrics by that name, API key)
 StartIngest = Callable[..., tuple[str, str]]
 
 
@@ -28,7 +29,12 @@ def https_ingests(tmp_path: Path, kafka_bootstrap: str) -> Iterator[StartIngest]
 
     with contextlib.ExitStack() as running:
 
-        def start(ca: Ca, client_ca: Path | None = None, cn: str = "localhost") -> tuple[str, str]:
+        def start(
+            ca: Ca,
+            client_ca: Path | None = None,
+            cn: str = "localhost",
+            client_auth: str = "beside_key",
+        ) -> tuple[str, str]:
             n = len(list(tmp_path.glob("keys*")))
             cert, key = ca.issue(f"ingest{n}", cn=cn)
             keys = tmp_path / f"keys{n}"
@@ -39,6 +45,7 @@ def https_ingests(tmp_path: Path, kafka_bootstrap: str) -> Iterator[StartIngest]
                 tls_cert=cert,
                 tls_key=key,
                 tls_client_ca=client_ca,
+                tls_client_auth=client_auth,
             )
             port = running.enter_context(
                 uvicorn_thread(
