@@ -107,9 +107,10 @@ bench-agent: agent-deb debs  ## the agent's overhead; the .deb's size, its insta
 	  $(PY) -m tests.support.cleanhost $(CURDIR)/.cache/bench-agent-root --install $$deb && \
 	  $(PY) -m bench.agent --deb $$deb --clean-root $(CURDIR)/.cache/bench-agent-root
 
-bench-ingest: up
+bench-ingest: up  ## the ingest's rate and CPU, its protobuf bounds, and what host tags cost it
 	$(PY) -m bench.ingest
 	$(PY) -m bench.ingest_decode
+	$(PY) -m bench.ingest_tags
 
 bench-aggregator: up  ## the dedup state's arrival-order figure, the issue config, then the breadth config (each its own Spark session)
 	$(PY) -m bench.aggregator_order

@@ -19,22 +19,18 @@ import orjson
 from apm.kafka import delete_topics
 from apm.model import topic_for
 from bench.base import percentile, progress, write_section
+from bench.stage import cpu_seconds
 from ingest.auth import add_key
 from ingest.settings import IngestSettings
 from launch import processes
 from launch.probe import free_port
 
-__all__ = ["main"]
+__all__ = ["drive", "main", "metric_name", "warm_up"]
 
 COMMAND = "make bench-ingest"
 
 
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _metric(run: str, m: int) -> str:
+def metric_name(run: str, m: int) -> str:
     # A fresh name per run: Kafka deletes topics asynchronously, and re-creating the names a
     # previous run just deleted stalls the producer on vanishing partitions.
     return f"bench.ingest.{run}.m{m:03d}"
@@ -50,7 +46,7 @@ def _bodies(servers: int, metrics: int, count: int, run: str = "r") -> list[byte
                         "server": f"bench-{s:05d}",
                         "ts": now + i % 60,
                         "metrics": {
-                            _metric(run, m): (s * 7 + m * 13 + i) % 1000 / 10.0
+                            metric_name(run, m): (s * 7 + m * 13 + i) % 1000 / 10.0
                             for m in range(metrics)
                         },
                     }
@@ -62,7 +58,7 @@ def _bodies(servers: int, metrics: int, count: int, run: str = "r") -> list[byte
     ]
 
 
-def _drive(
+def drive(
     url: str, key: str, bodies: list[bytes], seconds: float, threads: int
 ) -> tuple[int, list[float], int]:
     """Posts bodies from ``threads`` connections for ``seconds``; (samples, latencies, errors)."""
@@ -99,7 +95,7 @@ def _drive(
     return totals[0], latencies, totals[1]
 
 
-def _warm_up(url: str, key: str, body: bytes, limit_s: float = 180.0) -> None:
+def warm_up(url: str, key: str, body: bytes, limit_s: float = 180.0) -> None:
     """Until a request is answered 202 in under a second: creating 100 topics on a busy
     broker takes a while, and that is not what this benchmark measures."""
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
@@ -115,7 +111,7 @@ def _warm_up(url: str, key: str, body: bytes, limit_s: float = 180.0) -> None:
 
 
 def _delete_topics(bootstrap: str, metrics: int, run: str) -> None:
-    delete_topics(bootstrap, sorted(topic_for(_metric(run, m)) for m in range(metrics)))
+    delete_topics(bootstrap, sorted(topic_for(metric_name(run, m)) for m in range(metrics)))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,18 +148,23 @@ def main(argv: list[str] | None = None) -> int:
         )
         pid = proc.pid()
         assert pid is not None
+        procs = {"ingest": [pid]}
         url = processes.ingest_url(port)
         try:
             bodies = _bodies(args.servers, args.metrics, 8, run)
             progress(f"warm-up (creates {args.metrics} topics), body {len(bodies[0])} bytes")
-            _warm_up(url, key, bodies[0])
-            _drive(url, key, bodies, 2.0, args.threads)
+            warm_up(url, key, bodies[0])
+            drive(url, key, bodies, 2.0, args.threads)
             rounds = []
             for n in range(args.rounds):
-                cpu0, t0, mine0 = _cpu_seconds(pid), time.monotonic(), time.process_time()
-                samples, latencies, errors = _drive(url, key, bodies, args.seconds, args.threads)
+                cpu0, t0, mine0 = (
+                    cpu_seconds(procs)["ingest"],
+                    time.monotonic(),
+                    time.process_time(),
+                )
+                samples, latencies, errors = drive(url, key, bodies, args.seconds, args.threads)
                 wall = time.monotonic() - t0
-                cpu = (_cpu_seconds(pid) - cpu0) / wall
+                cpu = (cpu_seconds(procs)["ingest"] - cpu0) / wall
                 client = (time.process_time() - mine0) / wall
                 rate = samples / wall
                 rounds.append((rate, cpu, latencies, errors, client))
