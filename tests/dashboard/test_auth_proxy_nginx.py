@@ -21,6 +21,8 @@ from typing import Any
 import httpx
 import pytest
 
+from dashboard.permits import callback_name
+from dashboard.roles import CALLBACK_ROLES
 from launch.probe import free_port
 from tests.dashboard.conftest import TOKEN
 from tests.support.nginx import running_nginx
@@ -133,6 +135,19 @@ def test_nginx_signs_a_new_user_in_as_a_viewer_whose_writes_are_403(proxied: Pro
         assert refused.status_code == 403, refused.text
         assert refused.json()["error"] == "forbidden"
         assert "the viewer role may not do this" in refused.json()["detail"]
+        # A Dash callback that writes, forged from the page, meets the same table.
+        writes = [
+            output
+            for output, cb in proxied.app.callback_map.items()
+            if CALLBACK_ROLES[callback_name(cb["callback"])] != "viewer"
+        ]
+        assert writes
+        for output in writes:
+            forged = client.post(
+                "/_dash-update-component",
+                json={"output": output, "outputs": [], "inputs": [], "changedPropIds": []},
+            )
+            assert forged.status_code == 403, (output, forged.text)
     stored = proxied.users.store.get(VIEWER)
     assert (stored.role, stored.password_hash) == ("viewer", NO_PASSWORD)
 
