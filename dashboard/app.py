@@ -20,7 +20,7 @@ from dashboard.api import error
 from dashboard.auth import install_auth, login_throttle
 from dashboard.board_book import book_for
 from dashboard.context import AppContext
-from dashboard.pages import alerts, board, board_list, chart, health, queries
+from dashboard.pages import alerts, board, board_list, chart, health, people, queries
 from dashboard.pages.common import role_class
 from dashboard.permits import install_permits
 from dashboard.signin import tokens_for, users_for
@@ -137,6 +137,8 @@ def create_app(app_ctx: AppContext) -> Dash:
             return board_list.layout(app_ctx, boards)
         if pathname == "/dashboard":
             return board.layout(app_ctx, boards, search or "")
+        if pathname == "/users":
+            return people.layout()
         if pathname in ("/", "", None, "/queries", "/queries/"):
             return queries.layout(app_ctx)
         return html.Div([html.H2("Not found"), dcc.Link("back to the queries", href="/")])
@@ -146,6 +148,7 @@ def create_app(app_ctx: AppContext) -> Dash:
     alerts.register(app, app_ctx, alert_book)
     board_list.register(app, app_ctx, boards)
     board.register(app, app_ctx, boards)
+    people.register(app, app_ctx.clock, users, tokens)
     # After the login hook: what the signed-in role may call (dashboard.roles' table).
     install_permits(
         server,

@@ -13,6 +13,11 @@ submit), the login/logout forms carry it as a field. API clients use ``Authoriza
 tokens (:func:`dashboard.signin.check_bearer`, the one check of a Bearer token, here and in
 :mod:`dashboard.promapi.access`).
 
+With ``APM_DASHBOARD_AUTH_PROXY_ENABLED``, a request from a trusted proxy that names its user
+in the proxy's header (:mod:`dashboard.auth_proxy`) is that user: it gets a session of its
+own here, kept while the proxy keeps naming the same user, and the same CSRF rules; the
+header decides alone (an ``Authorization`` header beside it is not read).
+
 Who signs in and with which role is :mod:`dashboard.signin`'s (the built-in login and token
 are ``admin``, ``apm user`` users have their own role). A request let through here carries
 its user and role in ``flask.g`` (``apm_user``, ``apm_role``) for :mod:`dashboard.permits`,
@@ -33,8 +38,10 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from apm.errors import error_body
 from dashboard.api_tokens import TokenHolder
+from dashboard.auth_proxy import AuthProxy, ProxyRefusal
 from dashboard.guard import StorageUnavailable
 from dashboard.next_url import safe_next
+from dashboard.proxy_trust import peer_address
 from dashboard.sessions import SignedSessions, secret_key
 from dashboard.settings import DashboardSettings
 from dashboard.signin import Tokens, Users, check_bearer, same_secret, session_role, sign_in
@@ -124,6 +131,13 @@ def install_auth(
         PERMANENT_SESSION_LIFETIME=timedelta(hours=settings.session_hours),
     )
     hint = "Sign in with your user and password, or with the dashboard's token."
+    proxy = AuthProxy(settings, users, metrics) if settings.auth_proxy_enabled else None
+
+    def set_csrf_cookie(response: BaseResponse) -> None:
+        # Readable by scripts on purpose: Dash echoes it in X-CSRFToken (double submit).
+        response.set_cookie(
+            CSRF_COOKIE, session["csrf"], samesite="Strict", httponly=False, secure=settings.https
+        )
 
     def login_page(error: str = "", status: int = 200) -> Response:
         session.setdefault("login_csrf", secrets.token_urlsafe(24))
@@ -163,10 +177,7 @@ def install_auth(
         sessions.open(session, user or "token", built_in=who[1])
         session.permanent = True  # the cookie lives as long as the session, not the browser
         response = redirect(safe_next(request.form.get("next")))
-        # Readable by scripts on purpose: Dash echoes it in X-CSRFToken (double submit).
-        response.set_cookie(
-            CSRF_COOKIE, session["csrf"], samesite="Strict", httponly=False, secure=settings.https
-        )
+        set_csrf_cookie(response)
         return response
 
     @server.route("/logout", methods=["POST"])
@@ -180,10 +191,37 @@ def install_auth(
         response.delete_cookie(CSRF_COOKIE, secure=settings.https)
         return response
 
+    def through_proxy() -> BaseResponse | str | None:
+        """The user a trusted proxy names (its session opened or kept), a refusal, or None."""
+        if proxy is None:
+            return None
+        try:
+            who = proxy.identify(request.headers, peer_address(request.environ))
+        except StorageUnavailable as exc:
+            return _refuse(503, "storage_unavailable", str(exc))
+        if who is None:
+            return None
+        if isinstance(who, ProxyRefusal):
+            return _refuse(who.status, who.error, who.detail, who.at)
+        mine = session.get("proxy") and session.get("user") == who.name
+        if not (mine and sessions.valid(session)):
+            metrics.logins.labels("proxy").inc()
+            sessions.open(session, who.name, built_in=False, proxy=True)
+            session.permanent = True
+            g.apm_proxy_opened = True
+        g.apm_proxy_user = who.name
+        return who.name
+
+    @server.after_request
+    def proxy_csrf_cookie(response: BaseResponse) -> BaseResponse:
+        if g.get("apm_proxy_opened"):
+            set_csrf_cookie(response)
+        return response
+
     @server.before_request
     def require_login() -> BaseResponse | None:
         path = request.path
-        if path in PUBLIC_PATHS or (delegated and path.startswith(delegated)):
+        if path in PUBLIC_PATHS:
             return None
         if path.startswith(SHARE_PREFIX):
             link = path[len(SHARE_PREFIX) :].split("/", 1)[0]
@@ -191,7 +229,12 @@ def install_auth(
                 return None
             metrics.refused.labels("share_link").inc()
             return _refuse(404, "not_found", "no such share link")
-        if path.startswith("/api/") and request.authorization is not None:
+        proxied = through_proxy()
+        if proxied is not None and not isinstance(proxied, str):
+            return proxied
+        if delegated and path.startswith(delegated):
+            return None  # its blueprint checks (with g.apm_proxy_user when proxied)
+        if proxied is None and path.startswith("/api/") and request.authorization is not None:
             token = request.authorization.token if request.authorization.type == "bearer" else None
             try:
                 refusal = check_bearer(
@@ -208,7 +251,7 @@ def install_auth(
                 )
             return _refuse(401, "unauthorized", refusal.detail, "header:Authorization")
         try:
-            role = session_role(session, users) if sessions.valid(session) else None
+            role = session_role(session, users, proxied) if sessions.valid(session) else None
         except StorageUnavailable as exc:
             return _refuse(503, "storage_unavailable", str(exc))
         if role is None:  # no session, or its user was disabled since

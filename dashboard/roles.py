@@ -6,7 +6,8 @@ the Dash callbacks alike, so that no handler checks a role itself.
 - ``viewer`` reads everything: charts, dashboards, the Prometheus API, alert states;
 - ``editor`` also creates, edits and deletes queries, dashboards, alert rules, silences and
   share links;
-- ``admin`` also manages users (``apm user``), and is what the configured login
+- ``admin`` also manages users and their tokens (``apm user``, ``apm token``, the users
+  page), and is what the configured login
   (``APM_DASHBOARD_USER`` / ``APM_DASHBOARD_PASSWORD_HASH``) and ``APM_DASHBOARD_TOKEN`` are.
 
 A read (GET, HEAD, OPTIONS) needs ``viewer``. A state-changing route or callback missing from
@@ -98,6 +99,9 @@ CALLBACK_ROLES: Final[dict[str, str]] = {
     "dashboard.pages.board_edit.edit": EDITOR,  # panels, layout, rename, share, revoke
     "dashboard.pages.board.live": VIEWER,
     "dashboard.pages.board.draw": VIEWER,
+    # The users page: the list of users and tokens is an admin's read, as are its writes.
+    "dashboard.pages.people.show": ADMIN,
+    "dashboard.pages.people.act": ADMIN,  # set a role, disable, enable, revoke a token
 }
 
 

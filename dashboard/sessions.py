@@ -50,13 +50,22 @@ class SignedSessions:
         self._lock = threading.Lock()
         self._revoked: dict[str, float] = {}  # session id -> its expiry
 
-    def open(self, session: MutableMapping[str, Any], user: str, built_in: bool = True) -> None:
+    def open(
+        self,
+        session: MutableMapping[str, Any],
+        user: str,
+        built_in: bool = True,
+        proxy: bool = False,
+    ) -> None:
         """``built_in``: the configured login or the token (:mod:`dashboard.signin`), else a
-        user of ``apm user``, whose role is read on each request."""
+        user of ``apm user``, whose role is read on each request. ``proxy``: opened for the
+        auth proxy's header (:mod:`dashboard.auth_proxy`), valid only beside it."""
         session.clear()
         session["sid"] = secrets.token_urlsafe(24)
         session["user"] = user
         session["builtin"] = built_in
+        if proxy:
+            session["proxy"] = True
         session["csrf"] = secrets.token_urlsafe(24)
         session["exp"] = self._clock() + self._ttl
 

@@ -11,6 +11,8 @@ from pydantic_settings import BaseSettings
 
 from apm.settings import env_config, shared
 from apm.tls import check_server_files
+from dashboard.proxy_trust import header_name_error, parse_networks
+from dashboard.roles import VIEWER, parse_role
 
 __all__ = ["MIN_TOKEN_BITS", "DashboardSettings", "token_bits"]
 
@@ -130,3 +132,48 @@ class DashboardSettings(BaseSettings):
         """The interval used: the request, or the default, never below the floor."""
         wanted = self.refresh_seconds if seconds is None or seconds != seconds else seconds
         return max(self.refresh_floor_seconds, float(wanted))
+
+    # Auth proxy, single sign-on (docs/security.md): a request from one of the trusted proxies'
+    # addresses (comma-separated addresses or CIDR blocks, checked against the connection's
+    # peer, never X-Forwarded-For) that carries auth_proxy_header signs in as the user it
+    # names. The header from any other address is ignored. An unknown name becomes a user with
+    # auth_proxy_default_role (no password) unless auto sign-up is off.
+    auth_proxy_enabled: bool = False
+    auth_proxy_header: str = "X-WEBAUTH-USER"
+    auth_proxy_trusted: str = ""
+    auth_proxy_auto_sign_up: bool = True
+    auth_proxy_default_role: str = VIEWER
+
+    @field_validator("auth_proxy_header")
+    @classmethod
+    def _proxy_header(cls, name: str) -> str:
+        if (err := header_name_error(name)) is not None:
+            raise ValueError(f"APM_DASHBOARD_AUTH_PROXY_HEADER: {err}")
+        return name
+
+    @field_validator("auth_proxy_trusted")
+    @classmethod
+    def _proxy_trusted(cls, text: str) -> str:
+        try:
+            parse_networks(text)
+        except ValueError as exc:
+            raise ValueError(f"APM_DASHBOARD_AUTH_PROXY_TRUSTED: {exc}") from None
+        return text
+
+    @field_validator("auth_proxy_default_role")
+    @classmethod
+    def _proxy_role(cls, role: str) -> str:
+        try:
+            return parse_role(role)
+        except ValueError as exc:
+            raise ValueError(f"APM_DASHBOARD_AUTH_PROXY_DEFAULT_ROLE: {exc}") from None
+
+    @model_validator(mode="after")
+    def _proxy_needs_trusted(self) -> DashboardSettings:
+        if self.auth_proxy_enabled and not parse_networks(self.auth_proxy_trusted):
+            raise ValueError(
+                "APM_DASHBOARD_AUTH_PROXY_ENABLED needs APM_DASHBOARD_AUTH_PROXY_TRUSTED: the "
+                "addresses of the proxies whose header is believed (e.g. 10.0.0.5 or "
+                "10.0.0.0/24); the header of any other address is ignored"
+            )
+        return self

@@ -129,8 +129,14 @@ def sign_in(
     return None if role is None else (role, False)
 
 
-def session_role(session: MutableMapping[str, Any], users: Users | None) -> str | None:
-    """The role of a valid session now; None when its user is gone or disabled."""
+def session_role(
+    session: MutableMapping[str, Any], users: Users | None, proxied: str | None = None
+) -> str | None:
+    """The role of a valid session now; None when its user is gone or disabled. A session
+    the auth proxy opened counts only while the proxy names its user (``proxied``, the user
+    the request's trusted header names: :mod:`dashboard.auth_proxy`)."""
+    if session.get("proxy") and (proxied is None or session.get("user") != proxied):
+        return None
     # Sessions signed before users existed carry no flag: they were all built-in logins.
     if session.get("builtin", True):
         return ADMIN

@@ -8,6 +8,10 @@ so a stolen table is slow to guess offline. The login throttle (:mod:`dashboard.
 runs before any check. An unknown or disabled user costs the same hash as a known one, so the
 answer's time does not tell which names exist.
 
+A user of the auth proxy (:mod:`dashboard.auth_proxy`) is created by :meth:`UserDirectory.sign_up`
+with :data:`NO_PASSWORD` in place of a hash: no password matches it, so it signs in only
+through the proxy.
+
 A signed-in user's role is read again on each request (:meth:`UserDirectory.role`), cached
 for ``cache_s`` seconds: a role change or a disable reaches open sessions within that time.
 When Cassandra cannot be read, the last role read is used until it can (a blip does not sign
@@ -31,6 +35,7 @@ from dashboard.telemetry import DashboardTelemetry
 __all__ = [
     "MAX_PASSWORD_CHARS",
     "MIN_PASSWORD_CHARS",
+    "NO_PASSWORD",
     "SCRYPT",
     "UserConflict",
     "UserDirectory",
@@ -44,6 +49,9 @@ MIN_PASSWORD_CHARS = 8
 # nobody types more than this.
 MAX_PASSWORD_CHARS = 1024
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
+# Stored for a user of the auth proxy: not a werkzeug hash (those start with a method name), so
+# no password matches it; non-empty, since the table reads an empty hash as no user.
+NO_PASSWORD = "!auth-proxy: no password"
 # Checked against for an unknown or disabled name: the same cost as a real check.
 _DUMMY = generate_password_hash("not a password of anyone", method=SCRYPT)
 
@@ -86,7 +94,8 @@ class UserDirectory:
     ) -> None:
         self.store, self.telemetry, self.clock, self.cache_s = store, telemetry, clock, cache_s
         self._lock = threading.Lock()
-        self._roles: dict[str, tuple[str | None, float]] = {}  # name -> (role, read at)
+        # name -> (role: None when disabled or unknown, whether it exists, read at)
+        self._roles: dict[str, tuple[str | None, bool, float]] = {}
 
     def _g(self, op: str, call: Callable[[], Any]) -> Any:
         return guarded(self.telemetry, op, call)
@@ -98,6 +107,22 @@ class UserDirectory:
         hashed = generate_password_hash(password, method=SCRYPT)
         if not self._g("user_add", lambda: self.store.add(name, role, hashed, self.clock())):
             raise UserConflict(f"user {name!r} exists (apm user set-role to change its role)")
+
+    def sign_up(self, name: str, role: str) -> bool:
+        """Adds ``name`` with ``role`` and no password (:data:`NO_PASSWORD`): a user of the auth
+        proxy. False when a user of that name exists (it is left as it was)."""
+        if (err := name_error(name)) is not None:
+            raise UserError(err)
+        role = self._role_arg(role)
+        added = bool(
+            self._g("user_add", lambda: self.store.add(name, role, NO_PASSWORD, self.clock()))
+        )
+        with self._lock:
+            if added:
+                self._roles[name] = (role, True, time.monotonic())
+            else:
+                self._roles.pop(name, None)  # read it afresh: it is someone else's now
+        return added
 
     def list(self) -> list[Any]:
         return list(self._g("user_list", self.store.list))
@@ -116,7 +141,7 @@ class UserDirectory:
         user = None
         if name_error(name) is None and len(password) <= MAX_PASSWORD_CHARS:
             user = self._g("user_get", lambda: self.store.get(name))
-        if user is None or user.disabled:
+        if user is None or user.disabled or user.password_hash == NO_PASSWORD:
             check_password_hash(_DUMMY, password[:MAX_PASSWORD_CHARS])
             return None
         try:
@@ -127,21 +152,26 @@ class UserDirectory:
 
     def role(self, name: str) -> str | None:
         """The role of the enabled user ``name`` now (None: unknown or disabled)."""
+        return self.state(name)[0]
+
+    def state(self, name: str) -> tuple[str | None, bool]:
+        """``(role, exists)`` of ``name`` now: the role is None for a disabled or unknown user,
+        ``exists`` tells which (the auth proxy creates only an unknown one)."""
         now = time.monotonic()
         with self._lock:
             cached = self._roles.get(name)
-        if cached is not None and now - cached[1] < self.cache_s:
-            return cached[0]
+        if cached is not None and now - cached[2] < self.cache_s:
+            return cached[0], cached[1]
         try:
             user = self._g("user_get", lambda: self.store.get(name))
         except StorageUnavailable:
             if cached is None:
                 raise
-            return cached[0]  # the last role read, until Cassandra answers again
+            return cached[0], cached[1]  # the last state read, until Cassandra answers again
         role = None if user is None or user.disabled else user.role
         with self._lock:
-            self._roles[name] = (role, now)
-        return role
+            self._roles[name] = (role, user is not None, now)
+        return role, user is not None
 
     def _change(self, op: str, name: str, call: Callable[[], bool]) -> None:
         if (err := name_error(name)) is not None:

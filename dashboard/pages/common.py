@@ -62,6 +62,8 @@ def navbar(active: str) -> html.Div:
         ("Alerts", "/alerts"),
         ("Health", "/health"),
     ]
+    if _signed_in()[1] == ADMIN:
+        links.append(("Users", "/users"))
     return html.Div(
         className="nav",
         children=[

@@ -14,6 +14,10 @@ Prometheus client (Grafana's data source) can send.
   is still enabled: :func:`dashboard.signin.session_role`); a POST made with it must carry
   the session's CSRF token, as everywhere in the dashboard.
 
+- a request the auth proxy names its user in (:mod:`dashboard.auth_proxy`): the login hook
+  has then opened or kept that user's session, checked here as any session (the CSRF token
+  on a POST too); the ``Authorization`` header is not read.
+
 A remembered Basic credential of a user of ``apm user`` is still asked of the directory on
 each use (cached for a few seconds there), so a disable reaches it as it reaches a session.
 
@@ -80,10 +84,11 @@ class Access:
         method: str,
         csrf: str | None,
         client: str,
+        proxied: str | None = None,
     ) -> Refusal | None:
         """None when the request may read, else why not. ``authorization`` is werkzeug's
-        ``request.authorization``."""
-        if authorization is not None:
+        ``request.authorization``; ``proxied`` the user a trusted auth proxy names."""
+        if authorization is not None and proxied is None:
             if authorization.type == "bearer":
                 return self._bearer(authorization.token, client)
             if authorization.type == "basic":
@@ -94,7 +99,8 @@ class Access:
                 "bad_token", 401, f"unsupported authorization {authorization.type!r}"
             )
         try:
-            role = session_role(session, self._users) if self._sessions.valid(session) else None
+            valid = self._sessions.valid(session)
+            role = session_role(session, self._users, proxied) if valid else None
         except StorageUnavailable:
             return Refusal(503, "unavailable", "the user store is unavailable; retry shortly")
         if role is None:

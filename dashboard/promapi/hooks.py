@@ -5,7 +5,7 @@ shape ``{"status": "error", "errorType", "error"}`` with its status code."""
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, jsonify, request, session
+from flask import Blueprint, Response, g, jsonify, request, session
 from werkzeug.exceptions import HTTPException
 
 from dashboard.api import StorageUnavailable
@@ -33,6 +33,7 @@ def authenticate() -> tuple[Response, int] | None:
         request.method,
         request.headers.get("X-CSRFToken"),
         request.remote_addr or "-",
+        g.get("apm_proxy_user"),
     )
     if refusal is None:
         return None
