@@ -11,7 +11,8 @@
 - ``screenshots.py``: not a benchmark; the README's screenshots, taken with the same headless
   Chromium as the dashboard benchmark.
 - more benchmarks: ``agent_deb`` (the packaged agent), ``ingest_decode`` (bounding protobuf
-  bodies), ``loadgen``, ``storage_servers`` and ``storage_sizes`` (per-server tables),
+  bodies), ``ingest_tags`` (what host tags cost the ingest), ``loadgen``,
+  ``storage_servers`` and ``storage_sizes`` (per-server tables),
   ``dashboard_panels`` and ``dashboard_servers``, ``alerting`` (with ``alerting_load``, its
   load, ``alerting_cost`` and ``alerting_servers``), ``aggregator_order``,
   ``aggregator_fixed`` and ``aggregator_profile`` (the JVM operator, run by ``jvm_bench``),
