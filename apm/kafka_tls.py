@@ -25,9 +25,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import PrivateAttr, model_validator
+from pydantic_settings import BaseSettings
+
 from apm.tls import check_client_files, client_context
 
-__all__ = ["FIELDS", "KafkaTls", "KafkaTlsError", "handshake_error", "kafka_tls"]
+__all__ = [
+    "FIELDS",
+    "KafkaTls",
+    "KafkaTlsError",
+    "WithKafkaTls",
+    "handshake_error",
+    "kafka_tls",
+]
 
 # The settings, as the lower-case keyword of ``kafka_tls`` and the tail of each variable.
 FIELDS = ("security_protocol", "tls_ca", "tls_cert", "tls_key", "tls_check_hostname")
@@ -168,3 +178,20 @@ def kafka_tls(
     except ValueError as exc:
         raise KafkaTlsError(str(exc)) from None
     return tls
+
+
+class WithKafkaTls(BaseSettings):
+    """The base of a service's settings class that makes Kafka clients: ``kafka_tls`` is its
+    ``KafkaTls`` from ``<its env prefix>KAFKA_*`` else ``APM_KAFKA_*``, resolved and checked
+    when the settings are built, so that a bad file stops the service at start."""
+
+    _kafka_tls: KafkaTls = PrivateAttr(default_factory=KafkaTls)
+
+    @model_validator(mode="after")
+    def _resolve_kafka_tls(self) -> WithKafkaTls:
+        self._kafka_tls = kafka_tls(str(self.model_config.get("env_prefix") or "APM_"))
+        return self
+
+    @property
+    def kafka_tls(self) -> KafkaTls:
+        return self._kafka_tls
