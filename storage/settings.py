@@ -102,6 +102,18 @@ class StorageSettings(BaseSettings):
             return None
         return client_context(self.tls_ca, self.tls_cert, self.tls_key, self.tls_check_hostname)
 
+    def jvm_tls_conf(self) -> dict[str, str]:
+        """The same TLS for the executors' Java writer (io.apm.aggregator.store.PemTls, which
+        reads the PEM files itself): entries of its session conf, none for plain."""
+        if not self.tls:
+            return {}
+        files = {"tls_ca": self.tls_ca, "tls_cert": self.tls_cert, "tls_key": self.tls_key}
+        return {
+            "tls": "true",
+            "tls_check_hostname": "true" if self.tls_check_hostname else "false",
+            **{name: str(path) for name, path in files.items() if path is not None},
+        }
+
     @property
     def host_list(self) -> list[str]:
         return [h.strip() for h in self.hosts.split(",") if h.strip()]

@@ -85,3 +85,23 @@ def test_repository_over_tls_and_another_ca_is_refused(tls_stack):
     plain = settings.model_copy(update={"tls": False, "tls_ca": None, "connect_timeout_s": 3})
     with pytest.raises(NoHostAvailable):
         Repository.connect(plain)
+
+
+@pytest.mark.unit
+def test_the_executors_java_writer_gets_the_same_tls(files):
+    from aggregator.server_writes import ServerWrites
+
+    assert StorageSettings().jvm_tls_conf() == {}
+    settings = StorageSettings(
+        tls=True, tls_ca=files["ca"], tls_cert=files["cert"], tls_key=files["key"]
+    )
+    conf = ServerWrites(settings, "apm").conf()
+    assert {k: v for k, v in conf.items() if k.startswith("tls")} == {
+        "tls": "true",
+        "tls_check_hostname": "true",
+        "tls_ca": str(files["ca"]),
+        "tls_cert": str(files["cert"]),
+        "tls_key": str(files["key"]),
+    }
+    unchecked = StorageSettings(tls=True, tls_check_hostname=False).jvm_tls_conf()
+    assert unchecked == {"tls": "true", "tls_check_hostname": "false"}
