@@ -6,6 +6,10 @@ functions, so the load generator and the benchmarks made metric topics without t
 retention, and the tests read topics two ways. Whoever creates a metric topic first (the
 ingest, ``apm loadgen --direct-kafka``, a benchmark) now gives it the same ``TopicSpec``.
 
+Every client gets the TLS of ``apm.kafka_tls`` (the caller's, else the shared ``APM_KAFKA_*``
+variables), and one that cannot make a TLS handshake with a broker says why
+(``KafkaTlsError``) instead of kafka-python's bare timeout.
+
 kafka-python is imported inside the functions: ``import apm.kafka`` costs nothing, and the agent,
 which has no Kafka extra, can import the contract whole.
 

@@ -195,3 +195,9 @@ class WithKafkaTls(BaseSettings):
     @property
     def kafka_tls(self) -> KafkaTls:
         return self._kafka_tls
+
+    @classmethod
+    def env_extra(cls) -> set[str]:
+        """The variables ``kafka_tls`` reads, for ``apm.settings.env_names``."""
+        prefix = str(cls.model_config.get("env_prefix") or "APM_")
+        return {f"{p}KAFKA_{field.upper()}" for p in (prefix, "APM_") for field in FIELDS}

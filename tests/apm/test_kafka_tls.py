@@ -155,3 +155,12 @@ def test_publish_and_consume_over_tls_and_another_ca_is_refused(tls_stack, monke
         new_admin(bootstrap, tls=wrong, bootstrap_timeout_ms=3000)
     with pytest.raises(KafkaTlsError, match="certificate is not trusted"):
         new_producer(bootstrap, tls=wrong, max_block_ms=3000)
+
+
+@unit
+def test_the_services_declare_the_variables_they_read():
+    from apm.settings import env_names
+    from ingest.settings import IngestSettings
+
+    names = env_names(IngestSettings)
+    assert {"APM_INGEST_KAFKA_TLS_CA", "APM_KAFKA_TLS_CA", "APM_KAFKA_SECURITY_PROTOCOL"} <= names
