@@ -69,17 +69,22 @@ def test_a_cert_without_its_key_is_a_clear_error(tmp_path: Path) -> None:
         IngestSettings(tls_cert=tmp_path / "c.pem")
 
 
-def test_apm_ingest_exits_2_naming_a_missing_tls_file(tmp_path: Path) -> None:
-    done = subprocess.run(
+def _apm_ingest(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [str(Path(sys.executable).parent / "apm"), "ingest", "--port", "0"],
-        env={
-            "PATH": "/usr/bin:/bin",
-            "APM_INGEST_TLS_CERT": str(tmp_path / "ingest.pem"),
-            "APM_INGEST_TLS_KEY": str(tmp_path / "ingest.key"),
-        },
+        env={"PATH": "/usr/bin:/bin", **env},
         capture_output=True,
         text=True,
         timeout=120,
+    )
+
+
+def test_apm_ingest_exits_2_naming_a_missing_tls_file(tmp_path: Path) -> None:
+    done = _apm_ingest(
+        {
+            "APM_INGEST_TLS_CERT": str(tmp_path / "ingest.pem"),
+            "APM_INGEST_TLS_KEY": str(tmp_path / "ingest.key"),
+        }
     )
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip() == (
@@ -88,18 +93,16 @@ def test_apm_ingest_exits_2_naming_a_missing_tls_file(tmp_path: Path) -> None:
 
 
 def test_apm_ingest_exits_2_naming_a_bad_kafka_tls_setting(tmp_path: Path) -> None:
-    """The ingest's own Kafka TLS variable wins over the shared one, and is checked at start
-    (docs/security.md, Kafka and Cassandra TLS)."""
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "apm"), "ingest", "--port", "0"],
-        env={
-            "PATH": "/usr/bin:/bin",
+    """The ingest's own Kafka TLS variable wins over the shared one (a good CA here), and is
+    checked at start (docs/security.md, Kafka and Cassandra TLS)."""
+    from tests.support.certs import make_ca
+
+    done = _apm_ingest(
+        {
             "APM_KAFKA_SECURITY_PROTOCOL": "SSL",
+            "APM_KAFKA_TLS_CA": str(make_ca(tmp_path / "ca").cert),
             "APM_INGEST_KAFKA_TLS_CA": str(tmp_path / "kafka-ca.pem"),
-        },
-        capture_output=True,
-        text=True,
-        timeout=120,
+        }
     )
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip() == (
