@@ -91,7 +91,7 @@ def _run(args: argparse.Namespace) -> int:
     telemetry = AggregatorTelemetry()
     if settings.metrics_port:
         telemetry.serve(settings.metrics_port, settings.metrics_host)
-    offsets = KafkaOffsets(settings.kafka_bootstrap)
+    offsets = KafkaOffsets(settings.kafka_bootstrap, settings.kafka_tls)
     spark = _session(settings)
     writes = ServerWrites.from_settings(args.keyspace, settings.storage_retry_seconds)
     Aggregator(spark, store, settings, telemetry, offsets, server_writes=writes).run(stop)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from apm.kafka import Offsets, end_offsets, new_consumer, start_offsets, topic_partitions
+from apm.kafka_tls import KafkaTls
 
 __all__ = ["KafkaOffsets", "checkpoint_offsets", "lag_per_topic", "parse_source_offsets"]
 
@@ -64,8 +65,8 @@ def lag_per_topic(
 class KafkaOffsets:
     """Start and end offsets of the metric topics a job reads, from the broker."""
 
-    def __init__(self, bootstrap: str) -> None:
-        self._consumer = new_consumer(bootstrap, request_timeout_ms=15000)
+    def __init__(self, bootstrap: str, tls: KafkaTls | None = None) -> None:
+        self._consumer = new_consumer(bootstrap, tls=tls, request_timeout_ms=15000)
 
     def partitions(self, topics: Iterable[str]) -> list[Any]:
         """The partitions of ``topics``; a topic that does not exist (yet) has none."""

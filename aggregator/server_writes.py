@@ -74,6 +74,7 @@ class ServerWrites:
             "concurrency": str(self.concurrency),
             "batch_rows": str(self.batch_rows),
             "retry_ms": str(int(self.retry_s * 1000)),
+            **s.jvm_tls_conf(),
         }
 
     def statements(self) -> dict[str, str]:

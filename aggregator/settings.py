@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings
 
+from apm.kafka_tls import WithKafkaTls
 from apm.model import metric_name_error
 from apm.query_state import JobScope, parse_shard
 from apm.settings import PROJECT_ROOT, env_config, shared
@@ -19,11 +19,13 @@ __all__ = ["STATE_LAYOUT", "AggregatorSettings"]
 STATE_LAYOUT = "v3"
 
 
-class AggregatorSettings(BaseSettings):
+class AggregatorSettings(WithKafkaTls):
     model_config = env_config("APM_AGGREGATOR_")
 
     # APM_AGGREGATOR_KAFKA_BOOTSTRAP, else the shared APM_KAFKA_BOOTSTRAP (apm.settings).
     kafka_bootstrap: str = shared("APM_AGGREGATOR_", "kafka_bootstrap")
+    # TLS to the brokers, for the driver and Spark's Kafka source alike:
+    # APM_AGGREGATOR_KAFKA_TLS_* else APM_KAFKA_TLS_* (apm.kafka_tls).
     # The job's scope. It reads the topics of the metrics its active queries use, and only
     # those within its scope: --metrics (comma-separated) and/or --shard i/n (crc32(metric)).
     metrics: str = ""

@@ -42,12 +42,14 @@ def _published(keyspace: str | None) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in status.items() if k.startswith(JOB_PREFIX)}
 
 
-def _checkpoint_lag(bootstrap: str, checkpoint: Path, reads: list[str]) -> dict[str, int]:
+def _checkpoint_lag(
+    settings: AggregatorSettings, checkpoint: Path, reads: list[str]
+) -> dict[str, int]:
     from aggregator.lag import KafkaOffsets, checkpoint_offsets
 
     processed = checkpoint_offsets(checkpoint / "windows")
     topics = [topic_for(m) for m in reads] or sorted({t for t, _ in processed})
-    offsets = KafkaOffsets(bootstrap)
+    offsets = KafkaOffsets(settings.kafka_bootstrap, settings.kafka_tls)
     try:
         return offsets.lag(processed, topics)
     finally:
@@ -68,7 +70,7 @@ def _job(
     lag = {str(k): int(v) for k, v in (payload.get("lag") or {}).items()}
     source = "published" if payload else "none"
     if not live and checkpoint is not None and (checkpoint / "windows").is_dir():
-        lag, source = _checkpoint_lag(settings.kafka_bootstrap, checkpoint, reads), "checkpoint"
+        lag, source = _checkpoint_lag(settings, checkpoint, reads), "checkpoint"
     scope = (
         JobScope.from_json(payload["scope"])
         if "scope" in payload

@@ -50,6 +50,7 @@ def kafka_records(
         # is not there yet: 20 partitions read 100 records in 5.5 s, 0.7 s with 10 ms
         # (docs/aggregator.md).
         .option("kafka.fetch.max.wait.ms", str(s.kafka_fetch_wait_ms))
+        .options(**s.kafka_tls.spark_options())
     )
     if cap:
         reader = reader.option("maxOffsetsPerTrigger", str(cap))

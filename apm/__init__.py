@@ -2,7 +2,8 @@
 
 - ``model.py``: the sample, metric and server naming rules, topics and partitions per topic;
 - ``wire.py``: the Kafka record encoding; ``kafka.py``: Kafka clients from one bootstrap
-  string, the platform's topic spec and end offsets;
+  string, the platform's topic spec and end offsets; ``kafka_tls.py``: the TLS every Kafka
+  client (and Spark's Kafka source) reaches the brokers with, from the settings;
 - ``query.py``: the query language, the stored query, the window result (its model
   ``query_model.py`` and tokens ``query_tokens.py``, re-exported by it);
   ``functions.py``: the one catalogue of query functions;
@@ -11,7 +12,8 @@
   ``telemetry.py``: a service's own metrics registry and its /metrics endpoint;
 - ``settings.py``: how every service's settings resolve (its own variable, the shared one,
   the default); ``tls.py``: a server TLS context whose certificate and key are reloaded
-  when their files change (on the same context, so open connections stay);
+  when their files change (on the same context, so open connections stay), and the checks
+  and context of TLS clients;
 - ``cli.py``: the ``apm`` command's dispatcher, which names each component's CLI.
 
 Also: ``labels.py``, the one rule that makes labels, tags and attributes into metric names;

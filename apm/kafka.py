@@ -6,6 +6,10 @@ functions, so the load generator and the benchmarks made metric topics without t
 retention, and the tests read topics two ways. Whoever creates a metric topic first (the
 ingest, ``apm loadgen --direct-kafka``, a benchmark) now gives it the same ``TopicSpec``.
 
+Every client gets the TLS of ``apm.kafka_tls`` (the caller's, else the shared ``APM_KAFKA_*``
+variables), and one that cannot make a TLS handshake with a broker says why
+(``KafkaTlsError``) instead of kafka-python's bare timeout.
+
 kafka-python is imported inside the functions: ``import apm.kafka`` costs nothing, and the agent,
 which has no Kafka extra, can import the contract whole.
 
@@ -29,6 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from apm.kafka_tls import KafkaTls, KafkaTlsError, handshake_error, kafka_tls
 from apm.model import TOPIC_PARTITIONS
 
 __all__ = [
@@ -60,39 +65,75 @@ TOPIC_RETENTION_S = 24 * 3600.0
 # --- clients ---------------------------------------------------------------------------------
 
 
-def client_config(bootstrap: str, client_id: str | None = None, **extra: Any) -> dict[str, Any]:
+def client_config(
+    bootstrap: str, client_id: str | None = None, *, tls: KafkaTls | None = None, **extra: Any
+) -> dict[str, Any]:
     """The keyword arguments of any kafka-python client for ``bootstrap``, a comma-separated
-    ``host:port`` list (the platform's ``*_KAFKA_BOOTSTRAP`` settings), plus ``extra``."""
+    ``host:port`` list (the platform's ``*_KAFKA_BOOTSTRAP`` settings), with ``tls`` (None:
+    the shared ``APM_KAFKA_*`` TLS settings, apm.kafka_tls), plus ``extra``."""
     servers = [s.strip() for s in bootstrap.split(",") if s.strip()]
     if not servers:
         raise ValueError(f"no Kafka bootstrap server in {bootstrap!r}")
     config: dict[str, Any] = {"bootstrap_servers": servers}
     if client_id is not None:
         config["client_id"] = client_id
-    return {**config, **extra}
+    return {**config, **(tls if tls is not None else kafka_tls()).client_options(), **extra}
 
 
-def new_admin(bootstrap: str, client_id: str | None = None, **extra: Any) -> Any:
+def _connected(
+    make: Any, bootstrap: str, client_id: str | None, tls: KafkaTls | None, extra: Any
+) -> Any:
+    """``make`` with ``client_config``'s arguments; a client that cannot reach a broker over
+    TLS raises ``KafkaTlsError`` naming the handshake's failure (kafka-python only logs it
+    and raises a bare timeout)."""
+    from kafka.errors import KafkaError
+
+    tls = tls if tls is not None else kafka_tls()
+    config = client_config(bootstrap, client_id, tls=tls, **extra)
+    try:
+        return make(**config)
+    except KafkaError as exc:
+        server = config["bootstrap_servers"][0]
+        if not tls.enabled or (why := handshake_error(server, tls)) is None:
+            raise
+        raise KafkaTlsError(
+            f"Kafka at {server} over TLS: {why} (check the KAFKA_TLS_CA, KAFKA_TLS_CERT and "
+            "KAFKA_TLS_KEY settings, docs/security.md)"
+        ) from exc
+
+
+def new_admin(
+    bootstrap: str, client_id: str | None = None, *, tls: KafkaTls | None = None, **extra: Any
+) -> Any:
     """A ``KafkaAdminClient``; connects (and may raise) at once."""
     from kafka import KafkaAdminClient
 
-    return KafkaAdminClient(**client_config(bootstrap, client_id, **extra))
+    return _connected(KafkaAdminClient, bootstrap, client_id, tls, extra)
 
 
-def new_producer(bootstrap: str, client_id: str | None = None, **extra: Any) -> Any:
+def new_producer(
+    bootstrap: str, client_id: str | None = None, *, tls: KafkaTls | None = None, **extra: Any
+) -> Any:
     """A ``KafkaProducer``; ``acks``, batching and timeouts are the caller's."""
     from kafka import KafkaProducer
 
-    return KafkaProducer(**client_config(bootstrap, client_id, **extra))
+    return _connected(KafkaProducer, bootstrap, client_id, tls, extra)
 
 
-def new_consumer(bootstrap: str, *topics: str, client_id: str | None = None, **extra: Any) -> Any:
+def new_consumer(
+    bootstrap: str,
+    *topics: str,
+    client_id: str | None = None,
+    tls: KafkaTls | None = None,
+    **extra: Any,
+) -> Any:
     """A ``KafkaConsumer`` (subscribed to ``topics`` if any). It commits no offsets unless
     ``enable_auto_commit=True`` is passed: the platform's readers only look."""
     from kafka import KafkaConsumer
 
     return KafkaConsumer(
-        *topics, **client_config(bootstrap, client_id, **{"enable_auto_commit": False, **extra})
+        *topics,
+        **client_config(bootstrap, client_id, tls=tls, **{"enable_auto_commit": False, **extra}),
     )
 
 

@@ -70,9 +70,11 @@ def shared(prefix: str, name: str, **field: Any) -> Any:
 
 def env_names(cls: type[BaseSettings]) -> set[str]:
     """Every environment variable ``cls`` reads (upper case): its prefix and field names, or a
-    field's alias choices in place of those."""
+    field's alias choices in place of those, and those it reads beside its fields
+    (``env_extra``, e.g. the Kafka TLS variables of apm.kafka_tls.WithKafkaTls)."""
     prefix = str(cls.model_config.get("env_prefix", ""))
-    names = set()
+    extra = getattr(cls, "env_extra", None)
+    names = set(extra()) if callable(extra) else set()
     for name, info in cls.model_fields.items():
         alias = info.validation_alias
         if isinstance(alias, AliasChoices):

@@ -10,7 +10,8 @@ werkzeug): ``check_server_files`` is what their settings classes run, so that a 
 key, a missing, unreadable or non-PEM file, or a key that does not match its certificate stops
 the start with a message naming the setting; ``serving_context`` builds the context and starts
 its watcher thread. ``check_named``, ``check_pair`` and ``check_ca`` check the agent's client files
-too.
+too; ``check_client_files`` and ``client_context`` are the clients' of Kafka and Cassandra
+(apm.kafka_tls, storage.settings).
 """
 
 from __future__ import annotations
@@ -24,10 +25,12 @@ from pathlib import Path
 __all__ = [
     "ReloadingServerContext",
     "check_ca",
+    "check_client_files",
     "check_named",
     "check_pair",
     "check_pem",
     "check_server_files",
+    "client_context",
     "serving_context",
     "watch",
 ]
@@ -108,6 +111,41 @@ def check_server_files(
         check_pair(cert_name, cert, key_name, key)
     if client_ca is not None:
         check_ca(ca_name, client_ca)
+
+
+def check_client_files(
+    names: tuple[str, str, str], ca: Path | None, cert: Path | None, key: Path | None
+) -> None:
+    """ValueError naming the setting (``names``: the CA's, the certificate's, the key's) for
+    anything a TLS client could not connect with; a certificate needs its key and back."""
+    ca_name, cert_name, key_name = names
+    if (cert is None) != (key is None):
+        raise ValueError(
+            f"{cert_name} and {key_name} go together (the client certificate and its key): "
+            "give both or neither"
+        )
+    check_named(((ca_name, ca, "cert"), (cert_name, cert, "cert"), (key_name, key, "key")))
+    if ca is not None:
+        check_ca(ca_name, ca)
+    if cert is not None and key is not None:
+        check_pair(cert_name, cert, key_name, key)
+
+
+def client_context(
+    ca: Path | None, cert: Path | None, key: Path | None, check_hostname: bool = True
+) -> ssl.SSLContext:
+    """A client's context: the chain checked up to ``ca`` (None: the system's roots), the
+    host name too unless ``check_hostname`` is False, with a client certificate if given."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    if ca is not None:
+        ctx.load_verify_locations(cafile=str(ca))
+    else:
+        ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
+    if cert is not None and key is not None:
+        ctx.load_cert_chain(str(cert), str(key))
+    ctx.check_hostname = check_hostname
+    return ctx
 
 
 class ReloadingServerContext:

@@ -110,6 +110,7 @@ class KafkaPublisher:
     def _common(self) -> dict[str, Any]:
         return {
             "bootstrap_timeout_ms": self.settings.kafka_timeout_ms,
+            "tls": self.settings.kafka_tls,
             "reconnect_backoff_max_ms": 1000,
         }
 

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, model_validator
-from pydantic_settings import BaseSettings
 
+from apm.kafka_tls import WithKafkaTls
 from apm.model import TOPIC_PARTITIONS
 from apm.settings import env_config, shared
 from apm.tls import check_server_files
@@ -17,13 +17,14 @@ __all__ = ["IngestSettings"]
 MIB = 1024 * 1024
 
 
-class IngestSettings(BaseSettings):
+class IngestSettings(WithKafkaTls):
     model_config = env_config("APM_INGEST_")
 
     host: str = "127.0.0.1"
     port: int = 8080
     # APM_INGEST_KAFKA_BOOTSTRAP, else the shared APM_KAFKA_BOOTSTRAP (apm.settings).
     kafka_bootstrap: str = shared("APM_INGEST_", "kafka_bootstrap")
+    # TLS to the brokers: APM_INGEST_KAFKA_TLS_* else APM_KAFKA_TLS_* (apm.kafka_tls).
     keys_file: Path | None = Field(
         default=None,
         description="API keys (salted hashes); without it every request is refused with 401",

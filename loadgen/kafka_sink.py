@@ -45,7 +45,7 @@ class KafkaSink:
         if producer is None:
             # The ingest's topic shape (apm.kafka.TopicSpec), whichever of the two creates a
             # metric topic first.
-            admin = new_admin(settings.kafka_bootstrap, CLIENT_ID)
+            admin = new_admin(settings.kafka_bootstrap, CLIENT_ID, tls=settings.kafka_tls)
             try:
                 ensure_topics(
                     admin,
@@ -59,6 +59,7 @@ class KafkaSink:
             producer = new_producer(
                 settings.kafka_bootstrap,
                 CLIENT_ID,
+                tls=settings.kafka_tls,
                 acks="all",
                 linger_ms=20,
                 batch_size=1024 * 1024,

@@ -9,8 +9,8 @@ from datetime import datetime
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings
 
+from apm.kafka_tls import WithKafkaTls
 from apm.model import TOPIC_PARTITIONS
 from apm.settings import env_config, shared
 
@@ -62,7 +62,7 @@ def metrics_url(target: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
-class LoadgenSettings(BaseSettings):
+class LoadgenSettings(WithKafkaTls):
     """What to simulate and where to send it. CLI flags override these, which override env."""
 
     model_config = env_config("APM_LOADGEN_")

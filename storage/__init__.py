@@ -9,4 +9,5 @@ per-server series of ``BY server`` queries and their top-N rankings. ``alerts.py
 alerting tables; ``dashboards.py`` the saved dashboards and their share links; ``users.py`` the
 dashboard's users and ``tokens.py`` their API tokens; ``lease.py`` a lease (one holder at a
 time, by LWT). ``errors.py`` is the one place that says which Cassandra failures are worth
-retrying and which mean the database is unavailable."""
+retrying and which mean the database is unavailable. Client TLS to the nodes is in
+``settings.py`` (its context for the Python driver, its files for the executors' writer)."""

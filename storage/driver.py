@@ -51,6 +51,7 @@ def open_cluster(settings: StorageSettings) -> Any:
         port=settings.port,
         protocol_version=settings.protocol_version,
         connect_timeout=settings.connect_timeout_s,
+        ssl_context=settings.ssl_context(),
         execution_profiles={EXEC_PROFILE_DEFAULT: profile, PROFILE: profile},
     )
 

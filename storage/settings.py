@@ -1,13 +1,17 @@
-"""Settings of the storage tier: where Cassandra is, which keyspace, how long results live."""
+"""Settings of the storage tier: where Cassandra is, how to reach it (TLS), which keyspace, how
+long results live."""
 
 from __future__ import annotations
 
 import re
+import ssl
+from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings
 
 from apm.settings import env_config
+from apm.tls import check_client_files, client_context
 
 __all__ = ["DEFAULT_REPLICATION", "StorageSettings", "keyspace_error"]
 
@@ -46,6 +50,15 @@ class StorageSettings(BaseSettings):
     # Cassandra 4.0+ speaks v5; saying so skips the driver's noisy downgrade negotiation.
     protocol_version: int = Field(default=5, ge=3, le=6)
     concurrency: int = Field(default=64, ge=1, le=1024)  # in-flight requests of bulk writes
+    # Client TLS (docs/security.md, Kafka and Cassandra TLS): with tls on, every connection
+    # verifies the node's certificate up to tls_ca (none: the system's roots) and, unless
+    # tls_check_hostname is off, that it names the contact point; tls_cert and tls_key
+    # present a client certificate to nodes that require one.
+    tls: bool = False
+    tls_ca: Path | None = None
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    tls_check_hostname: bool = True
 
     @field_validator("keyspace")
     @classmethod
@@ -69,6 +82,37 @@ class StorageSettings(BaseSettings):
         if not [h for h in value.split(",") if h.strip()]:
             raise ValueError("hosts must name at least one Cassandra contact point")
         return value
+
+    @model_validator(mode="after")
+    def _tls_files(self) -> StorageSettings:
+        names = ("APM_STORAGE_TLS_CA", "APM_STORAGE_TLS_CERT", "APM_STORAGE_TLS_KEY")
+        files = (self.tls_ca, self.tls_cert, self.tls_key)
+        given = [n for n, p in zip(names, files, strict=True) if p is not None]
+        if given and not self.tls:
+            raise ValueError(
+                f"{', '.join(given)} given but APM_STORAGE_TLS is off: set APM_STORAGE_TLS=true "
+                "to reach Cassandra over TLS, or unset the TLS files"
+            )
+        check_client_files(names, self.tls_ca, self.tls_cert, self.tls_key)
+        return self
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The driver's TLS context, None for plain connections."""
+        if not self.tls:
+            return None
+        return client_context(self.tls_ca, self.tls_cert, self.tls_key, self.tls_check_hostname)
+
+    def jvm_tls_conf(self) -> dict[str, str]:
+        """The same TLS for the executors' Java writer (io.apm.aggregator.store.PemTls, which
+        reads the PEM files itself): entries of its session conf, none for plain."""
+        if not self.tls:
+            return {}
+        files = {"tls_ca": self.tls_ca, "tls_cert": self.tls_cert, "tls_key": self.tls_key}
+        return {
+            "tls": "true",
+            "tls_check_hostname": "true" if self.tls_check_hostname else "false",
+            **{name: str(path) for name, path in files.items() if path is not None},
+        }
 
     @property
     def host_list(self) -> list[str]:

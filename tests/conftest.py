@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from launch.stack.config import StackSettings
+    from tests.support.tls_stack import TlsStack
 
 
 @pytest.fixture(scope="session")
@@ -56,6 +57,16 @@ def cassandra_session(stack: StackSettings):
     session = cluster.connect()
     yield session
     cluster.shutdown()
+
+
+@pytest.fixture(scope="session")
+def tls_stack(stack: StackSettings, tmp_path_factory) -> Iterator[TlsStack]:
+    """A second Kafka and Cassandra with client TLS, started by ``apm stack``'s code on their
+    own ports (tests.support.tls_stack); once per session, stopped at its end."""
+    from tests.support.tls_stack import tls_stack as start
+
+    with start(stack, tmp_path_factory.mktemp("tls-stack")) as engines:
+        yield engines
 
 
 @pytest.fixture(scope="session")

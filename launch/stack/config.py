@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings
 
 from apm.settings import PROJECT_ROOT, env_config
+from apm.tls import check_ca, check_named, check_server_files
 
 __all__ = ["StackSettings"]
 
@@ -31,6 +32,30 @@ class StackSettings(BaseSettings):
     mvn: str = "mvn"
     start_timeout_s: float = 180.0
     stop_timeout_s: float = 60.0
+    # TLS for the clients (docs/security.md, Kafka and Cassandra TLS): given a PEM certificate
+    # and key, Kafka's broker listener speaks only SSL and Cassandra's native port only TLS;
+    # tls_ca is what the stack's own health checks trust (none: the system's roots). Off by
+    # default: `make run` and CI run plain on loopback.
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    tls_ca: Path | None = None
+
+    @model_validator(mode="after")
+    def _tls_files(self) -> StackSettings:
+        if self.tls_ca is not None and self.tls_cert is None:
+            raise ValueError(
+                "APM_STACK_TLS_CA is for a stack started with TLS: give APM_STACK_TLS_CERT "
+                "and APM_STACK_TLS_KEY too"
+            )
+        check_server_files("APM_STACK_", self.tls_cert, self.tls_key, None)
+        if self.tls_ca is not None:
+            check_named((("APM_STACK_TLS_CA", self.tls_ca, "cert"),))
+            check_ca("APM_STACK_TLS_CA", self.tls_ca)
+        return self
+
+    @property
+    def tls(self) -> bool:
+        return self.tls_cert is not None
 
     @property
     def var(self) -> Path:

@@ -15,6 +15,7 @@ from apm.kafka import new_admin
 from launch.jvm import CASSANDRA_JDK17, jvm_command
 from launch.stack.config import StackSettings
 from launch.stack.jars import jar_dir
+from launch.stack.tls import cassandra_yaml, client_context, kafka_properties, kafka_tls
 
 __all__ = ["SERVICES", "Service"]
 
@@ -36,6 +37,12 @@ def _render(template: Path, target: Path, **values: object) -> None:
     target.write_text(Template(template.read_text()).substitute(**values))
 
 
+def _append(target: Path, text: str) -> None:
+    if text:
+        with target.open("a") as out:
+            out.write(text)
+
+
 # --- Kafka (KRaft, one combined broker + controller) ---------------------------------------
 
 
@@ -54,6 +61,7 @@ def _kafka_prepare(settings: StackSettings) -> None:
         kafka_controller_port=settings.kafka_controller_port,
         data_dir=data,
     )
+    _append(_kafka_props(settings), kafka_properties(settings))
     if (data / "meta.properties").exists():
         return
     id_file = home / "cluster.id"
@@ -103,7 +111,9 @@ def _kafka_healthy(settings: StackSettings) -> bool:
 
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
     try:
-        admin = new_admin(settings.kafka_bootstrap, request_timeout_ms=3000)
+        admin = new_admin(
+            settings.kafka_bootstrap, tls=kafka_tls(settings), request_timeout_ms=3000
+        )
     except (KafkaError, OSError):
         return False
     try:
@@ -128,6 +138,7 @@ def _cassandra_prepare(settings: StackSettings) -> None:
         cassandra_storage_port=settings.cassandra_storage_port,
         data_dir=home,
     )
+    _append(home / "cassandra.yaml", cassandra_yaml(settings))
 
 
 def _cassandra_command(settings: StackSettings) -> list[str]:
@@ -163,6 +174,7 @@ def _cassandra_healthy(settings: StackSettings) -> bool:
         port=settings.cassandra_port,
         connect_timeout=3,
         control_connection_timeout=3,
+        ssl_context=client_context(settings),
     )
     try:
         session = cluster.connect()

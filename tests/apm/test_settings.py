@@ -9,6 +9,7 @@ from pydantic import AliasChoices
 
 from agent.settings import AgentSettings
 from aggregator.settings import AggregatorSettings
+from apm.kafka_tls import FIELDS as KAFKA_TLS
 from apm.settings import KAFKA_BOOTSTRAP, SHARED, env_names, shared
 from dashboard.settings import DashboardSettings
 from ingest.settings import IngestSettings
@@ -141,7 +142,10 @@ def test_shared_fields_name_their_own_prefix_first():
 def test_env_names_lists_what_a_class_reads():
     names = env_names(IngestSettings)
     assert {"APM_INGEST_PORT", "APM_INGEST_KAFKA_BOOTSTRAP", "APM_KAFKA_BOOTSTRAP"} <= names
-    assert all(n.startswith("APM_INGEST_") for n in names - {"APM_KAFKA_BOOTSTRAP"})
+    # Beside its own, the shared Kafka variables: the bootstrap and TLS (apm.kafka_tls).
+    shared_kafka = {"APM_KAFKA_BOOTSTRAP"} | {f"APM_KAFKA_{f.upper()}" for f in KAFKA_TLS}
+    assert shared_kafka <= names
+    assert all(n.startswith("APM_INGEST_") for n in names - shared_kafka)
     assert "APM_STORAGE_HOSTS" in env_names(StorageSettings)
 
 

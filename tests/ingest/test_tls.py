@@ -84,19 +84,55 @@ def test_a_certificate_in_place_of_the_key_needs_a_client_ca(tmp_path: Path) -> 
     )
 
 
-def test_apm_ingest_exits_2_naming_a_missing_tls_file(tmp_path: Path) -> None:
-    done = subprocess.run(
+def _apm_ingest(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [str(Path(sys.executable).parent / "apm"), "ingest", "--port", "0"],
-        env={
-            "PATH": "/usr/bin:/bin",
-            "APM_INGEST_TLS_CERT": str(tmp_path / "ingest.pem"),
-            "APM_INGEST_TLS_KEY": str(tmp_path / "ingest.key"),
-        },
+        env={"PATH": "/usr/bin:/bin", **env},
         capture_output=True,
         text=True,
         timeout=120,
+    )
+
+
+def test_apm_ingest_exits_2_naming_a_missing_tls_file(tmp_path: Path) -> None:
+    done = _apm_ingest(
+        {
+            "APM_INGEST_TLS_CERT": str(tmp_path / "ingest.pem"),
+            "APM_INGEST_TLS_KEY": str(tmp_path / "ingest.key"),
+        }
     )
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip() == (
         f"apm ingest: APM_INGEST_TLS_CERT: {tmp_path / 'ingest.pem'}: no such file"
     )
+
+
+def test_apm_ingest_exits_2_naming_a_bad_kafka_tls_setting(tmp_path: Path) -> None:
+    """The ingest's own Kafka TLS variable wins over the shared one (a good CA here), and is
+    checked at start (docs/security.md, Kafka and Cassandra TLS)."""
+    from tests.support.certs import make_ca
+
+    done = _apm_ingest(
+        {
+            "APM_KAFKA_SECURITY_PROTOCOL": "SSL",
+            "APM_KAFKA_TLS_CA": str(make_ca(tmp_path / "ca").cert),
+            "APM_INGEST_KAFKA_TLS_CA": str(tmp_path / "kafka-ca.pem"),
+        }
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (
+        f"apm ingest: APM_INGEST_KAFKA_TLS_CA: {tmp_path / 'kafka-ca.pem'}: no such file"
+    )
+
+
+def test_the_ingest_clients_take_its_kafka_tls(tmp_path: Path, monkeypatch) -> None:
+    from apm.kafka_tls import KafkaTls
+    from ingest.publisher import KafkaPublisher
+    from tests.support.certs import make_ca
+
+    ca = make_ca(tmp_path)
+    monkeypatch.setenv("APM_INGEST_KAFKA_SECURITY_PROTOCOL", "SSL")
+    monkeypatch.setenv("APM_KAFKA_TLS_CA", str(ca.cert))
+    settings = IngestSettings()
+    assert settings.kafka_tls == KafkaTls(enabled=True, ca=ca.cert)
+    assert KafkaPublisher(settings)._common()["tls"] == settings.kafka_tls

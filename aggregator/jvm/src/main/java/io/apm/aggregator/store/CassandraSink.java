@@ -18,6 +18,7 @@ import com.datastax.oss.driver.api.core.servererrors.BootstrappingException;
 import com.datastax.oss.driver.api.core.servererrors.OverloadedException;
 import com.datastax.oss.driver.api.core.servererrors.QueryConsistencyException;
 import com.datastax.oss.driver.api.core.servererrors.UnavailableException;
+import com.datastax.oss.driver.api.core.ssl.ProgrammaticSslEngineFactory;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -25,6 +26,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import javax.net.ssl.SSLContext;
 
 /**
  * {@link WriteSink} on a real Cassandra through the Apache Cassandra Java driver: each table's
@@ -60,7 +62,9 @@ public final class CassandraSink implements WriteSink {
   /**
    * The executor JVM's session for {@code conf}: hosts (comma-separated), port, keyspace,
    * request_timeout_s, connect_timeout_s, protocol_version (3-6), local_dc (optional: inferred
-   * from the contact points when absent).
+   * from the contact points when absent); tls ("true": every connection over TLS), tls_ca,
+   * tls_cert, tls_key (PEM files, {@link PemTls}) and tls_check_hostname ("false" turns the
+   * host name check off), as the Python driver's StorageSettings.
    */
   public static CqlSession session(Map<String, String> conf) {
     String key = new java.util.TreeMap<>(conf).toString();
@@ -91,6 +95,12 @@ public final class CassandraSink implements WriteSink {
             .withInt(DefaultDriverOption.CONNECTION_MAX_REQUESTS, 1024)
             .build();
     var builder = CqlSession.builder().addContactPoints(points).withConfigLoader(config);
+    if ("true".equals(conf.get("tls"))) {
+      SSLContext context =
+          PemTls.context(conf.get("tls_ca"), conf.get("tls_cert"), conf.get("tls_key"));
+      boolean checkHost = !"false".equals(conf.get("tls_check_hostname"));
+      builder = builder.withSslEngineFactory(new ProgrammaticSslEngineFactory(context, null, checkHost));
+    }
     String dc = conf.get("local_dc");
     if (dc != null && !dc.isBlank()) {
       builder = builder.withLocalDatacenter(dc);
