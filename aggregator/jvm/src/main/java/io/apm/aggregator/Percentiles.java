@@ -39,6 +39,7 @@ public final class Percentiles implements MapFunction<Row, Row> {
   private final int minField;
   private final int maxField;
   private final int serverField;
+  private final int secondsField;
   private final int[] kept;
 
   private Percentiles(StructType in) {
@@ -47,6 +48,7 @@ public final class Percentiles implements MapFunction<Row, Row> {
     this.minField = in.fieldIndex("min");
     this.maxField = in.fieldIndex("max");
     this.serverField = java.util.Arrays.asList(in.fieldNames()).indexOf("server");
+    this.secondsField = java.util.Arrays.asList(in.fieldNames()).indexOf("window_seconds");
     this.kept =
         Arrays.stream(in.fieldNames())
             .filter(f -> !f.equals("sketch") && !f.equals("levels"))
@@ -59,7 +61,7 @@ public final class Percentiles implements MapFunction<Row, Row> {
    * (array&lt;double&gt;, the percentiles its query reads) to the same rows without those two and
    * with {@code percentiles} (array&lt;double&gt; in the order of {@code levels}; null without a
    * sketch or levels) and {@code histogram} (binary: the sketch's LogHistogram for a fleet-level
-   * row, null for a server's row or without a sketch).
+   * row whose query has a rollup tier, else null).
    */
   public static Dataset<Row> select(Dataset<Row> windows) {
     StructType in = windows.schema();
@@ -83,7 +85,7 @@ public final class Percentiles implements MapFunction<Row, Row> {
     KllDoublesSketch kll =
         row.isNullAt(sketchField) ? null : KllDoublesSketch.heapify(Memory.wrap((byte[]) row.getAs(sketchField)));
     boolean fleet = serverField < 0 || "".equals(row.getString(serverField));
-    if (fleet && kll != null) {
+    if (fleet && kll != null && tiered(row)) {
       values[kept.length + 1] = LogHistogram.ofSketch(kll);
     }
     if (kll != null && !row.isNullAt(levelsField)) {
@@ -135,6 +137,15 @@ public final class Percentiles implements MapFunction<Row, Row> {
       out[k] = Math.min(Math.max(value, low), high);
     }
     return out;
+  }
+
+  /** Whether the row's query has a rollup tier (apm/tiers.py, tiers_of): its windows tile an hour. */
+  private boolean tiered(Row row) {
+    if (secondsField < 0 || row.isNullAt(secondsField)) {
+      return true;
+    }
+    int seconds = row.getInt(secondsField);
+    return seconds > 0 && seconds < 3600 && 3600 % seconds == 0;
   }
 
   /** quantiles.py's {@code lerp}: numpy's, and finite whenever a and b are. */
