@@ -4,11 +4,12 @@ runs the control loop (which queries are active, which topics to read, status); 
 builds the stream from ``plan.py`` (Kafka records to samples to window summaries): the
 records are decoded by the JVM code that ``records.py`` calls, and dedup and fan-out to
 queries is the JVM operator that ``partials.py`` calls (their Java source and Maven build are
-in ``jvm/``); ``seen.py`` gathers each server's newest sample and the skew counts of
-``skew.py`` in the same pass; ``evaluate.py`` and ``quantiles.py`` turn summaries into
-results; ``server_writes.py`` has the executors write the per-server rows of ``BY server``
-queries and their rankings (``series.py`` names those series); ``joining.py`` and ``lag.py``
-handle topics that join and consumer lag;
+in ``jvm/``); ``rollup.py`` writes each batch's fleet windows' partials and rolls them
+up into the 1 min and 1 h tiers; ``seen.py`` gathers each server's newest sample and the
+skew counts of ``skew.py`` in the same pass; ``evaluate.py`` and ``quantiles.py`` turn
+summaries into results; ``server_writes.py`` has the executors write the per-server rows
+of ``BY server`` queries and their rankings (``series.py`` names those series);
+``joining.py`` and ``lag.py`` handle topics that join and consumer lag;
 ``recovery.py`` restarts a stopped stream and ``retrying.py`` retries storage calls;
 ``session.py`` builds the SparkSession; ``store.py`` is what it needs from storage;
 ``progress.py`` and ``telemetry.py`` are its own figures; ``settings.py``, ``status.py`` and

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from aggregator.settings import AggregatorSettings
@@ -71,6 +71,7 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     from aggregator.job import Aggregator
     from aggregator.lag import KafkaOffsets
+    from aggregator.rollup import RollupStore
     from aggregator.server_writes import ServerWrites
     from aggregator.store import connect_store
     from aggregator.telemetry import AggregatorTelemetry
@@ -94,7 +95,11 @@ def _run(args: argparse.Namespace) -> int:
     offsets = KafkaOffsets(settings.kafka_bootstrap, settings.kafka_tls)
     spark = _session(settings)
     writes = ServerWrites.from_settings(args.keyspace, settings.storage_retry_seconds)
-    Aggregator(spark, store, settings, telemetry, offsets, server_writes=writes).run(stop)
+    # The Repository is also the rollup tiers' store (aggregator/rollup.py).
+    tiers = cast("RollupStore", store)
+    Aggregator(spark, store, settings, telemetry, offsets, server_writes=writes, tiers=tiers).run(
+        stop
+    )
     spark.stop()
     return 0
 

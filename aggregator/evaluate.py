@@ -22,18 +22,18 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from aggregator.quantiles import levels
 from aggregator.series import split_columns
 from apm.functions import SUMMARY_FIELDS, Summary, compute
-from apm.query import Query, WindowResult
+from apm.query import Function, Query, WindowResult
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Row
 
-__all__ = ["OVERFLOW_KEY", "evaluate", "summary", "to_results"]
+__all__ = ["OVERFLOW_KEY", "evaluate", "function_values", "summary", "to_results"]
 
 # The marker in a result row's values: how many of its functions overflowed a double and are
 # left out. No function's key can be this word (apm.functions.spec_of_key knows none).
@@ -85,6 +85,26 @@ def summary(row: Row, query: Query) -> Summary:
     return Summary(**fields, percentile=percentile)
 
 
+def function_values(
+    functions: Sequence[Function],
+    window: Summary,
+    overflowed: Callable[[str], None] = lambda key: None,
+) -> dict[str, float]:
+    """``functions`` over ``window`` (a window, or a rollup tier's bucket), except
+    those whose value overflowed (module docstring): each of those is left out, reported to
+    ``overflowed`` by its key, and counted under ``OVERFLOW_KEY``."""
+    values: dict[str, float] = {}
+    for f in functions:
+        value = compute(f, window)
+        if math.isfinite(value):
+            values[f.key] = value
+        else:
+            overflowed(f.key)
+    if missing := len(functions) - len(values):
+        values[OVERFLOW_KEY] = float(missing)
+    return values
+
+
 def to_results(
     rows: list[Row],
     queries: Mapping[str, Query],
@@ -100,16 +120,7 @@ def to_results(
         query = queries.get(row["query_id"])
         if query is None or query.window_seconds != row["window_seconds"]:
             continue  # deleted or redefined since the batch was planned
-        window = summary(row, query)
-        values: dict[str, float] = {}
-        for f in query.functions:
-            value = compute(f, window)
-            if math.isfinite(value):
-                values[f.key] = value
-            else:
-                overflowed(f.key)
-        if missing := len(query.functions) - len(values):
-            values[OVERFLOW_KEY] = float(missing)
+        values = function_values(query.functions, summary(row, query), overflowed)
         out.append(
             WindowResult(
                 row["query_id"],

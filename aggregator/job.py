@@ -24,6 +24,7 @@ from aggregator.plan import queries_frame
 from aggregator.progress import ProgressCounter, state_figures
 from aggregator.recovery import StreamRestarts
 from aggregator.retrying import RetryingStore, write_results
+from aggregator.rollup import Rollup, RollupStore
 from aggregator.seen import Batch, Touches
 from aggregator.server_writes import ServerWrites
 from aggregator.settings import AggregatorSettings
@@ -33,6 +34,7 @@ from aggregator.streams import start_windows
 from aggregator.telemetry import AggregatorTelemetry
 from apm.model import topic_for
 from apm.query import StoredQuery, WindowResult
+from apm.tiers import WindowPartial
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -55,6 +57,7 @@ class Aggregator:
         offsets: KafkaOffsets | None = None,
         clock: Callable[[], float] = time.time,
         server_writes: ServerWrites | None = None,
+        tiers: RollupStore | None = None,
     ) -> None:
         self.spark = spark
         # The executors' writer of BY server queries' rows (aggregator/server_writes.py).
@@ -73,6 +76,17 @@ class Aggregator:
         )
         self.offsets = offsets
         self.clock = clock
+        # The rollup tiers of the fleet series (aggregator/rollup.py); None: not kept.
+        self.rollup = (
+            Rollup(
+                tiers,
+                clock,
+                self.settings.rollup_buckets_per_pass,
+                lambda tier: self.telemetry.rollup_buckets.labels(tier).inc(),
+            )
+            if tiers is not None
+            else None
+        )
         self.windows: StreamingQuery | None = None
         self.active: list[StoredQuery] = []
         self.server_counts: dict[str, int] = {}  # the executors' writes, since the start
@@ -107,6 +121,31 @@ class Aggregator:
     def _write(self, results: list[WindowResult]) -> None:
         refused = self.telemetry.refused.inc
         self.telemetry.results.inc(write_results(self.store, results, lambda row: refused()))
+
+    def _partials(self, partials: list[WindowPartial]) -> None:
+        """A batch's fleet windows' partials: written (retried like the results), then their
+        tier buckets marked for the rollup. One refused for a deterministic reason is logged
+        and left out: raising would fail the same batch on every replay."""
+        rollup = self.rollup
+        if rollup is None or not partials:
+            return
+        try:
+            self.store.retry("upsert_partials", lambda: rollup.store.upsert_partials(partials))
+        except ValueError as exc:
+            log.error("window partials refused, left out of the tiers: %s", exc)
+            return
+        rollup.wrote(partials)
+
+    def roll_up(self) -> None:
+        """One rollup pass (bounded), and its lag on /metrics."""
+        if self.rollup is None:
+            return
+        try:
+            self.rollup.run_once()
+        except Exception as exc:  # storage away: the buckets wait for the next pass
+            log.warning("rollup pass failed: %s", exc)
+        self.telemetry.rollup_pending.set(self.rollup.pending)
+        self.telemetry.rollup_lag.set(self.rollup.lag_seconds())
 
     def _servers_done(self, counts: dict[str, int]) -> None:
         """A batch's per-server writes in the executors (aggregator/server_writes.py)."""
@@ -143,6 +182,8 @@ class Aggregator:
             self.windows.stop()
             self.windows = None
         self.active = active
+        if self.rollup is not None:
+            self.rollup.queries = {q.id: q.query for q in active}
         self.reads = sorted({q.query.metric for q in active})
         self.telemetry.active.set(len(active))
         self.telemetry.reads.set(len(self.reads))
@@ -167,6 +208,7 @@ class Aggregator:
             self.progress.add_late,
             self.server_writes,
             self._servers_done,
+            self._partials if self.rollup is not None else None,
         )
 
     def settle(self) -> None:
@@ -181,6 +223,11 @@ class Aggregator:
 
     def start(self) -> None:
         self._apply(self.mine(self.store.list_queries(include_paused=False)))
+        if self.rollup is not None:
+            # A roll lost with the last process: the buckets late data could still refine.
+            self.rollup.mark_recent(
+                self.rollup.queries, self.settings.allowed_lateness_seconds + 3600
+            )
         log.info(
             "aggregator %s started with %d active queries over %d metrics (scope: %s)",
             self.settings.identity,
@@ -260,6 +307,7 @@ class Aggregator:
                 if self.restarts.broken:
                     continue
                 self.settle()
+                self.roll_up()
                 try:
                     self.refresh_queries()
                 except Exception as exc:  # storage briefly away: keep the running query set

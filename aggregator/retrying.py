@@ -66,6 +66,10 @@ class RetryingStore:
             transient=is_transient,
         )
 
+    def retry(self, name: str, call: Callable[[], T]) -> T:
+        """Another storage call of the job (the rollup tiers'), retried alike."""
+        return self._call(name, call)
+
     def list_queries(self, include_paused: bool = True) -> list[StoredQuery]:
         return self._call("list_queries", lambda: self.inner.list_queries(include_paused))
 

@@ -33,6 +33,8 @@ class AggregatorSettings(WithKafkaTls):
     checkpoint_dir: Path = PROJECT_ROOT / "var" / "aggregator"
     trigger_seconds: float = 2.0
     allowed_lateness_seconds: int = 600
+    # Tier buckets one rollup pass rolls at most (aggregator/rollup.py); the rest wait.
+    rollup_buckets_per_pass: int = Field(default=200, ge=1)
     # Drop a resent (metric, server, ts) exactly. Its state is one key per distinct sample in
     # the lateness horizon, and at 100k samples/s it was most of the batch time
     # (docs/aggregator.md); turn it off only for sources that never resend. Each setting has

@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING
 
 from aggregator.evaluate import evaluate, to_results
 from aggregator.plan import admit, topic_regex, window_summaries
+from aggregator.rollup import to_partials
 from aggregator.seen import Batch, SeenAccumulator
 from aggregator.server_writes import ServerWrites, WriteCounts, series_queries
 from aggregator.server_writes import write as write_servers
 from aggregator.settings import AggregatorSettings
 from apm.query import Query, WindowResult
+from apm.tiers import WindowPartial
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -77,6 +79,7 @@ def start_windows(
     late: Callable[[int], None] = lambda n: None,
     server_writes: ServerWrites | None = None,
     servers_done: Callable[[dict[str, int]], None] = lambda counts: None,
+    partials: Callable[[list[WindowPartial]], None] | None = None,
 ) -> StreamingQuery:
     """The windows stream; ``write`` gets each batch's results (none for an empty batch),
     ``phase`` the seconds each batch spent in Spark, in evaluation and in the upsert,
@@ -85,7 +88,8 @@ def start_windows(
     being the watermark's (aggregator/skew.py), ``late`` the number of samples each batch
     dropped as later than the watermark. ``BY server`` queries' rows are written by the
     executors (aggregator/server_writes.py) with ``server_writes``; ``servers_done`` gets their
-    counts after each batch."""
+    counts after each batch. ``partials`` (None: no rollup tiers) gets each batch's fleet
+    windows' partials (aggregator/rollup.py)."""
     longest = max(q.window_seconds for q in queries.values())
     delay = s.allowed_lateness_seconds + longest
     gathered = (
@@ -140,6 +144,8 @@ def start_windows(
         evaluated_at = time.monotonic()
         if results:
             write(results)
+        if partials is not None and rows:
+            partials(to_partials(rows, queries, clock()))
         phase("spark", collected - began)
         phase("servers", written - collected)
         phase("evaluate", evaluated_at - written)

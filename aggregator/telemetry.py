@@ -104,6 +104,21 @@ class AggregatorTelemetry(Telemetry):
             "how long the last restart for a changed query set took",
             registry=r,
         )
+        # The rollup tiers (aggregator/rollup.py, docs/storage.md "Rollup tiers").
+        self.rollup_buckets = Counter(
+            "apm_aggregator_rollup_buckets",
+            "tier buckets rolled up from their windows' partials",
+            ["tier"],
+            registry=r,
+        )
+        self.rollup_pending = Gauge(
+            "apm_aggregator_rollup_pending", "closed tier buckets waiting for a roll", registry=r
+        )
+        self.rollup_lag = Gauge(
+            "apm_aggregator_rollup_lag_seconds",
+            "how long the oldest closed tier bucket still waiting has been closed (0: none)",
+            registry=r,
+        )
         self.watermark = Gauge(
             "apm_aggregator_watermark_seconds", "event-time watermark (epoch seconds)", registry=r
         )

@@ -5,7 +5,9 @@ statements, ``codec.py`` converts rows to and from the contract's types, ``reade
 time range across day buckets, ``driver.py`` configures the Cassandra driver and runs bulk
 writes; ``settings.py`` (``APM_STORAGE_``) and ``cli.py`` (``apm storage``, ``apm query``) are
 its edges. ``server_tables.py`` (their DDL), ``servers.py`` and ``rankings.py`` hold the
-per-server series of ``BY server`` queries and their top-N rankings. ``alerts.py`` holds the
+per-server series of ``BY server`` queries and their top-N rankings. ``tier_tables.py``
+(their DDL) and ``tiers.py`` hold the rollup tiers: each window's partial and the 1 min and
+1 h rows. ``alerts.py`` holds the
 alerting tables; ``dashboards.py`` the saved dashboards and their share links; ``users.py`` the
 dashboard's users and ``tokens.py`` their API tokens; ``lease.py`` a lease (one holder at a
 time, by LWT). ``errors.py`` is the one place that says which Cassandra failures are worth

@@ -107,6 +107,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="now, epoch seconds or ISO-8601, exclusive (default: now)",
     )
     results.add_argument("--server", help="a BY server query's series of this server")
+    results.add_argument(
+        "--resolution",
+        help="10s, 1m, 1h: the query's own windows or one of its rollup tiers "
+        "(docs/storage.md, 'Rollup tiers'); default: its windows",
+    )
     results.add_argument("--json", action="store_true", help="one JSON object per line")
     query.set_defaults(func=_run_query)
 
@@ -157,7 +162,11 @@ def _run_storage(args: argparse.Namespace) -> int:
         cluster = open_cluster(settings)
         try:
             changes = migrate(
-                cluster.connect(), settings.keyspace, settings.retention_days, settings.replication
+                cluster.connect(),
+                settings.keyspace,
+                settings.retention_days,
+                settings.replication,
+                settings.tier_ttl_s,
             )
         finally:
             cluster.shutdown()
@@ -257,22 +266,56 @@ def _results(repo: Any, args: argparse.Namespace) -> int:
             EXIT_BAD_INPUT,
         )
 
+    tier, shown = _tier(args, stored)
+    if isinstance(shown, int):
+        return shown
+
     def read() -> Any:
         if args.server is None:
-            return repo.read_results(args.id, start, end)
+            return repo.read_results(args.id, start, end, tier=tier)
         return repo.read_server_results(args.id, args.server, start, end)
+
+    print(f"showing {shown}", file=sys.stderr)
 
     if stored is None and next(iter(read()), None) is None:
         return _fail(f"no query with id {args.id!r} (see `apm query list`)", EXIT_NOT_FOUND)
     for row in read():
         if args.json:
             keys = ("window_start", "window_seconds", "values", "samples", "updated_at")
-            print(json.dumps({k: getattr(row, k) for k in keys} | _server_key(row)))
+            tiered = {"tier": tier} if tier else {}
+            print(json.dumps({k: getattr(row, k) for k in keys} | _server_key(row) | tiered))
         else:
             stamp = datetime.fromtimestamp(row.window_start, UTC).isoformat()
             values = " ".join(f"{k}={v:g}" for k, v in row.values.items())
             print(f"{stamp}  n={row.samples}  {values}")
     return 0
+
+
+def _tier(args: argparse.Namespace, stored: Any) -> tuple[str | None, str | int]:
+    """(the tier to read or None for the windows, what is shown) or (None, an exit code)."""
+    from apm.query import format_duration
+    from apm.tiers import TIERS, parse_resolution, tier_name, tiers_of
+
+    if args.resolution is None:
+        return None, "the query's windows (results)"
+    try:
+        seconds = parse_resolution(args.resolution)
+    except ValueError as exc:
+        return None, _fail(f"--resolution: {exc}", EXIT_BAD_INPUT)
+    if stored is None:
+        return None, _fail(f"no query with id {args.id!r} (see `apm query list`)", EXIT_NOT_FOUND)
+    own = stored.query.window_seconds
+    if seconds == own:
+        return None, f"the query's {format_duration(own)} windows (results)"
+    kept = tiers_of(own)
+    tier = tier_name(seconds)
+    if tier is None or tier not in kept or args.server is not None:
+        has = ", ".join([format_duration(own), *kept])
+        why = "per-server series have no tiers yet; " if args.server is not None else ""
+        return None, _fail(
+            f"--resolution {args.resolution}: {why}query {args.id} has {has}", EXIT_BAD_INPUT
+        )
+    return tier, f"the {tier} rollup tier ({TIERS[tier]} s rows from merged windows)"
 
 
 def _server_key(row: Any) -> dict[str, str]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from apm.query import QueryError, StoredQuery, WindowResult, accept, parse
 from apm.ranking import Ranked
+from apm.tiers import WindowPartial
 from storage import codec
 from storage.driver import execute_many, open_cluster, profile_for
 from storage.rankings import RankingStore
@@ -24,6 +25,7 @@ from storage.schema import INDEX_REFRESH_S, IndexRows, bucket_of, migrate, missi
 from storage.servers import ServerStore
 from storage.settings import StorageSettings, keyspace_error
 from storage.statements import Statements
+from storage.tiers import TierStore
 
 __all__ = ["INDEX_REFRESH_S", "Repository"]
 
@@ -57,6 +59,9 @@ class Repository:
         self._servers = ServerStore(
             session, keyspace, concurrency=concurrency, profile=self.profile
         )
+        self._tiers = TierStore(
+            session, keyspace, concurrency=concurrency, profile=self.profile, clock=clock
+        )
         self._rankings = RankingStore(
             session, keyspace, self._servers, concurrency=concurrency, profile=self.profile
         )
@@ -72,7 +77,13 @@ class Repository:
         try:
             session = cluster.connect()
             if ensure_schema and missing_tables(session, settings.keyspace):
-                migrate(session, settings.keyspace, settings.retention_days, settings.replication)
+                migrate(
+                    session,
+                    settings.keyspace,
+                    settings.retention_days,
+                    settings.replication,
+                    settings.tier_ttl_s,
+                )
             return cls(
                 session, settings.keyspace, concurrency=settings.concurrency, owns_cluster=True
             )
@@ -194,9 +205,17 @@ class Repository:
         return len(latest)
 
     def read_results(
-        self, query_id: str, start: float, end: float, page_size: int = 5000
+        self,
+        query_id: str,
+        start: float,
+        end: float,
+        page_size: int = 5000,
+        tier: str | None = None,
     ) -> Iterator[WindowResult]:
-        """The query's one series (server "") with start <= window_start < end, ascending."""
+        """The query's one series (server "") with start <= window_start < end, ascending:
+        its windows, or with ``tier`` (``1m``, ``1h``) that rollup tier's rows."""
+        if tier is not None:
+            return self._tiers.read_tier(tier, query_id, start, end, page_size)
         lo, hi = span_ms(start, end, page_size)
         if hi <= lo:
             return iter(())
@@ -213,6 +232,16 @@ class Repository:
             ahead=min(8, self.concurrency),
             profile=self.profile,
         )
+
+    # -- rollup tiers (storage.tiers) ------------------------------------------------------
+    def upsert_partials(self, partials: Iterable[WindowPartial]) -> int:
+        return self._tiers.upsert_partials(partials)
+
+    def read_partials(self, query_id: str, start: float, end: float) -> list[WindowPartial]:
+        return self._tiers.read_partials(query_id, start, end)
+
+    def upsert_tier(self, tier: str, rows: Iterable[WindowResult]) -> int:
+        return self._tiers.upsert_tier(tier, rows)
 
     def read_results_at(self, query_id: str, starts: Sequence[float]) -> Iterator[WindowResult]:
         """The windows of ``query_id`` that start exactly at one of ``starts`` (epoch seconds),

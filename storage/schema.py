@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any
 
 from storage.server_tables import SERVER_TABLES, server_ddl
 from storage.settings import DEFAULT_REPLICATION, keyspace_error
+from storage.tier_tables import DEFAULT_TIER_TTL_S, tier_ddl
 
 __all__ = [
     "ADDED_COLUMNS",
@@ -30,6 +31,7 @@ __all__ = [
     "migrate",
     "missing_tables",
     "table_names",
+    "table_ttls",
 ]
 
 log = logging.getLogger(__name__)
@@ -43,6 +45,7 @@ TABLES = (
     "metrics",
     "status",
     *SERVER_TABLES,
+    *DEFAULT_TIER_TTL_S,
 )
 # Columns added after a table was first released: migrate adds them to an older table.
 ADDED_COLUMNS = {"queries": {"active_since": "timestamp"}}
@@ -89,8 +92,12 @@ def bucket_of(window_start: float) -> int:
     return int(window_start // BUCKET_SECONDS)
 
 
-def _ddl(keyspace: str, ttl_s: int) -> dict[str, str]:
-    return {**_results_ddl(keyspace, ttl_s), **server_ddl(keyspace, ttl_s, INDEX_EXTRA_TTL_S)}
+def _ddl(keyspace: str, ttl_s: int, tier_ttl_s: Mapping[str, int]) -> dict[str, str]:
+    return {
+        **_results_ddl(keyspace, ttl_s),
+        **server_ddl(keyspace, ttl_s, INDEX_EXTRA_TTL_S),
+        **tier_ddl(keyspace, tier_ttl_s),
+    }
 
 
 def _results_ddl(keyspace: str, ttl_s: int) -> dict[str, str]:
@@ -145,6 +152,11 @@ def _existing(session: Any, keyspace: str) -> dict[str, int]:
     return {row[0]: int(row[1] or 0) for row in session.execute(stmt, (keyspace,))}
 
 
+def table_ttls(session: Any, keyspace: str) -> dict[str, int]:
+    """table name -> its default_time_to_live in seconds (0: none)."""
+    return _existing(session, keyspace)
+
+
 def table_names(session: Any, keyspace: str) -> set[str]:
     """The tables ``keyspace`` has (none if it does not exist)."""
     return set(_existing(session, keyspace))
@@ -175,10 +187,21 @@ def missing_tables(session: Any, keyspace: str) -> list[str]:
 
 
 def migrate(
-    session: Any, keyspace: str, retention_days: int, replication: str = DEFAULT_REPLICATION
+    session: Any,
+    keyspace: str,
+    retention_days: int,
+    replication: str = DEFAULT_REPLICATION,
+    tier_ttl_s: Mapping[str, int] | None = None,
 ) -> list[str]:
     """Creates the keyspace and tables that are missing and aligns the tables' TTLs with
-    ``retention_days``. Idempotent: a second run changes nothing. Returns what it changed."""
+    ``retention_days`` (the rollup tiers' tables with ``tier_ttl_s``, table -> seconds:
+    ``storage.tier_tables.tier_ttls``). Idempotent: a second run changes nothing. Returns
+    what it changed."""
+    tiers = {**DEFAULT_TIER_TTL_S, **(tier_ttl_s or {})}
+    if bad := {
+        t: v for t, v in tiers.items() if isinstance(v, bool) or not isinstance(v, int) or v < 3600
+    }:
+        raise ValueError(f"tier TTLs must be whole seconds >= 3600, got {bad}")
     if (err := keyspace_error(keyspace)) is not None:
         raise ValueError(err)
     if not isinstance(retention_days, int) or retention_days < 1:
@@ -191,11 +214,12 @@ def migrate(
             f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = {replication}"
         )
         changes.append(f"keyspace {keyspace}")
-    for table, ddl in _ddl(keyspace, ttl_s).items():
+    wanted = {table: ttl_s + extra for table, extra in _TTL_TABLES.items()} | tiers
+    for table, ddl in _ddl(keyspace, ttl_s, tiers).items():
         if table not in existing:
             session.execute(ddl)
             changes.append(f"table {keyspace}.{table}")
-        elif table in _TTL_TABLES and existing[table] != (want := ttl_s + _TTL_TABLES[table]):
+        elif table in wanted and existing[table] != (want := wanted[table]):
             # Applies to rows written from now on; older rows keep the TTL they were written with.
             session.execute(f"ALTER TABLE {keyspace}.{table} WITH default_time_to_live = {want}")
             changes.append(f"ttl {keyspace}.{table} {existing[table]}s -> {want}s")

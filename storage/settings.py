@@ -44,6 +44,11 @@ class StorageSettings(BaseSettings):
     port: int = Field(default=9042, ge=1, le=65535)
     keyspace: str = "apm"
     retention_days: int = Field(default=30, ge=1, le=3650)
+    # The rollup tiers' retentions (docs/storage.md, "Rollup tiers"): each window's partial
+    # only has to outlive the allowed lateness and the rollup's lag.
+    partials_retention_hours: int = Field(default=48, ge=1, le=24 * 90)
+    tier_1m_retention_days: int = Field(default=90, ge=1, le=3650)
+    tier_1h_retention_days: int = Field(default=730, ge=1, le=36500)
     replication: str = DEFAULT_REPLICATION
     connect_timeout_s: float = Field(default=10.0, gt=0)
     request_timeout_s: float = Field(default=20.0, gt=0)
@@ -113,6 +118,15 @@ class StorageSettings(BaseSettings):
             "tls_check_hostname": "true" if self.tls_check_hostname else "false",
             **{name: str(path) for name, path in files.items() if path is not None},
         }
+
+    @property
+    def tier_ttl_s(self) -> dict[str, int]:
+        """The rollup tiers' tables -> their TTL in seconds (storage.schema.migrate)."""
+        from storage.tier_tables import tier_ttls
+
+        return tier_ttls(
+            self.partials_retention_hours, self.tier_1m_retention_days, self.tier_1h_retention_days
+        )
 
     @property
     def host_list(self) -> list[str]:

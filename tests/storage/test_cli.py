@@ -227,3 +227,30 @@ def test_an_unreachable_cassandra_is_a_clear_error(apm, monkeypatch):
     # Bad query text is reported as such even with no Cassandra to talk to.
     code, _, err = apm("query", "add", "FROM * SELECT cpu WINDOW 1m")
     assert code == 2 and "expected COMPUTE" in err
+
+
+def test_results_at_a_resolution_read_a_tier_and_say_which(apm, make_repo):
+    import time
+
+    from apm.query import WindowResult
+
+    code, out, _ = apm("query", "add", "FROM * SELECT mem WINDOW 10s COMPUTE max")
+    qid = out.strip()
+    hour = float(int(time.time() // 3600) * 3600 - 3600)  # recent: within the tiers' retention
+    repo = make_repo()
+    repo.upsert_results([WindowResult(qid, hour, 10, {"max": 1.0}, 1, hour + 20)])
+    repo.upsert_tier("1m", [WindowResult(qid, hour, 60, {"max": 2.0}, 6, hour + 70)])
+    repo.upsert_tier("1h", [WindowResult(qid, hour, 3600, {"max": 3.0}, 360, hour + 3700)])
+    span = ("--from", str(hour), "--to", str(hour + 3600))
+    for resolution, tier, value in (("1m", "1m", 2.0), ("1h", "1h", 3.0)):
+        code, out, err = apm("query", "results", qid, *span, "--resolution", resolution, "--json")
+        assert code == 0, err
+        assert f"the {tier} rollup tier" in err
+        got = [json.loads(line) for line in out.splitlines()]
+        assert [(g["values"]["max"], g["tier"]) for g in got] == [(value, tier)]
+    code, out, err = apm("query", "results", qid, *span, "--resolution", "10s")
+    assert code == 0 and "max=1" in out and "the query's 10s windows" in err
+    code, _, err = apm("query", "results", qid, *span, "--resolution", "5m")
+    assert code == 2 and f"query {qid} has 10s, 1m, 1h" in err
+    code, _, err = apm("query", "results", qid, *span, "--resolution", "soon")
+    assert code == 2 and "--resolution: resolution 'soon' is not" in err

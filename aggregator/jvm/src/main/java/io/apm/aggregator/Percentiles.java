@@ -26,6 +26,10 @@ import org.apache.spark.sql.types.StructType;
  * driver each batch, pickled for Python and read there with the DataSketches binding: about a
  * core of fixed cost at the issue's 100 queries, whatever the sample rate (docs/aggregator.md).
  * Now only the numbers cross.
+ *
+ * <p>A fleet-level row (its {@code server} is "", or the input has no such column) also gets its
+ * sketch as a {@link LogHistogram}'s bytes in {@code histogram}: what the rollup tiers merge
+ * (docs/storage.md, "Rollup tiers"), a few KB where the sketch is up to 160 KB.
  */
 public final class Percentiles implements MapFunction<Row, Row> {
   private static final long serialVersionUID = 1L;
@@ -34,6 +38,8 @@ public final class Percentiles implements MapFunction<Row, Row> {
   private final int levelsField;
   private final int minField;
   private final int maxField;
+  private final int serverField;
+  private final int secondsField;
   private final int[] kept;
 
   private Percentiles(StructType in) {
@@ -41,6 +47,8 @@ public final class Percentiles implements MapFunction<Row, Row> {
     this.levelsField = in.fieldIndex("levels");
     this.minField = in.fieldIndex("min");
     this.maxField = in.fieldIndex("max");
+    this.serverField = java.util.Arrays.asList(in.fieldNames()).indexOf("server");
+    this.secondsField = java.util.Arrays.asList(in.fieldNames()).indexOf("window_seconds");
     this.kept =
         Arrays.stream(in.fieldNames())
             .filter(f -> !f.equals("sketch") && !f.equals("levels"))
@@ -52,7 +60,8 @@ public final class Percentiles implements MapFunction<Row, Row> {
    * {@code windows} with a {@code sketch} (binary, null: none kept) and {@code levels}
    * (array&lt;double&gt;, the percentiles its query reads) to the same rows without those two and
    * with {@code percentiles} (array&lt;double&gt; in the order of {@code levels}; null without a
-   * sketch or levels).
+   * sketch or levels) and {@code histogram} (binary: the sketch's LogHistogram for a fleet-level
+   * row whose query has a rollup tier, else null).
    */
   public static Dataset<Row> select(Dataset<Row> windows) {
     StructType in = windows.schema();
@@ -63,29 +72,39 @@ public final class Percentiles implements MapFunction<Row, Row> {
       out = out.add(f);
     }
     out = out.add("percentiles", DataTypes.createArrayType(DataTypes.DoubleType, false), true);
+    out = out.add("histogram", DataTypes.BinaryType, true);
     return windows.map(function, Encoders.row(out));
   }
 
   @Override
   public Row call(Row row) {
-    Object[] values = new Object[kept.length + 1];
+    Object[] values = new Object[kept.length + 2];
     for (int i = 0; i < kept.length; i++) {
       values[i] = row.get(kept[i]);
     }
-    if (!row.isNullAt(sketchField) && !row.isNullAt(levelsField)) {
+    KllDoublesSketch kll =
+        row.isNullAt(sketchField) ? null : KllDoublesSketch.heapify(Memory.wrap((byte[]) row.getAs(sketchField)));
+    boolean fleet = serverField < 0 || "".equals(row.getString(serverField));
+    if (fleet && kll != null && tiered(row)) {
+      values[kept.length + 1] = LogHistogram.ofSketch(kll);
+    }
+    if (kll != null && !row.isNullAt(levelsField)) {
       List<Double> levels = row.getList(levelsField);
       double[] ps = new double[levels.size()];
       for (int i = 0; i < ps.length; i++) {
         ps[i] = levels.get(i);
       }
-      values[kept.length] = of(row.getAs(sketchField), ps, row.getDouble(minField), row.getDouble(maxField));
+      values[kept.length] = of(kll, ps, row.getDouble(minField), row.getDouble(maxField));
     }
     return RowFactory.create(values);
   }
 
   /** The percentiles {@code levels} (0 &lt; p &lt; 100) of {@code sketch}, clamped to [low, high]. */
   public static double[] of(byte[] sketch, double[] levels, double low, double high) {
-    KllDoublesSketch kll = KllDoublesSketch.heapify(Memory.wrap(sketch));
+    return of(KllDoublesSketch.heapify(Memory.wrap(sketch)), levels, low, high);
+  }
+
+  static double[] of(KllDoublesSketch kll, double[] levels, double low, double high) {
     double[] out = new double[levels.length];
     long n = kll.getN();
     double[] sorted = null;
@@ -118,6 +137,15 @@ public final class Percentiles implements MapFunction<Row, Row> {
       out[k] = Math.min(Math.max(value, low), high);
     }
     return out;
+  }
+
+  /** Whether the row's query has a rollup tier (apm/tiers.py, tiers_of): its windows tile an hour. */
+  private boolean tiered(Row row) {
+    if (secondsField < 0 || row.isNullAt(secondsField)) {
+      return true;
+    }
+    int seconds = row.getInt(secondsField);
+    return seconds > 0 && seconds < 3600 && 3600 % seconds == 0;
   }
 
   /** quantiles.py's {@code lerp}: numpy's, and finite whenever a and b are. */
