@@ -259,6 +259,7 @@ class Aggregator:
             self.offsets.close()
         if self.tags is not None:
             self.tags.close()
+            self.tags = None
 
     def run(self, stop: threading.Event) -> None:
         """Runs until ``stop`` is set; query changes are polled every trigger interval."""
