@@ -52,6 +52,9 @@ class TagMap:
         self.version = 0
         self.dropped = 0  # records of servers past max_servers, since the start
         self._servers: dict[str, list[Version]] = {}
+        # The servers with more than one version: all that prune has to look at, so that a
+        # batch's prune costs the recent changes, not the fleet.
+        self._changed: set[str] = set()
 
     def __len__(self) -> int:
         return len(self._servers)
@@ -70,6 +73,8 @@ class TagMap:
             return
         versions.append(Version(now, max(0, int(received_ms))))
         del versions[: -self.max_versions]
+        if len(versions) > 1:
+            self._changed.add(server)
         self.version += 1
 
     def known_since_start(self) -> None:
@@ -85,13 +90,16 @@ class TagMap:
         """Drops each version whose successor was received more than ``horizon_s`` ago: every
         window it covers has closed."""
         cut = now_ms - int(horizon_s * 1000)
-        for versions in self._servers.values():
+        for server in list(self._changed):
+            versions = self._servers[server]
             keep = 0
             while keep + 1 < len(versions) and versions[keep + 1].received_ms < cut:
                 keep += 1
             if keep:
                 del versions[:keep]
                 self.version += 1
+            if len(versions) < 2:
+                self._changed.discard(server)
 
     def versions(self, server: str) -> list[Version]:
         return list(self._servers.get(server, ()))
