@@ -14,4 +14,6 @@ of ``BY server`` queries and their rankings (``series.py`` names those series);
 ``session.py`` builds the SparkSession; ``store.py`` is what it needs from storage;
 ``progress.py`` and ``telemetry.py`` are its own figures; ``settings.py``, ``status.py`` and
 ``cli.py`` (``apm aggregator``) are its edges. ``series.py`` names a window summary's series
-(the query's one, or one server's of a ``BY server`` query)."""
+(the query's one, or one server's of a ``BY server`` query, or one group's of a ``BY <tag>``
+query); ``tags_feed.py`` follows the host-tags topic into ``tag_map.py``'s map, which the
+operator reads each batch, by the rule of which version of a server's tags a window uses."""

@@ -31,6 +31,8 @@ from aggregator.settings import AggregatorSettings
 from aggregator.skew import SetAside
 from aggregator.store import AggregatorStore
 from aggregator.streams import start_windows
+from aggregator.tag_map import TagMap
+from aggregator.tags_feed import TagsFeed
 from aggregator.telemetry import AggregatorTelemetry
 from apm.model import topic_for
 from apm.query import StoredQuery, WindowResult
@@ -103,6 +105,9 @@ class Aggregator:
         )
         # Newest sample per server and metric, written every servers_trigger_seconds.
         self.touches = Touches(self._touch, self.settings.servers_trigger_seconds, time.monotonic)
+        # The tags topic's follower, made when a query first uses host tags; it outlives the
+        # stream's restarts so that each version keeps the time it was received.
+        self.tags: TagsFeed | None = None
         self.restarts = StreamRestarts(
             self.settings.stream_restart_cap_seconds,
             lambda stream: self.telemetry.stream_failures.labels(stream).inc(),
@@ -190,6 +195,11 @@ class Aggregator:
         if not active:
             self.join_cap.raised = False
             return
+        if self.tags is None and any(q.query.uses_tags for q in active):
+            s = self.settings
+            tag_map = TagMap(s.tags_max_servers, s.tags_max_versions)
+            self.tags = TagsFeed(s.kafka_bootstrap, tag_map, s.tags_topic)
+            self.tags.start()
         known = {topic for topic, _ in self.processed_offsets()}
         cap = self.join_cap.cap(admitted, known, self.offsets)
         table = queries_frame(self.spark, active)
@@ -209,6 +219,7 @@ class Aggregator:
             self.server_writes,
             self._servers_done,
             self._partials if self.rollup is not None else None,
+            self.tags,
         )
 
     def settle(self) -> None:
@@ -293,6 +304,9 @@ class Aggregator:
             log.warning("cannot write the last servers' times: %s", exc)
         if self.offsets is not None:
             self.offsets.close()
+        if self.tags is not None:
+            self.tags.close()
+            self.tags = None
 
     def run(self, stop: threading.Event) -> None:
         """Runs until ``stop`` is set; query changes are polled every trigger interval."""
@@ -340,6 +354,14 @@ class Aggregator:
                 return parse_source_offsets(sources[0]["endOffset"])
         return checkpoint_offsets(self.settings.checkpoint / "windows")
 
+    def _tags_figures(self) -> dict[str, int]:
+        if self.tags is None:
+            return {"servers": 0, "dropped": 0}
+        servers, dropped = len(self.tags.tags), self.tags.tags.dropped
+        self.telemetry.tag_servers.set(servers)
+        self.telemetry.tag_records_dropped.set(dropped)
+        return {"servers": servers, "dropped": dropped}
+
     def publish_status(self) -> dict[str, object]:
         newest = self._collect_progress() or {}
         try:
@@ -382,6 +404,9 @@ class Aggregator:
             "last_restart_s": self.last_restart_s,
             "stream_failures": self.restarts.failures,
             "server_writes": dict(self.server_counts),
+            # The driver's tag map (aggregator/tag_map.py): servers, and records dropped past
+            # its bound (those servers stay untagged).
+            "tags": self._tags_figures(),
             "last_stream_error": self.restarts.last_error,
             "updated_at": self.clock(),
         }

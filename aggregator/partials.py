@@ -53,6 +53,11 @@ def _selections(spark: SparkSession, queries: DataFrame) -> object:
                 list(row["names"]),
                 prefixes,
                 row["server_regex"],
+                list(row["tag_keys"]),
+                list(row["tag_regexes"]),
+                list(row["where_keys"]),
+                list(row["where_regexes"]),
+                list(row["group_by"]),
             )
         )
     return out
@@ -65,6 +70,7 @@ def window_partials(
     *,
     delay_seconds: int = 0,
     grace_seconds: float | None = None,
+    tags: object | None = None,
 ) -> DataFrame:
     """Dedup and the map side of the window summaries in one pass, by the project's JVM
     operator ``io.apm.aggregator.Dedup`` (aggregator/jvm, a ``flatMapGroupsWithState``).
@@ -91,7 +97,12 @@ def window_partials(
     together (``io.apm.aggregator.HeldPartials``), so that the window aggregation merges and
     the executors write each server's window once, when it completes, and again only when late
     data refines it. ``delay_seconds`` is the watermark's delay, which the operator adds back
-    to the watermark to know the newest event time."""
+    to the watermark to know the newest event time.
+
+    ``tags`` (an ``io.apm.aggregator.TagsRef``; None: no tag map) is how each batch's tasks get
+    the driver's tag map (aggregator/tag_map.py): a query that selects or groups by host tags
+    is matched per server against the version of its tags that applies to the sample's window,
+    and a ``BY <tag>`` query's groups are series as a ``BY server`` query's servers are."""
     from pyspark.sql import DataFrame as Frame
     from pyspark.sql import functions as F
 
@@ -110,5 +121,6 @@ def window_partials(
         late,
         int(delay_seconds) * 1000,
         -1 if grace_seconds is None else round(grace_seconds * 1000),
+        tags,
     )
     return Frame(jdf, spark)

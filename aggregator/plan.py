@@ -76,7 +76,9 @@ QUERY_SCHEMA = (
     "query_id string, metric string, all_servers boolean, names array<string>, "
     "prefix string, prefixes array<string>, server_regex string, "
     "window_seconds int, wants_sketch boolean, since double, levels array<double>, "
-    "by_server boolean, sketch_k int"
+    "by_server boolean, sketch_k int, tag_keys array<string>, tag_regexes array<string>, "
+    "where_keys array<string>, where_regexes array<string>, group_by array<string>, "
+    "uses_tags boolean"
 )
 _JOIN_COLUMNS = (
     "query_id",
@@ -88,6 +90,7 @@ _JOIN_COLUMNS = (
     "server_regex",
     "window_seconds",
     "by_server",
+    "uses_tags",
 )
 # Metric and server names cannot be empty, so this row matches nothing. It keeps the static
 # side non-empty even after the optimizer pushes the filter's static-only part (one of the
@@ -96,6 +99,7 @@ _JOIN_COLUMNS = (
 # its state store, and Spark fails the batch (STATE_STORE_COMMIT_VALIDATION_FAILED).
 _SENTINEL: tuple[object, ...] = (
     *("", "", False, [""], None, [], None, 1, False, 0.0, [], False, KLL_K),
+    *([], [], [], [], [], False),
 )
 _GLOB_CHARS = frozenset("*?[")
 
@@ -147,6 +151,13 @@ def query_row(stored: StoredQuery) -> tuple[object, ...]:
         levels(q),
         q.by_server,
         sketch_k(q),
+        # Host tags (issue 37): matched by the JVM operator against the driver's tag map.
+        [t.key for t in q.tags],
+        [t.regex() for t in q.tags],
+        [t.key for t in q.where],
+        [t.regex() for t in q.where],
+        list(q.group_by),
+        q.uses_tags,
     )
 
 
@@ -193,6 +204,7 @@ def window_summaries(
     seen: object | None = None,
     late: object | None = None,
     grace_s: float | None = None,
+    tags: object | None = None,
 ) -> DataFrame:
     """Per (series, window_seconds, window_end): n, the sums, min, max and a KLL sketch of
     the distinct samples seen so far in ``records`` (Kafka rows: topic, value, timestamp;
@@ -211,7 +223,8 @@ def window_summaries(
     counted). Samples ahead of their arrival by more than ``tolerance_s`` (None: no limit)
     are set aside before the watermark (skew.py); every parsed sample is told to ``seen``
     (aggregator/seen.py) when given. ``grace_s`` (None: with every batch) holds a ``BY server``
-    series' windows in the dedup operator until they complete (``partials.window_partials``).
+    series' windows in the dedup operator until they complete (``partials.window_partials``),
+    which also takes ``tags``, the reference through which the executors get the tag map.
 
     ``dedup=False`` leaves the dedup operator out (``APM_AGGREGATOR_DEDUP``), for sources that
     never resend; it was most of the batch time at 100k samples/s (docs/aggregator.md). Late
@@ -236,7 +249,7 @@ def window_summaries(
             "event_time", delay
         )
         partials = window_partials(
-            timed, queries, late, delay_seconds=delay_seconds, grace_seconds=grace_s
+            timed, queries, late, delay_seconds=delay_seconds, grace_seconds=grace_s, tags=tags
         )
         end = F.timestamp_seconds("window_end_s").alias("window_end", metadata=mark)
         # kll_merge_agg_double without k adopts the first partial's, which is its series'
@@ -272,12 +285,17 @@ def window_summaries(
     wanted = F.broadcast(queries.select(*_JOIN_COLUMNS))
     # Or short-circuits left to right: the cheap tests first, the regex only for odd globs.
     server = F.col("server")
-    joined = timed.join(wanted, "metric").where(
-        F.col("all_servers")
-        | (F.col("prefix").isNotNull() & F.startswith(server, F.col("prefix")))
-        | ((F.size("names") > 0) & F.array_contains("names", server))
-        | ((F.size("prefixes") > 0) & F.exists("prefixes", lambda p: F.startswith(server, p)))
-        | (F.col("server_regex").isNotNull() & F.expr("server RLIKE server_regex"))
+    # Host tags are matched by the JVM operator only: without it a tag query counts nothing.
+    joined = (
+        timed.join(wanted, "metric")
+        .where(~F.col("uses_tags"))
+        .where(
+            F.col("all_servers")
+            | (F.col("prefix").isNotNull() & F.startswith(server, F.col("prefix")))
+            | ((F.size("names") > 0) & F.array_contains("names", server))
+            | ((F.size("prefixes") > 0) & F.exists("prefixes", lambda p: F.startswith(server, p)))
+            | (F.col("server_regex").isNotNull() & F.expr("server RLIKE server_regex"))
+        )
     )
     width = F.col("window_seconds")
     end = F.timestamp_seconds(F.floor(F.col("ts") / width) * width + width).alias(

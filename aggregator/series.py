@@ -1,4 +1,6 @@
-"""A window summary's series: the query's one series, or one server's of a ``BY server`` query.
+"""A window summary's series: the query's one series, one server's of a ``BY server`` query, or
+one group's of a ``BY <tag>`` query, named by its label (``apm.query_select.group_label``,
+``dc=eu-1``), which holds no tab (tag values are printable) and is never "" (issue 37).
 
 The window aggregation's key is (query_id, window_seconds, window_end), and that key is the
 state store's schema, which a running checkpoint keeps. A ``BY server`` query's partials carry
@@ -21,7 +23,7 @@ SERIES_SEPARATOR = "\t"
 
 
 def split(series: str) -> tuple[str, str]:
-    """(query id, server); the server is "" for a query's one series."""
+    """(query id, server or group label); "" for a query's one series."""
     query_id, _, server = series.partition(SERIES_SEPARATOR)
     return query_id, server
 

@@ -82,13 +82,14 @@ class ServerWrites:
 
 
 def series_queries(spark: SparkSession, queries: Mapping[str, Query]) -> Any:
-    """The ``BY server`` queries as a Java list of ``io.apm.aggregator.SeriesQuery``."""
+    """The ``BY server`` and ``BY <tag>`` queries as a Java list of
+    ``io.apm.aggregator.SeriesQuery`` (a group is written as a server is)."""
     from aggregator.quantiles import levels
 
     jvm = _jvm(spark)
     out = jvm.java.util.ArrayList()
     for qid, q in sorted(queries.items()):
-        if not q.by_server:
+        if not (q.by_server or q.group_by):
             continue
         ops = []
         for f in q.functions:

@@ -11,6 +11,7 @@ from apm.kafka_tls import WithKafkaTls
 from apm.model import metric_name_error
 from apm.query_state import JobScope, parse_shard
 from apm.settings import PROJECT_ROOT, env_config, shared
+from apm.tags import TAGS_TOPIC
 
 __all__ = ["STATE_LAYOUT", "AggregatorSettings"]
 
@@ -78,6 +79,12 @@ class AggregatorSettings(WithKafkaTls):
     # most this much; samples further ahead are set aside and counted per metric, so that one
     # host's skewed clock moves the watermark by at most this (docs/aggregator.md, "Skew").
     future_tolerance_seconds: int = Field(default=30, ge=0)
+    # Host tags (issue 37): the compacted topic of every server's tags, which the driver
+    # follows into a map of at most tags_max_servers servers (a server beyond stays untagged,
+    # counted) and tags_max_versions versions a server (docs/aggregator.md, "Host tags").
+    tags_topic: str = TAGS_TOPIC
+    tags_max_servers: int = Field(default=100_000, ge=1)
+    tags_max_versions: int = Field(default=4, ge=1)
     driver_memory: str = "2g"
     # Where the job runs: empty = local mode on this machine (``local[<cores>]``); a cluster
     # manager's URL (``spark://127.0.0.1:17077`` for ``apm cluster up``) makes it an

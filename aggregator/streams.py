@@ -20,6 +20,7 @@ from aggregator.seen import Batch, SeenAccumulator
 from aggregator.server_writes import ServerWrites, WriteCounts, series_queries
 from aggregator.server_writes import write as write_servers
 from aggregator.settings import AggregatorSettings
+from aggregator.tags_feed import TagsFeed
 from apm.query import Query, WindowResult
 from apm.tiers import WindowPartial
 
@@ -80,6 +81,7 @@ def start_windows(
     server_writes: ServerWrites | None = None,
     servers_done: Callable[[dict[str, int]], None] = lambda counts: None,
     partials: Callable[[list[WindowPartial]], None] | None = None,
+    tags: TagsFeed | None = None,
 ) -> StreamingQuery:
     """The windows stream; ``write`` gets each batch's results (none for an empty batch),
     ``phase`` the seconds each batch spent in Spark, in evaluation and in the upsert,
@@ -88,15 +90,25 @@ def start_windows(
     being the watermark's (aggregator/skew.py), ``late`` the number of samples each batch
     dropped as later than the watermark. ``BY server`` queries' rows are written by the
     executors (aggregator/server_writes.py) with ``server_writes``; ``servers_done`` gets their
-    counts after each batch. ``partials`` (None: no rollup tiers) gets each batch's fleet
-    windows' partials (aggregator/rollup.py)."""
+    counts after each batch. So are the groups of ``BY <tag>`` queries, whose selection and
+    grouping read the tag map that ``tags`` follows (needed when a query uses host tags): each
+    batch reads the tags topic on, and its tasks get the map (``io.apm.aggregator.TagsRef``).
+    ``partials`` (None: no rollup tiers) gets each batch's fleet windows' partials
+    (aggregator/rollup.py)."""
     longest = max(q.window_seconds for q in queries.values())
     delay = s.allowed_lateness_seconds + longest
     gathered = (
         SeenAccumulator(spark, s.future_tolerance_seconds, delay) if seen is not None else None
     )
     dropped = spark.sparkContext._jsc.sc().longAccumulator(f"{s.identity}-late-samples")
-    per_server = {qid: q for qid, q in queries.items() if q.by_server}
+    # The queries of many series (a server's or a group's), evaluated and written by the executors.
+    per_server = {qid: q for qid, q in queries.items() if q.by_server or q.group_by}
+    if tags is None and any(q.uses_tags for q in queries.values()):
+        raise ValueError("queries on host tags need the tags topic's feed (TagsFeed)")
+    jvm = spark._jvm
+    ref = jvm.io.apm.aggregator.TagsRef() if tags is not None and jvm is not None else None
+    # A version is kept until every window it covers has closed (tag_map.TagMap.prune).
+    horizon_s = delay + longest + 60
     # Samples ahead of their arrival past the tolerance never reach the watermark (skew.py).
     sets = window_summaries(
         kafka_records(spark, s, metrics, table, cap),
@@ -106,6 +118,7 @@ def start_windows(
         tolerance_s=s.future_tolerance_seconds,
         seen=gathered.jvm if gathered is not None else None,
         late=dropped,
+        tags=ref,
         # Without a BY server query nothing would be held: the dedup state stays as v4 wrote it.
         grace_s=None if s.server_windows_live or not per_server else s.server_grace_seconds,
     )
@@ -119,6 +132,12 @@ def start_windows(
         from pyspark.sql import functions as F
 
         began = time.monotonic()
+        if tags is not None and ref is not None:
+            # Before the batch's action: its tasks carry the map current now.
+            tags.refresh()
+            tags.tags.prune(round(clock() * 1000), horizon_s)
+            if ref.version() != tags.tags.version:  # encoded and broadcast only when changed
+                ref.set(spark.sparkContext._jsc, bytearray(tags.tags.encode()), tags.tags.version)
         evaluated = evaluate(batch, table)
         if per_server:
             # Two actions read it: keep it, or the batch's plan would run twice.

@@ -44,6 +44,16 @@ class AggregatorTelemetry(Telemetry):
             "samples read from Kafka (before the query filter)",
             registry=r,
         )
+        self.tag_servers = Gauge(
+            "apm_aggregator_tag_servers",
+            "servers in the driver's host-tag map (aggregator/tag_map.py)",
+            registry=r,
+        )
+        self.tag_records_dropped = Gauge(
+            "apm_aggregator_tag_records_dropped",
+            "tags records of servers past the tag map's bound (they stay untagged), since start",
+            registry=r,
+        )
         self.late_rows = Counter(
             "apm_aggregator_late_rows_dropped",
             "samples dropped as later than the watermark (partials.window_partials)",

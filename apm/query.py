@@ -20,8 +20,9 @@ BY f``) also ranks, in each window, the ``n`` series with the highest (lowest) v
 servers a query selects and in which group. The model is :mod:`apm.query_model`, the tokens
 :mod:`apm.query_tokens`; this module re-exports what others import.
 
-Tag conditions and ``BY <key>`` parse, but the aggregator does not evaluate them yet:
-:func:`accept`, the check of every text about to be stored, refuses them (the one place).
+:func:`accept` is the check of every text about to be stored: the one place to refuse what
+parses but the aggregator does not evaluate (today nothing: it evaluates host tags since issue
+37, docs/aggregator.md "Host tags").
 
 Every text is parsed in time and memory bounded by its length, or refused with a
 :class:`QueryError` naming the position: a query is at most :data:`MAX_QUERY_CHARS`
@@ -88,20 +89,9 @@ def parse(text: str) -> Query:
 
 def accept(text: str) -> Query:
     """Parses a text that is about to be stored (the API, the builder, ``apm query add``, the
-    repository): :func:`parse`, refusing what the aggregator does not evaluate yet."""
-    query, tag_at = _parse(text)
-    # The one refusal of host tags until the aggregator evaluates them (issue 37): delete it
-    # with the aggregator change that does.
-    if tag_at is not None:
-        raise QueryError(_NOT_EVALUATED, tag_at, "a query without host tags")
-    return query
-
-
-_NOT_EVALUATED = (
-    "host tags (FROM key:glob, WHERE, BY <tag key>) are not evaluated by the aggregator yet, "
-    "so this query would never produce a result; select servers by name (FROM web-*) and "
-    "group BY server for now"
-)
+    repository): :func:`parse`, refusing what the aggregator does not evaluate (nothing today:
+    host tags in FROM, WHERE and BY are evaluated since issue 37)."""
+    return _parse(text)[0]
 
 
 def _entries(tokens: Tokens) -> tuple[list[str], list[TagGlob], int | None]:

@@ -80,7 +80,7 @@ class Query:
 
     @property
     def uses_tags(self) -> bool:
-        """Selects or groups by host tags (what the aggregator does not evaluate yet)."""
+        """Selects or groups by host tags (the aggregator matches these against its tag map)."""
         return bool(self.tags or self.where or self.group_by)
 
     def server_regex(self) -> str:

@@ -112,6 +112,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="10s, 1m, 1h: the query's own windows or one of its rollup tiers "
         "(docs/storage.md, 'Rollup tiers'); default: its windows",
     )
+    results.add_argument(
+        "--series", metavar="KEY=VALUE", help="a BY <tag> query's series of this group (dc=eu-1)"
+    )
     results.add_argument("--json", action="store_true", help="one JSON object per line")
     query.set_defaults(func=_run_query)
 
@@ -249,6 +252,7 @@ def _set_state(repo: Any, args: argparse.Namespace) -> int:
 
 def _results(repo: Any, args: argparse.Namespace) -> int:
     from apm.model import server_name_error
+    from apm.query_select import group_label_error
 
     end = args.end if args.end is not None else time.time()
     start = args.start if args.start is not None else end - 3600
@@ -256,7 +260,22 @@ def _results(repo: Any, args: argparse.Namespace) -> int:
         return _fail(f"--from ({start}) must be before --to ({end})", EXIT_BAD_INPUT)
     if args.server is not None and (err := server_name_error(args.server)) is not None:
         return _fail(f"--server: {err}", EXIT_BAD_INPUT)
+    if args.series is not None:
+        if args.server is not None:
+            return _fail("give --server or --series, not both", EXIT_BAD_INPUT)
+        if (err := group_label_error(args.series)) is not None:
+            return _fail(f"--series: {err}", EXIT_BAD_INPUT)
+        args.server = args.series  # a group's series is stored where a server's is
     stored = repo.get_query(args.id)
+    if args.server is None and stored is not None and stored.query.group_by:
+        groups = repo.list_result_servers(args.id, start, end)
+        listed = ", ".join(groups[:20]) + (f" ... ({len(groups)} in all)" if groups[20:] else "")
+        by = ", ".join(stored.query.group_by)
+        return _fail(
+            f"query {args.id} has one series per group (BY {by}): give --series KEY=VALUE "
+            f"(groups with results on those days: {listed or 'none yet'})",
+            EXIT_BAD_INPUT,
+        )
     if args.server is None and stored is not None and stored.query.by_server:
         servers = repo.list_result_servers(args.id, start, end)
         listed = ", ".join(servers[:20]) + (f" ... ({len(servers)} in all)" if servers[20:] else "")
@@ -311,7 +330,9 @@ def _tier(args: argparse.Namespace, stored: Any) -> tuple[str | None, str | int]
     tier = tier_name(seconds)
     if tier is None or tier not in kept or args.server is not None:
         has = ", ".join([format_duration(own), *kept])
-        why = "per-server series have no tiers yet; " if args.server is not None else ""
+        why = (
+            "per-server and per-group series have no tiers yet; " if args.server is not None else ""
+        )
         return None, _fail(
             f"--resolution {args.resolution}: {why}query {args.id} has {has}", EXIT_BAD_INPUT
         )
@@ -319,7 +340,9 @@ def _tier(args: argparse.Namespace, stored: Any) -> tuple[str | None, str | int]
 
 
 def _server_key(row: Any) -> dict[str, str]:
-    return {"server": row.server} if row.server else {}
+    if not row.server:
+        return {}
+    return {"series" if "=" in row.server else "server": row.server}
 
 
 _QUERY_VERBS = {

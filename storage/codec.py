@@ -12,6 +12,7 @@ from typing import Any
 
 from apm.model import metric_name_error, server_name_error
 from apm.query import StoredQuery, WindowResult, parse
+from apm.query_select import group_label_error
 
 __all__ = [
     "dumps_payload",
@@ -22,6 +23,7 @@ __all__ = [
     "metric_row_error",
     "result_columns",
     "result_error",
+    "series_error",
     "server_row_error",
     "stored_query",
     "to_ms",
@@ -73,6 +75,14 @@ def _whole(value: object) -> bool:
     )
 
 
+def series_error(name: object) -> str | None:
+    """Why ``name`` names no series of many: a server's name, or a ``BY <tag>`` query's group
+    label (``apm.query_select.group_label``, stored where a server's series is)."""
+    if isinstance(name, str) and "=" in name:
+        return group_label_error(name)
+    return server_name_error(name)
+
+
 def result_error(row: object) -> str | None:
     """Why ``row`` cannot be stored as a window result, or None."""
     if not isinstance(row, WindowResult):
@@ -80,7 +90,7 @@ def result_error(row: object) -> str | None:
         if not (isinstance(row, tuple) and len(row) in (6, len(WindowResult._fields))):
             return f"expected a WindowResult, got {type(row).__name__}"
         row = WindowResult(*row)
-    if row.server != "" and (err := server_name_error(row.server)) is not None:
+    if row.server != "" and (err := series_error(row.server)) is not None:
         return f"server: {err}"  # "" is the query's one series over its whole selection
     if not isinstance(row.query_id, str) or not row.query_id:
         return f"query_id must be a non-empty string, got {row.query_id!r}"

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from apm.model import server_name_error
 from apm.query import MAX_TOP, WindowResult
 from apm.ranking import OTHERS, Ranked
 from storage import codec
@@ -38,7 +37,7 @@ def ranked_error(row: object) -> str | None:
         row = Ranked(*row)
     if isinstance(row.rank, bool) or not isinstance(row.rank, int) or row.rank < 1:
         return f"rank must be a whole number >= 1, got {row.rank!r}"
-    if row.server != OTHERS and (err := server_name_error(row.server)) is not None:
+    if row.server != OTHERS and (err := codec.series_error(row.server)) is not None:
         return f"server: {err}"
     return codec.result_error(
         WindowResult(

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from apm.model import server_name_error
 from apm.query import WindowResult
 from storage import codec
 from storage.driver import execute_many
@@ -131,7 +130,8 @@ class ServerStore:
     def read_series(
         self, query_id: str, server: str, start: float, end: float, page_size: int
     ) -> Iterator[WindowResult]:
-        if (err := server_name_error(server)) is not None:
+        # A BY <tag> query's groups are stored as servers are, named by their label.
+        if (err := codec.series_error(server)) is not None:
             raise ValueError(err)
         lo, hi = span_ms(start, end, page_size)
         days, shard = self.days(query_id, lo, hi), server_shard(server)

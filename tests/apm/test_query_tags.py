@@ -136,33 +136,19 @@ def test_round_trip(servers, tags, where, group, group_by, top):
 
 
 @pytest.mark.parametrize(
-    ("text", "at"),
-    [
-        (f"FROM web-1, role:web {TAIL}", "role:web"),
-        (f"FROM web-* WHERE env:prod {TAIL}", "WHERE"),
-        (f"FROM web-* {TAIL} BY dc TOP 5 BY avg", "dc TOP"),
-        (f"FROM * WHERE env:prod {TAIL} BY dc", "WHERE"),
-    ],
-)
-def test_accept_refuses_tags_until_the_aggregator_evaluates_them(text, at):
-    assert parse(text).uses_tags
-    with pytest.raises(QueryError) as info:
-        accept(text)
-    assert info.value.position == text.index(at)
-    assert "not evaluated by the aggregator yet" in info.value.detail
-    assert "FROM key:glob, WHERE, BY <tag key>" in info.value.detail
-
-
-@pytest.mark.parametrize(
     "text",
     [
+        f"FROM web-1, role:web {TAIL}",
+        f"FROM web-* WHERE env:prod {TAIL}",
+        f"FROM web-* {TAIL} BY dc TOP 5 BY avg",
+        f"FROM * WHERE env:prod {TAIL} BY dc",
         f"FROM web-*, db-? {TAIL}",
         f"FROM * {TAIL} BY server TOP 5 BY avg",
         f"FROM *, role:web {TAIL} BY server",  # '*' already selects every server
     ],
 )
-def test_accept_takes_what_the_aggregator_evaluates(text):
-    assert accept(text) == parse(text) and not parse(text).uses_tags
+def test_accept_takes_every_query_the_aggregator_evaluates_host_tags_included(text):
+    assert accept(text) == parse(text)
 
 
 LEGACY = [  # texts as stored in Cassandra before tags: the text is the source of truth

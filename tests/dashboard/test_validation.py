@@ -87,15 +87,10 @@ def test_validate_refuses_non_text() -> None:
         validate(None)
 
 
-def test_validate_refuses_host_tags_until_the_aggregator_evaluates_them() -> None:
+def test_validate_takes_host_tags() -> None:
     text = "FROM web-*, role:web SELECT cpu WINDOW 10s COMPUTE avg BY dc"
-    with pytest.raises(QueryError) as info:
-        validate(text)
-    assert info.value.position == text.index("role:web")
-    assert "not evaluated by the aggregator yet" in str(info.value)
-    composed = compose(["web-*", "role:web"], "cpu", "10s", ["avg"], "")
-    found = check_builder(composed)
-    assert found is not None and found[0] == "servers"
+    assert validate(text).group_by == ("dc",)
+    assert check_builder(compose(["web-*", "role:web"], "cpu", "10s", ["avg"], "")) is None
 
 
 def test_pointer_marks_the_position() -> None:

@@ -142,10 +142,11 @@ def test_bad_query_text_exits_2_naming_the_position(apm):
     assert "at position 36" in err and "expected a function" in err
 
 
-def test_a_query_with_host_tags_is_refused_until_the_aggregator_evaluates_them(apm):
-    code, out, err = apm("query", "add", "FROM role:web SELECT cpu WINDOW 1m COMPUTE avg BY dc")
-    assert code == 2 and out == ""
-    assert "at position 5" in err and "not evaluated by the aggregator yet" in err
+def test_a_query_with_host_tags_is_stored(apm):
+    text = "FROM role:web SELECT cpu WINDOW 1m COMPUTE avg BY dc"
+    code, out, err = apm("query", "add", text)
+    assert code == 0 and out.strip(), err
+    assert text in apm("query", "list")[1]
 
 
 def test_results_as_json_between_epoch_or_iso_times(apm, make_repo, make_results):
@@ -197,6 +198,30 @@ def test_results_of_a_by_server_query_need_a_server_and_list_them(apm, make_repo
     ]
     code, _, err = apm("query", "results", qid, *span, "--server", "no such!")
     assert code == 2 and "--server: server name" in err
+
+
+def test_results_of_a_by_tag_query_need_a_series_and_list_the_groups(apm, make_repo):
+    code, out, _ = apm("query", "add", "FROM role:web SELECT cpu WINDOW 10s COMPUTE avg BY dc")
+    from apm.query import WindowResult
+
+    qid = out.strip()
+    start, stamp = 20_601 * DAY, 20_601 * DAY + 100.5
+    make_repo().upsert_results(
+        WindowResult(qid, start + 10 * i, 10, {"avg": i + k}, 1, stamp, label)
+        for i in range(3)
+        for k, label in enumerate(["dc=", "dc=eu\\,1"])
+    )
+    span = ("--from", str(start), "--to", str(start + 30))
+    code, _, err = apm("query", "results", qid, *span)
+    assert code == 2 and "give --series KEY=VALUE" in err and "dc=, dc=eu\\,1" in err
+    code, out, err = apm("query", "results", qid, *span, "--series", "dc=eu\\,1", "--json")
+    assert code == 0, err
+    got = [json.loads(line) for line in out.splitlines()]
+    assert [(g["series"], g["values"]["avg"]) for g in got] == [
+        ("dc=eu\\,1", i + 1.0) for i in range(3)
+    ]
+    code, _, err = apm("query", "results", qid, *span, "--series", "eu-1")
+    assert code == 2 and "--series: a group is named key=value" in err
 
 
 def test_migrate_creates_a_keyspace_and_reports_nothing_to_do_next_time(

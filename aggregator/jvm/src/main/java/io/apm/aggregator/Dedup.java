@@ -47,6 +47,19 @@ public final class Dedup {
       LongAccumulator late,
       long delayMs,
       long graceMs) {
+    return windowPartials(packs, blockMicros, sketchK, queries, late, delayMs, graceMs, null);
+  }
+
+  /** As above; {@code tags} (null: none) hands each micro-batch the driver's tag map. */
+  public static Dataset<Row> windowPartials(
+      Dataset<Row> packs,
+      long blockMicros,
+      int sketchK,
+      List<Selection> queries,
+      LongAccumulator late,
+      long delayMs,
+      long graceMs,
+      TagsRef tags) {
     StructType schema = packs.schema();
     Summaries function =
         new Summaries(
@@ -57,7 +70,8 @@ public final class Dedup {
             packs.isStreaming(),
             late,
             delayMs,
-            graceMs);
+            graceMs,
+            tags);
     return packs
         .groupBy("dedup_key")
         .as(Encoders.STRING(), Encoders.row(schema))

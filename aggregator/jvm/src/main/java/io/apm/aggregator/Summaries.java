@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import org.apache.spark.api.java.function.FlatMapGroupsWithStateFunction;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.streaming.GroupState;
@@ -32,15 +33,25 @@ import org.apache.spark.util.LongAccumulator;
  * with their batch but kept in the key's state ({@link KeyState}, {@link HeldPartials}) until
  * their window completes, and the key's timeout is the earliest of its held windows' and its
  * block's end; each batch of a key also returns a heartbeat ({@link HeldPartials#heartbeat}).
+ *
+ * <p>Host tags (issue 37): a query that selects or groups by tags ({@link Selection#usesTags})
+ * is matched per server and version of its tags ({@link TagTable}, from the driver's map through
+ * {@link TagsRef}): the version that applies to the sample's window, so that one window's row
+ * never mixes two versions. Its series is the query's one, or one per group ({@link
+ * Selection#group}), held and written as a {@code BY server} query's servers are.
  */
 public final class Summaries implements FlatMapGroupsWithStateFunction<String, Row, byte[], Row> {
   private static final long serialVersionUID = 1L;
   private static final int[] NONE = new int[0];
+  private static final int UNKNOWN = -2;
+  private static final int NOT_SELECTED = -1;
 
   private final long blockMicros;
   private final int sketchK;
   private final Selection[] queries;
-  private final HashMap<String, int[]> byMetric;
+  private final HashMap<String, int[]> byMetric; // the queries that match by name alone
+  private final HashMap<String, int[]> taggedByMetric; // the queries that read host tags
+  private final TagsRef tags;
   private final int packField;
   private final boolean streaming;
   private final LongAccumulator late;
@@ -78,6 +89,20 @@ public final class Summaries implements FlatMapGroupsWithStateFunction<String, R
       LongAccumulator late,
       long delayMs,
       long graceMs) {
+    this(blockMicros, sketchK, queries, packField, streaming, late, delayMs, graceMs, null);
+  }
+
+  /** As above; {@code tags} (null: none) hands each batch the driver's tag map. */
+  public Summaries(
+      long blockMicros,
+      int sketchK,
+      List<Selection> queries,
+      int packField,
+      boolean streaming,
+      LongAccumulator late,
+      long delayMs,
+      long graceMs,
+      TagsRef tags) {
     if (blockMicros <= 0 || blockMicros > Integer.MAX_VALUE) {
       throw new IllegalArgumentException("block must be 1 us to 2147 s, not " + blockMicros + " us");
     }
@@ -85,11 +110,18 @@ public final class Summaries implements FlatMapGroupsWithStateFunction<String, R
     this.sketchK = sketchK;
     this.queries = queries.toArray(new Selection[0]);
     HashMap<String, List<Integer>> grouped = new HashMap<>();
+    HashMap<String, List<Integer>> tagged = new HashMap<>();
     for (int i = 0; i < this.queries.length; i++) {
-      grouped.computeIfAbsent(this.queries[i].metric, m -> new ArrayList<>()).add(i);
+      (this.queries[i].usesTags ? tagged : grouped)
+          .computeIfAbsent(this.queries[i].metric, m -> new ArrayList<>())
+          .add(i);
     }
     this.byMetric = new HashMap<>();
     grouped.forEach((m, ix) -> byMetric.put(m, ix.stream().mapToInt(Integer::intValue).toArray()));
+    this.taggedByMetric = new HashMap<>();
+    tagged.forEach(
+        (m, ix) -> taggedByMetric.put(m, ix.stream().mapToInt(Integer::intValue).toArray()));
+    this.tags = tags;
     this.packField = packField;
     this.streaming = streaming;
     this.late = late;
@@ -196,6 +228,11 @@ public final class Summaries implements FlatMapGroupsWithStateFunction<String, R
     int nextSlot = queries.length;
     final long[] exact = new long[2];
     SeenSamples seen;
+    final int[] tagged;
+    TagTable table;
+    // Per server and tag query: the slot of each version of its tags (+1: none), or NOT_SELECTED.
+    final HashMap<String, ServerGroups> groups = new HashMap<>();
+    final HashMap<String, Integer> groupSlots = new HashMap<>();
     long start = Long.MIN_VALUE;
     long newest = Long.MIN_VALUE; // of the samples not late
     boolean added;
@@ -206,6 +243,7 @@ public final class Summaries implements FlatMapGroupsWithStateFunction<String, R
       this.metric = key.substring(0, Math.max(0, key.indexOf('|')));
       this.seen = seen == null ? new SeenSamples() : seen;
       this.lateUpTo = lateUpTo;
+      this.tagged = taggedByMetric.getOrDefault(metric, NONE);
     }
 
     @Override
@@ -225,14 +263,71 @@ public final class Summaries implements FlatMapGroupsWithStateFunction<String, R
       }
       added = true;
       int[] wanted = matched.computeIfAbsent(server, s -> match(metric, s));
-      if (wanted.length == 0) {
+      if (wanted.length == 0 && tagged.length == 0) {
         return;
       }
       long[] fixed = Partials.exact(value, digits, exact) ? exact : null;
-      int[] slot = slots.computeIfAbsent(server, s -> slots(wanted));
-      for (int i = 0; i < wanted.length; i++) {
-        int q = wanted[i];
-        partials.add(slot[i], queries[q], queries[q].byServer ? server : null, ts, value, fixed);
+      if (wanted.length > 0) {
+        int[] slot = slots.computeIfAbsent(server, s -> slots(wanted));
+        for (int i = 0; i < wanted.length; i++) {
+          int q = wanted[i];
+          partials.add(slot[i], queries[q], queries[q].byServer ? server : null, ts, value, fixed);
+        }
+      }
+      if (tagged.length > 0) {
+        tagged(server, ts, value, fixed);
+      }
+    }
+
+    /** The sample into each tag query's series, by the version of the window it falls in. */
+    private void tagged(String server, double ts, double value, long[] fixed) {
+      if (table == null) {
+        table = tags == null ? TagTable.EMPTY : tags.table();
+      }
+      ServerGroups g = groups.computeIfAbsent(server, s -> new ServerGroups(table.versions(s)));
+      for (int t = 0; t < tagged.length; t++) {
+        Selection q = queries[tagged[t]];
+        int width = q.windowSeconds;
+        int v = TagTable.at(g.versions, Partials.windowEnd(ts, width) - width, width) + 1;
+        int slot = g.slots[t][v];
+        if (slot == UNKNOWN) {
+          Map<String, String> at = v == 0 ? TagTable.NO_TAGS : g.versions[v - 1].tags;
+          String label = q.group(server, at);
+          slot = groupSlot(tagged[t], label);
+          g.slots[t][v] = slot;
+          g.labels[t][v] = label == null || label.isEmpty() ? null : label;
+        }
+        if (slot != NOT_SELECTED) {
+          partials.add(slot, q, g.labels[t][v], ts, value, fixed);
+        }
+      }
+    }
+
+    /** The slot of a tag query's series: its index for its one series, else one per group. */
+    private int groupSlot(int query, String label) {
+      if (label == null) {
+        return NOT_SELECTED;
+      }
+      if (label.isEmpty()) {
+        return query;
+      }
+      return groupSlots.computeIfAbsent(query + "\t" + label, k -> nextSlot++);
+    }
+
+    /** One server's versions, and per tag query of the batch the slot of each. */
+    private final class ServerGroups {
+      final TagTable.Version[] versions;
+      final int[][] slots;
+      final String[][] labels; // the series of each slot: null for the query's one series
+
+      ServerGroups(TagTable.Version[] versions) {
+        this.versions = versions;
+        int n = (versions == null ? 0 : versions.length) + 1;
+        this.slots = new int[tagged.length][n];
+        this.labels = new String[tagged.length][n];
+        for (int[] row : slots) {
+          java.util.Arrays.fill(row, UNKNOWN);
+        }
       }
     }
 
