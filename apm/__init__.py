@@ -12,6 +12,7 @@
 - ``settings.py``: how every service's settings resolve (its own variable, the shared one,
   the default); ``tls.py``: a server TLS context whose certificate and key are reloaded
   when their files change (on the same context, so open connections stay);
+- ``audit.py``: what records a change for the audit log, and the kinds of object it names;
 - ``cli.py``: the ``apm`` command's dispatcher, which names each component's CLI.
 
 Also: ``labels.py``, the one rule that makes labels, tags and attributes into metric names;

@@ -15,7 +15,10 @@ API and ``share.py`` the signed-out read-only view of a share link; ``api.py`` t
 ``throttle.py`` (login throttling) and ``next_url.py`` (where a login may redirect);
 ``signin.py`` who a password or session is and with which role, over ``users.py`` (the users of
 ``apm user``, ``user_cli.py``) and ``api_tokens.py`` (their API tokens, ``apm token``:
-``token_cli.py``; ``cli_runner.py`` what these commands share: the connection and the exit
+``token_cli.py``; ``audit.py`` records every change
+in the audit log (``audited_queries.py`` the queries'), ``audit_read.py`` reads it for
+``audit_api.py`` (``GET /api/audit``) and ``audit_cli.py`` (``apm audit``); ``cli_runner.py``
+what the user, token and audit commands share: the connection and the exit
 codes); ``roles.py`` the one table of who may call what, enforced by ``permits.py``;
 ``validation.py`` the one path for query text; ``states.py`` why a query shows what it shows;
 ``guard.py`` one storage call guarded (``storage.errors`` says which failures mean "storage

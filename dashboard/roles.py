@@ -6,12 +6,13 @@ the Dash callbacks alike, so that no handler checks a role itself.
 - ``viewer`` reads everything: charts, dashboards, the Prometheus API, alert states;
 - ``editor`` also creates, edits and deletes queries, dashboards, alert rules, silences and
   share links;
-- ``admin`` also manages users (``apm user``), and is what the configured login
-  (``APM_DASHBOARD_USER`` / ``APM_DASHBOARD_PASSWORD_HASH``) and ``APM_DASHBOARD_TOKEN`` are.
+- ``admin`` also manages users (``apm user``) and reads the audit log, and is what the
+  configured login (``APM_DASHBOARD_USER`` / ``APM_DASHBOARD_PASSWORD_HASH``) and
+  ``APM_DASHBOARD_TOKEN`` are.
 
-A read (GET, HEAD, OPTIONS) needs ``viewer``. A state-changing route or callback missing from
-the table needs ``admin``: a new one is closed until it is declared (and its test fails,
-tests/dashboard/test_roles.py, until it is).
+A read (GET, HEAD, OPTIONS) needs ``viewer``, but for the few in :data:`READ_ROLES`. A
+state-changing route or callback missing from the table needs ``admin``: a new one is closed
+until it is declared (and its test fails, tests/dashboard/test_roles.py, until it is).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ __all__ = [
     "ADMIN",
     "CALLBACK_ROLES",
     "EDITOR",
+    "READ_ROLES",
     "ROLES",
     "ROUTE_ROLES",
     "VIEWER",
@@ -70,6 +72,11 @@ ROUTE_ROLES: Final[dict[str, str]] = {
     "/_dash-update-component": VIEWER,
 }
 
+# The reads (GET, HEAD, OPTIONS) that need more than viewer, by Flask endpoint.
+READ_ROLES: Final[dict[str, str]] = {
+    "audit_api.read": ADMIN,  # who changed what: for admins only
+}
+
 # Every Dash callback, by "<module>.<function>" (:func:`callback_role`'s key).
 CALLBACK_ROLES: Final[dict[str, str]] = {
     "dashboard.app.route": VIEWER,
@@ -116,7 +123,7 @@ def allows(have: str, need: str) -> bool:
 def route_role(method: str, endpoint: str | None) -> str:
     """The least role for ``method`` on the Flask ``endpoint``."""
     if method in _SAFE:
-        return VIEWER
+        return READ_ROLES.get(endpoint or "", VIEWER)
     return ROUTE_ROLES.get(endpoint or "", ADMIN)
 
 

@@ -80,4 +80,6 @@ def _run(args: argparse.Namespace) -> int:
         expires_s = parse_expiry(args.expires) if args.verb == "create" else None
     except ValueError as exc:
         return refuse("apm token", str(exc))
-    return run_on_storage("apm token", lambda repo: _act(directories(repo)[1], args, expires_s))
+    return run_on_storage(
+        "apm token", lambda repo: _act(directories(repo, "apm token")[1], args, expires_s)
+    )

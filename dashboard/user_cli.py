@@ -93,7 +93,9 @@ def _run(args: argparse.Namespace) -> int:
     password = _password(args) if args.verb == "add" else None
     if args.verb == "add" and password is None:
         return EXIT_BAD_INPUT
-    return run_on_storage("apm user", lambda repo: _act(directories(repo)[0], args, password))
+    return run_on_storage(
+        "apm user", lambda repo: _act(directories(repo, "apm user")[0], args, password)
+    )
 
 
 def _role_error(parse: Any, role: str) -> str | None:
@@ -104,12 +106,20 @@ def _role_error(parse: Any, role: str) -> str | None:
     return None
 
 
-def directories(repo: Any) -> tuple[Any, Any]:
+def directories(repo: Any, command: str) -> tuple[Any, Any]:
     """The users and the API tokens over ``repo``'s keyspace (their tables created if
-    missing), as the dashboard builds them (:mod:`dashboard.signin`)."""
+    missing), as the dashboard builds them (:mod:`dashboard.signin`), their changes recorded
+    in the audit log as made by ``command`` run by this OS user on this host."""
+    from dashboard.audit import AuditTrail, audit_store_for, command_actor
     from dashboard.signin import tokens_for, users_for
     from dashboard.telemetry import DashboardTelemetry
 
     telemetry = DashboardTelemetry()
     users = users_for(repo, telemetry)
-    return users(), tokens_for(repo, telemetry, users)()
+    people, tokens = users(), tokens_for(repo, telemetry, users)()
+    actor = command_actor(command)
+    trail = AuditTrail(audit_store_for(repo), telemetry, lambda: actor)
+    for directory in (people, tokens):
+        if directory is not None:
+            directory.audit = trail
+    return people, tokens

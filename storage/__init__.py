@@ -7,6 +7,7 @@ writes; ``settings.py`` (``APM_STORAGE_``) and ``cli.py`` (``apm storage``, ``ap
 its edges. ``server_tables.py`` (their DDL), ``servers.py`` and ``rankings.py`` hold the
 per-server series of ``BY server`` queries and their top-N rankings. ``alerts.py`` holds the
 alerting tables; ``dashboards.py`` the saved dashboards and their share links; ``users.py`` the
-dashboard's users and ``tokens.py`` their API tokens; ``lease.py`` a lease (one holder at a
+dashboard's users and ``tokens.py`` their API tokens; ``audit.py`` the audit log of their changes
+and of every other change made through the dashboard; ``lease.py`` a lease (one holder at a
 time, by LWT). ``errors.py`` is the one place that says which Cassandra failures are worth
 retrying and which mean the database is unavailable."""

@@ -46,6 +46,8 @@ class StorageSettings(BaseSettings):
     # Cassandra 4.0+ speaks v5; saying so skips the driver's noisy downgrade negotiation.
     protocol_version: int = Field(default=5, ge=3, le=6)
     concurrency: int = Field(default=64, ge=1, le=1024)  # in-flight requests of bulk writes
+    # How long the audit log keeps a change (a TTL on each row; storage/audit.py).
+    audit_retention_days: int = Field(default=400, ge=1, le=3650)
 
     @field_validator("keyspace")
     @classmethod
