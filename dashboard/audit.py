@@ -58,15 +58,21 @@ class Actor:
 
 
 def bounded_json(value: Any) -> str | None:
-    """``value`` as JSON (None stays None), at most about :data:`MAX_STATE_CHARS`: past it,
+    """``value`` as JSON (None stays None), at most :data:`MAX_STATE_CHARS` characters: past it,
     ``{"truncated": true, "chars": n, "head": "<the first characters>"}``."""
     if value is None:
         return None
     text = json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
     if len(text) <= MAX_STATE_CHARS:
         return text
-    head = text[: MAX_STATE_CHARS - 100]
-    return json.dumps({"truncated": True, "chars": len(text), "head": head}, ensure_ascii=False)
+    keep = MAX_STATE_CHARS - 100
+    while True:  # the head is escaped again inside the string: cut until it fits
+        out = json.dumps(
+            {"truncated": True, "chars": len(text), "head": text[:keep]}, ensure_ascii=False
+        )
+        if len(out) <= MAX_STATE_CHARS:
+            return out
+        keep = max(0, min(keep - 1, keep * MAX_STATE_CHARS // len(out) - 100))
 
 
 def command_actor(command: str) -> Actor:

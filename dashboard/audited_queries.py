@@ -27,6 +27,8 @@ class AuditedQueries:
         self._repo, self._audit = repo, audit
 
     def __getattr__(self, name: str) -> Any:
+        if name == "_repo":  # not set yet (a copy being made): no endless lookup
+            raise AttributeError(name)
         return getattr(self._repo, name)
 
     def save_query(self, text: str) -> StoredQuery:
