@@ -1,7 +1,7 @@
 """Creating, editing, listing and deleting rules and silences: the one place the API, the CLI
 and the dashboard go through, so all refuse the same input with the same errors and store
 nothing on a refusal. Each change, once stored, is recorded by the rulebook's ``audit``
-(:class:`apm.audit.Recorder`: the dashboard's audit log; none for ``apm alert``)."""
+(:class:`apm.audit.Recorder`: the audit log, as the dashboard or ``apm alert``)."""
 
 from __future__ import annotations
 

@@ -15,8 +15,8 @@ API and ``share.py`` the signed-out read-only view of a share link; ``api.py`` t
 ``throttle.py`` (login throttling) and ``next_url.py`` (where a login may redirect);
 ``signin.py`` who a password or session is and with which role, over ``users.py`` (the users of
 ``apm user``, ``user_cli.py``) and ``api_tokens.py`` (their API tokens, ``apm token``:
-``token_cli.py``; ``audit.py`` records every change
-in the audit log (``audited_queries.py`` the queries'), ``audit_read.py`` reads it for
+``token_cli.py``; ``audit.py`` who changes what
+for the audit log (``storage.audit_log`` records it), ``audit_read.py`` reads it for
 ``audit_api.py`` (``GET /api/audit``) and ``audit_cli.py`` (``apm audit``); ``cli_runner.py``
 what the user, token and audit commands share: the connection and the exit
 codes); ``roles.py`` the one table of who may call what, enforced by ``permits.py``;

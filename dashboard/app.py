@@ -20,8 +20,7 @@ from apm.errors import status_error
 from dashboard import api, audit_api, dashboards_api, promapi, share
 from dashboard.alerts_api import build_alerts_api, rulebook_for
 from dashboard.api import error
-from dashboard.audit import AuditTrail, audit_store_for, request_actor
-from dashboard.audited_queries import AuditedQueries
+from dashboard.audit import audit_store_for, dashboard_log, request_actor
 from dashboard.auth import install_auth, login_throttle
 from dashboard.board_book import book_for
 from dashboard.context import AppContext
@@ -32,6 +31,7 @@ from dashboard.permits import install_permits
 from dashboard.ports import QueryRepository
 from dashboard.signin import Tokens, tokens_for, users_for
 from dashboard.states import QueryStates
+from storage.audit_log import AuditedQueries
 
 __all__ = ["build_context", "create_app"]
 
@@ -45,7 +45,7 @@ def create_app(app_ctx: AppContext) -> Dash:
     # the queries through the context's repository, the rest by their services.
     audit_store = audit_store_for(app_ctx.repo)
     token = app_ctx.settings.token
-    trail = AuditTrail(
+    trail = dashboard_log(
         audit_store,
         app_ctx.metrics,
         lambda: request_actor(token, _label_of(tokens)),

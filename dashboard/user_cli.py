@@ -110,15 +110,14 @@ def directories(repo: Any, command: str) -> tuple[Any, Any]:
     """The users and the API tokens over ``repo``'s keyspace (their tables created if
     missing), as the dashboard builds them (:mod:`dashboard.signin`), their changes recorded
     in the audit log as made by ``command`` run by this OS user on this host."""
-    from dashboard.audit import AuditTrail, audit_store_for, command_actor
     from dashboard.signin import tokens_for, users_for
     from dashboard.telemetry import DashboardTelemetry
+    from storage.audit_log import command_log
 
     telemetry = DashboardTelemetry()
     users = users_for(repo, telemetry)
     people, tokens = users(), tokens_for(repo, telemetry, users)()
-    actor = command_actor(command)
-    trail = AuditTrail(audit_store_for(repo), telemetry, lambda: actor)
+    trail = command_log(repo, command)
     for directory in (people, tokens):
         if directory is not None:
             directory.audit = trail

@@ -8,6 +8,6 @@ its edges. ``server_tables.py`` (their DDL), ``servers.py`` and ``rankings.py`` 
 per-server series of ``BY server`` queries and their top-N rankings. ``alerts.py`` holds the
 alerting tables; ``dashboards.py`` the saved dashboards and their share links; ``users.py`` the
 dashboard's users and ``tokens.py`` their API tokens; ``audit.py`` the audit log of their changes
-and of every other change made through the dashboard; ``lease.py`` a lease (one holder at a
+and of every other change, ``audit_log.py`` what records them; ``lease.py`` a lease (one holder at a
 time, by LWT). ``errors.py`` is the one place that says which Cassandra failures are worth
 retrying and which mean the database is unavailable."""

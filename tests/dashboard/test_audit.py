@@ -1,118 +1,60 @@
-"""Recording the audit log (dashboard/audit.py, audited_queries.py) over the in-memory
-stand-in of its table: a state past the bound is kept as its head, still JSON; a row the
-table refuses is counted by kind and never raised to the writer; and the queries' wrapper
-records a change only once the repository returned, with nothing for a change that did not
-happen (a resume of an active query, a delete of nothing)."""
+"""The dashboard's side of the audit log (dashboard/audit.py): who a request is, as the login
+let it through (a user's session, a user's token with its id and label, the built-in login
+and token named as what they are, the address Flask sees), and a row the table refuses
+counted on /metrics by kind."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from flask import Flask, g, session
 
-from apm.query import StoredQuery, parse
-from dashboard.audit import MAX_STATE_CHARS, Actor, AuditTrail, bounded_json, command_actor
-from dashboard.audited_queries import AuditedQueries
+from dashboard.audit import dashboard_log, request_actor
 from dashboard.telemetry import DashboardTelemetry
-from tests.support.audit import MemoryAudit
+from storage.audit_log import Actor
 
 pytestmark = pytest.mark.unit
 
-WHO = Actor("alice", "session", "10.0.0.1")
+BUILT_IN = "tok-built-in-Wp3Xk8Rz5Lq2"
+USER_TOKEN = "apm_0123456789abcdef_" + "A" * 43
 
 
-@given(st.text(max_size=3 * MAX_STATE_CHARS), st.integers(0, 5000))
-@settings(max_examples=50, deadline=None)
-def test_any_state_is_json_within_the_bound(text: str, repeat: int) -> None:
-    value = {"name": text, "panels": [text[:50]] * repeat}
-    kept = bounded_json(value) or ""
-    assert len(kept) <= MAX_STATE_CHARS
-    doc = json.loads(kept)
-    assert doc == value or (doc["truncated"] is True and doc["chars"] > MAX_STATE_CHARS)
+def _who(path: str, user: str, token: str | None = None, builtin: bool | None = None) -> Actor:
+    app = Flask("t")
+    app.secret_key = "k" * 32
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    with app.test_request_context(path, headers=headers, environ_base={"REMOTE_ADDR": "10.0.0.9"}):
+        g.apm_user = user
+        if builtin is not None:
+            session["builtin"] = builtin
+        return request_actor(BUILT_IN, lambda t: "grafana" if t == USER_TOKEN else None)
 
 
-def test_a_state_past_the_bound_is_kept_as_its_head() -> None:
-    assert bounded_json(None) is None
-    assert json.loads(bounded_json({"a": [1, 2]}) or "") == {"a": [1, 2]}
-    big = {"panels": ["x" * 100] * 1000}
-    kept = bounded_json(big) or ""
-    assert MAX_STATE_CHARS - 1000 < len(kept) <= MAX_STATE_CHARS
-    doc = json.loads(kept)
-    assert doc["truncated"] is True and doc["chars"] > MAX_STATE_CHARS
-    assert doc["head"].startswith('{"panels": ["xxx')
+def test_who_a_request_is() -> None:
+    assert _who("/_dash-update-component", "alice", builtin=False) == Actor(
+        "alice", "session", "10.0.0.9"
+    )
+    assert _who("/", "admin", builtin=True).via == "built-in login (admin)"
+    assert _who("/api/queries", "token", BUILT_IN) == Actor(
+        "APM_DASHBOARD_TOKEN", "built-in token (admin)", "10.0.0.9"
+    )
+    assert _who("/api/queries", "bob", USER_TOKEN).via == "token 0123456789abcdef (grafana)"
+    other = "apm_fedcba9876543210_" + "B" * 43
+    assert _who("/api/queries", "bob", other).via == "token fedcba9876543210"
+    assert request_actor(BUILT_IN, lambda t: None) == Actor("dashboard", "no request", "-")
 
 
-def test_a_row_the_table_refuses_is_counted_not_raised(caplog: Any) -> None:
-    class Broken:
+def test_a_row_the_table_refuses_is_counted_by_kind() -> None:
+    class Down:
         def add(self, row: Any) -> None:
-            raise RuntimeError("a bug in the table")
+            raise RuntimeError("down")
 
     telemetry = DashboardTelemetry()
-    trail = AuditTrail(lambda: Broken(), telemetry, lambda: WHO)
-    trail.record("query", "q1", "create", None, {"text": "x"})
-    value = telemetry.registry.get_sample_value(
-        "apm_dashboard_audit_failures_total", {"kind": "query"}
+    trail = dashboard_log(lambda: Down(), telemetry, lambda: Actor("a", "b", "c"), lambda: 1e9)
+    trail.record("silence", "s1", "delete", {}, None)
+    trail.record("silence", "s2", "delete", {}, None)
+    count = telemetry.registry.get_sample_value(
+        "apm_dashboard_audit_failures_total", {"kind": "silence"}
     )
-    assert value == 1
-    assert "audit: could not record create query q1" in caplog.text
-
-
-def test_a_row_names_who_from_where_and_what() -> None:
-    store = MemoryAudit()
-    AuditTrail(lambda: store, DashboardTelemetry(), lambda: WHO, lambda: 1_700_000_000.0).record(
-        "alert_rule", "r1", "update", {"for_s": 30}, {"for_s": 60}
-    )
-    ((row,),) = store.rows.values()
-    assert (row.actor, row.via, row.address, row.kind, row.object_id, row.action) == (
-        "alice", "session", "10.0.0.1", "alert_rule", "r1", "update",
-    )  # fmt: skip
-    assert json.loads(row.before or "") == {"for_s": 30} and row.ts == pytest.approx(1.7e9)
-    me = command_actor("apm user")
-    assert me.via == "apm user" and me.address.startswith("local (") and me.name
-
-
-class _Queries:
-    """A repository's query writes, as the real one answers them."""
-
-    def __init__(self) -> None:
-        self.queries: dict[str, StoredQuery] = {}
-        self.session = "the session"
-
-    def save_query(self, text: str) -> StoredQuery:
-        made = StoredQuery(id=f"q{len(self.queries)}", query=parse(text))
-        self.queries[made.id] = made
-        return made
-
-    def get_query(self, query_id: str) -> StoredQuery | None:
-        return self.queries.get(query_id)
-
-    def set_paused(self, query_id: str, paused: bool) -> StoredQuery:
-        if query_id not in self.queries:
-            raise KeyError(query_id)
-        from dataclasses import replace
-
-        self.queries[query_id] = replace(self.queries[query_id], paused=paused)
-        return self.queries[query_id]
-
-    def delete_query(self, query_id: str) -> bool:
-        return self.queries.pop(query_id, None) is not None
-
-
-def test_the_queries_wrapper_records_only_what_happened() -> None:
-    store = MemoryAudit()
-    trail = AuditTrail(lambda: store, DashboardTelemetry(), lambda: WHO)
-    repo = AuditedQueries(_Queries(), trail)
-    assert repo.session == "the session"  # the rest of the repository passes through
-    qid = repo.save_query("FROM * SELECT cpu WINDOW 10s COMPUTE avg").id
-    repo.set_paused(qid, False)  # already active: nothing changed, nothing recorded
-    repo.set_paused(qid, True)
-    with pytest.raises(KeyError):
-        repo.set_paused("nope", True)
-    assert repo.delete_query(qid) and not repo.delete_query(qid)
-    rows = sorted((r for day in store.rows.values() for r in day), key=lambda r: r.at.time)
-    assert [r.action for r in rows] == ["create", "pause", "delete"]
-    assert json.loads(rows[1].before or "")["paused"] is False
-    assert json.loads(rows[1].after or "")["paused"] is True and rows[2].after is None
+    assert count == 2

@@ -310,3 +310,26 @@ def test_apm_audit_refuses_bad_input_and_an_unreachable_store(
     monkeypatch.setenv("APM_STORAGE_CONNECT_TIMEOUT_S", "2")
     assert main(["audit"]) == 1
     assert "apm audit: storage unavailable" in capsys.readouterr().err
+
+
+def test_apm_query_and_apm_alert_are_recorded(storage_env: None, capsys: Any) -> None:
+    import json
+
+    from apm.cli import main
+
+    assert main(["query", "add", QUERY]) == 0
+    qid = capsys.readouterr().out.strip()
+    assert main(["query", "pause", qid]) == 0
+    assert main(["query", "resume", qid]) == 0
+    assert main(["query", "list"]) == 0 and qid in capsys.readouterr().out  # reads pass
+    rule = {"name": "cpu", "query_id": qid, "function": "avg", "thresholds": {"warning": 80}}
+    assert main(["alert", "add", json.dumps(rule)]) == 0
+    rule_id = json.loads(capsys.readouterr().out)["id"]
+    assert main(["audit", "--kind", "query", "--id", qid]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(e["action"], e["via"]) for e in rows] == [
+        ("resume", "apm query"), ("pause", "apm query"), ("create", "apm query"),
+    ]  # fmt: skip
+    assert main(["audit", "--kind", "alert_rule", "--id", rule_id]) == 0
+    (made,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert (made["action"], made["via"], made["after"]["query_id"]) == ("create", "apm alert", qid)
