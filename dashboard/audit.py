@@ -13,13 +13,12 @@ proxies saw), as the login throttle counts it.
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from dashboard.guard import StorageUnavailable
 from dashboard.telemetry import DashboardTelemetry
-from storage.audit_log import Actor, AuditLog
+from storage.audit_log import Actor, AuditLog, lazy_store
 
 __all__ = ["audit_store_for", "dashboard_log", "request_actor"]
 
@@ -66,24 +65,14 @@ def dashboard_log(
     return AuditLog(store, who, clock, failed)
 
 
-def audit_store_for(repo: object, retention_days: int | None = None) -> Callable[[], Any]:
+def audit_store_for(repo: object) -> Callable[[], Any]:
     """The one :class:`storage.audit.AuditStore` over ``repo``'s Cassandra session, built (its
-    table created) on first use; ``retention_days`` defaults to
-    ``APM_STORAGE_AUDIT_RETENTION_DAYS``. StorageUnavailable for a repository without one."""
-    made: list[Any] = []
-    lock = threading.Lock()
+    table created) on first use; StorageUnavailable for a repository without one."""
+    session, keyspace = getattr(repo, "session", None), getattr(repo, "keyspace", None)
+    if session is None or not isinstance(keyspace, str):
 
-    def store() -> Any:
-        with lock:
-            if not made:
-                from storage.audit import AuditStore
-                from storage.settings import StorageSettings
+        def missing() -> Any:
+            raise StorageUnavailable("the audit log needs the Cassandra store")
 
-                session, keyspace = getattr(repo, "session", None), getattr(repo, "keyspace", None)
-                if session is None or not isinstance(keyspace, str):
-                    raise StorageUnavailable("the audit log needs the Cassandra store")
-                days = retention_days or StorageSettings().audit_retention_days
-                made.append(AuditStore(session, keyspace, days))
-            return made[0]
-
-    return store
+        return missing
+    return lazy_store(session, keyspace)

@@ -37,6 +37,7 @@ __all__ = [
     "bounded_json",
     "command_actor",
     "command_log",
+    "lazy_store",
     "query_state",
 ]
 
@@ -109,23 +110,31 @@ class AuditLog:
             log.debug("audit: the failure", exc_info=True)
 
 
-def command_log(repo: Any, command: str) -> AuditLog:
-    """The audit log over ``repo``'s keyspace (its table created at the first change) for
-    changes made by ``command``, retention ``APM_STORAGE_AUDIT_RETENTION_DAYS``."""
+def lazy_store(
+    session: Any, keyspace: str, retention_days: int | None = None
+) -> Callable[[], AuditStore]:
+    """The one :class:`AuditStore` of ``keyspace``, built (its table created) on first use;
+    ``retention_days`` defaults to ``APM_STORAGE_AUDIT_RETENTION_DAYS``."""
     made: list[AuditStore] = []
     lock = threading.Lock()
-    actor = command_actor(command)
 
     def store() -> AuditStore:
         with lock:
             if not made:
                 from storage.settings import StorageSettings
 
-                days = StorageSettings().audit_retention_days
-                made.append(AuditStore(repo.session, repo.keyspace, days))
+                days = retention_days or StorageSettings().audit_retention_days
+                made.append(AuditStore(session, keyspace, days))
             return made[0]
 
-    return AuditLog(store, lambda: actor)
+    return store
+
+
+def command_log(repo: Any, command: str) -> AuditLog:
+    """The audit log over ``repo``'s keyspace (its table created at the first change) for
+    changes made by ``command``."""
+    actor = command_actor(command)
+    return AuditLog(lazy_store(repo.session, repo.keyspace), lambda: actor)
 
 
 def query_state(stored: StoredQuery | None) -> dict[str, Any] | None:
