@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import cast
+from typing import TypeVar, cast
 
 from dash import Dash, Input, Output, dcc, html
 from flask import Flask, Response, redirect, request
@@ -16,10 +16,12 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from werkzeug.exceptions import HTTPException, NotFound
 from werkzeug.wrappers import Response as BaseResponse
 
+from apm.audit import Recorder
 from apm.errors import status_error
 from dashboard import api, audit_api, dashboards_api, promapi, share
 from dashboard.alerts_api import build_alerts_api, rulebook_for
 from dashboard.api import error
+from dashboard.api_tokens import TokenDirectory
 from dashboard.audit import audit_store_for, dashboard_log, request_actor
 from dashboard.auth import install_auth, login_throttle
 from dashboard.board_book import book_for
@@ -31,16 +33,17 @@ from dashboard.permits import install_permits
 from dashboard.ports import QueryRepository
 from dashboard.signin import Tokens, tokens_for, users_for
 from dashboard.states import QueryStates
+from dashboard.users import UserDirectory
 from storage.audit_log import AuditedQueries
 
 __all__ = ["build_context", "create_app"]
+
+D = TypeVar("D", UserDirectory, TokenDirectory)
 
 
 def create_app(app_ctx: AppContext) -> Dash:
     server = Flask("dashboard")
     throttle = login_throttle(app_ctx.settings)
-    users = users_for(app_ctx.repo, app_ctx.metrics)
-    tokens = tokens_for(app_ctx.repo, app_ctx.metrics, users)
     # Every change made through the dashboard is recorded once stored (dashboard/audit.py):
     # the queries through the context's repository, the rest by their services.
     audit_store = audit_store_for(app_ctx.repo)
@@ -51,6 +54,8 @@ def create_app(app_ctx: AppContext) -> Dash:
         lambda: request_actor(token, _label_of(tokens)),
         app_ctx.clock,
     )
+    users = _audited(users_for(app_ctx.repo, app_ctx.metrics), trail)
+    tokens = _audited(tokens_for(app_ctx.repo, app_ctx.metrics, users), trail)
     app_ctx = replace(app_ctx, repo=cast(QueryRepository, AuditedQueries(app_ctx.repo, trail)))
     boards = book_for(app_ctx.repo, app_ctx.metrics, trail)
     sessions = install_auth(
@@ -174,6 +179,19 @@ def create_app(app_ctx: AppContext) -> Dash:
         max_callback_bytes=app_ctx.settings.callback_max_body_bytes,
     )
     return app
+
+
+def _audited(directory: Callable[[], D | None], trail: Recorder) -> Callable[[], D | None]:
+    """The users' or tokens' directory, its changes recorded by ``trail`` (a user the page
+    or a sign-in creates is in the audit log as ``apm user``'s are)."""
+
+    def made() -> D | None:
+        found = directory()
+        if found is not None:
+            found.audit = trail
+        return found
+
+    return made
 
 
 def _label_of(tokens: Tokens) -> Callable[[str], str | None]:

@@ -36,7 +36,7 @@ def request_actor(built_in_token: str | None, label_of: Callable[[str], str | No
     if not has_request_context():
         return Actor("dashboard", "no request", "-")
     address = request.remote_addr or "-"
-    user = g.get("apm_user")
+    user = g.get("apm_user") or "-"  # "-": not signed in yet (a sign-in that creates one)
     auth = request.authorization
     if request.path.startswith("/api/") and auth is not None and auth.type == "bearer":
         if built_in_token and same_secret(auth.token, built_in_token):

@@ -58,3 +58,28 @@ def test_a_row_the_table_refuses_is_counted_by_kind() -> None:
         "apm_dashboard_audit_failures_total", {"kind": "silence"}
     )
     assert count == 2
+
+
+def test_the_apps_users_and_tokens_record_their_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user the dashboard itself creates (a sign-in through the auth proxy, say) is in the
+    audit log as one of apm user's: the app hands its directories its audit log."""
+    from apm.audit import NO_AUDIT
+    from dashboard import app as app_module
+    from dashboard.context import AppContext
+    from dashboard.settings import DashboardSettings
+    from dashboard.users import UserDirectory
+    from tests.dashboard.fakes import FakeResults
+    from tests.support.users import MemoryUsers
+
+    directory = UserDirectory(MemoryUsers(), DashboardTelemetry())
+    directory.add("alice", "viewer", "long enough password")
+    monkeypatch.setattr(app_module, "users_for", lambda repo, telemetry: lambda: directory)
+    settings = DashboardSettings(token=BUILT_IN, secret_key="k" * 32)
+    built = app_module.create_app(AppContext(settings, FakeResults(), None, None))  # type: ignore[arg-type]
+    assert directory.audit is NO_AUDIT  # nothing is built before it is needed
+    client = built.server.test_client()
+    page = client.get("/login").get_data(as_text=True)
+    csrf = page.split('name="csrf_token" value="')[1].split('"')[0]
+    form = {"csrf_token": csrf, "user": "alice", "password": "long enough password"}
+    assert client.post("/login", data=form).status_code == 302
+    assert directory.audit is not NO_AUDIT and hasattr(directory.audit, "record")
