@@ -67,10 +67,12 @@ def _print(obj: Any) -> None:
 def _book() -> Any:
     from alerting.rulebook import Rulebook
     from storage.alerts import AlertStore
+    from storage.audit_log import command_log
     from storage.repository import Repository
 
     repo = Repository.connect()
-    return Rulebook(repo, AlertStore(repo.session, repo.keyspace))
+    # Each change is recorded in the audit log, as made by this OS user with `apm alert`.
+    return Rulebook(repo, AlertStore(repo.session, repo.keyspace), command_log(repo, "apm alert"))
 
 
 def _settings() -> Any:

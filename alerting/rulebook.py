@@ -1,6 +1,7 @@
 """Creating, editing, listing and deleting rules and silences: the one place the API, the CLI
 and the dashboard go through, so all refuse the same input with the same errors and store
-nothing on a refusal."""
+nothing on a refusal. Each change, once stored, is recorded by the rulebook's ``audit``
+(:class:`apm.audit.Recorder`: the audit log, as the dashboard or ``apm alert``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any, Protocol
 from alerting.presence import META_RULE_ID
 from alerting.rules import Rule, RuleError, rule_from_dict
 from alerting.silences import Silence, silence_from_dict
+from apm.audit import NO_AUDIT, Recorder
 from apm.query import StoredQuery
 
 __all__ = ["FIXED", "Rulebook"]
@@ -35,8 +37,8 @@ class Tables(Protocol):
 
 
 class Rulebook:
-    def __init__(self, queries: Queries, tables: Tables) -> None:
-        self.queries, self.tables = queries, tables
+    def __init__(self, queries: Queries, tables: Tables, audit: Recorder = NO_AUDIT) -> None:
+        self.queries, self.tables, self.audit = queries, tables, audit
 
     def validate(self, raw: Any, rule_id: str = "new") -> Rule:
         """The rule ``raw`` describes, checked against its stored query (which must exist and
@@ -53,7 +55,9 @@ class Rulebook:
 
     def create(self, raw: Any, now: float, rule_id: str | None = None) -> Rule:
         rule = self.validate(raw, rule_id or uuid.uuid4().hex[:16])
-        self.tables.put_rule(rule.id, {**rule.to_dict(), "created_at": now}, now)
+        body = {**rule.to_dict(), "created_at": now}
+        self.tables.put_rule(rule.id, body, now)
+        self.audit.record("alert_rule", rule.id, "create", None, body)
         return rule
 
     def update(self, rule_id: str, raw: Any, now: float) -> Rule | None:
@@ -73,12 +77,17 @@ class Rulebook:
                     f"{new[name]!r}): delete the rule and create a new one",
                 )
         body = {**new, "created_at": old.get("created_at", now), "updated_at": now}
-        return rule if self.tables.update_rule(rule_id, body, now) else None
+        if not self.tables.update_rule(rule_id, body, now):
+            return None
+        self.audit.record("alert_rule", rule_id, "update", old, body)
+        return rule
 
     def delete(self, rule_id: str) -> bool:
-        if rule_id not in self.tables.rules():
+        old = self.tables.rules().get(rule_id)
+        if old is None:
             return False
         self.tables.delete_rule(rule_id)
+        self.audit.record("alert_rule", rule_id, "delete", old, None)
         return True
 
     def rules(self) -> list[dict[str, Any]]:
@@ -110,13 +119,17 @@ class Rulebook:
 
     def silence(self, raw: Any, now: float) -> Silence:
         s = silence_from_dict(raw, silence_id=uuid.uuid4().hex[:16])
-        self.tables.put_silence(s.id, {**s.to_dict(), "created_at": now}, now)
+        body = {**s.to_dict(), "created_at": now}
+        self.tables.put_silence(s.id, body, now)
+        self.audit.record("silence", s.id, "create", None, body)
         return s
 
     def unsilence(self, silence_id: str) -> bool:
-        if silence_id not in self.tables.silences():
+        old = self.tables.silences().get(silence_id)
+        if old is None:
             return False
         self.tables.delete_silence(silence_id)
+        self.audit.record("silence", silence_id, "delete", old[0], None)
         return True
 
     def silences(self) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@
   the default); ``tls.py``: a server TLS context whose certificate and key are reloaded
   when their files change (on the same context, so open connections stay), and the checks
   and context of TLS clients;
+- ``audit.py``: what records a change for the audit log, and the kinds of object it names;
 - ``cli.py``: the ``apm`` command's dispatcher, which names each component's CLI.
 
 Also: ``labels.py``, the one rule that makes labels, tags and attributes into metric names;

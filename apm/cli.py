@@ -22,6 +22,7 @@ COMPONENT_CLIS = (
     "dashboard.cli",
     "dashboard.user_cli",
     "dashboard.token_cli",
+    "dashboard.audit_cli",
     "loadgen.cli",
     "alerting.cli",
     "launch.run",

@@ -15,9 +15,12 @@ API and ``share.py`` the signed-out read-only view of a share link; ``api.py`` t
 ``throttle.py`` (login throttling) and ``next_url.py`` (where a login may redirect);
 ``signin.py`` who a password or session is and with which role, over ``users.py`` (the users of
 ``apm user``, ``user_cli.py``) and ``api_tokens.py`` (their API tokens, ``apm token``:
-``token_cli.py``); ``auth_proxy.py`` single sign-on behind an authenticating proxy, whose
-header ``proxy_trust.py`` decides whom to believe from; ``roles.py`` the one table of who may
-call what, enforced by ``permits.py``;
+``token_cli.py``; ``cli_runner.py`` what the user, token and audit commands share: the
+connection and the exit codes); ``auth_proxy.py`` single sign-on behind an authenticating
+proxy, whose header ``proxy_trust.py`` decides whom to believe from; ``audit.py`` who changes
+what for the audit log (``storage.audit_log`` records it), ``audit_read.py`` reads it for
+``audit_api.py`` (``GET /api/audit``) and ``audit_cli.py`` (``apm audit``); ``roles.py`` the
+one table of who may call what, enforced by ``permits.py``;
 ``validation.py`` the one path for query text; ``states.py`` why a query shows what it shows;
 ``guard.py`` one storage call guarded (``storage.errors`` says which failures mean "storage
 unavailable"); ``series.py``, ``downsample.py`` and ``cache.py`` turn stored windows into chart

@@ -18,6 +18,7 @@ from flask import Blueprint, Response, jsonify, request
 from alerting.rulebook import Rulebook
 from alerting.rules import RuleError
 from alerting.silences import SilenceError
+from apm.audit import NO_AUDIT, Recorder
 from dashboard.alerts_openapi import OPENAPI
 from dashboard.alerts_preview import preview
 from dashboard.api import StorageUnavailable, error, guarded
@@ -30,8 +31,9 @@ log = logging.getLogger(__name__)
 MAX_BODY = 65_536
 
 
-def rulebook_for(repo: object) -> Callable[[], Rulebook]:
-    """A factory of the one Rulebook over ``repo``'s Cassandra session, built on first use."""
+def rulebook_for(repo: object, audit: Recorder = NO_AUDIT) -> Callable[[], Rulebook]:
+    """A factory of the one Rulebook over ``repo``'s Cassandra session, built on first use;
+    its changes are recorded by ``audit``."""
     made: list[Rulebook] = []
 
     def book() -> Rulebook:
@@ -41,7 +43,8 @@ def rulebook_for(repo: object) -> Callable[[], Rulebook]:
             session, keyspace = getattr(repo, "session", None), getattr(repo, "keyspace", None)
             if session is None or not isinstance(keyspace, str):
                 raise _Refused(503, "unavailable", "alerting needs the Cassandra store", None)
-            made.append(Rulebook(repo, AlertStore(session, keyspace)))  # type: ignore[arg-type]
+            tables = AlertStore(session, keyspace)
+            made.append(Rulebook(repo, tables, audit))  # type: ignore[arg-type]
         return made[0]
 
     return book

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from apm.audit import NO_AUDIT, Recorder
 from dashboard.guard import StorageUnavailable, guarded
 from dashboard.roles import ROLES, allows, parse_role
 from dashboard.telemetry import DashboardTelemetry
@@ -39,6 +40,7 @@ __all__ = [
     "TokenHolder",
     "looks_like_token",
     "parse_expiry",
+    "token_state",
 ]
 
 log = logging.getLogger(__name__)
@@ -78,6 +80,17 @@ def parse_expiry(text: str) -> float | None:
     return float(seconds)
 
 
+def token_state(row: Any) -> dict[str, Any]:
+    """What the audit log keeps of a token: never its digest."""
+    return {
+        "user": row.user,
+        "role": row.role,
+        "label": row.label,
+        "expires_at": row.expires_at,
+        "revoked_at": row.revoked_at,
+    }
+
+
 def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
@@ -93,8 +106,10 @@ class TokenDirectory:
         clock: Callable[[], float] = time.time,
         cache_s: float = 5.0,
         touch_s: float = 60.0,
+        audit: Recorder = NO_AUDIT,
     ) -> None:
         self.store, self.users, self.telemetry, self.clock = store, users, telemetry, clock
+        self.audit = audit  # records each change once stored (apm token sets it)
         self.cache_s, self.touch_s = cache_s, touch_s
         self._lock = threading.Lock()
         self._checked: dict[str, tuple[TokenHolder | None, float]] = {}  # digest -> (who, at)
@@ -128,6 +143,7 @@ class TokenDirectory:
                 None if expires_s is None else now + expires_s, None, None,
             )  # fmt: skip
             if self._g("token_add", partial(self.store.add, row)):
+                self.audit.record("token", row.id, "create", None, token_state(row))
                 return f"{PREFIX}{row.id}_{secret}", row
         raise RuntimeError("could not draw a free token id")
 
@@ -137,8 +153,14 @@ class TokenDirectory:
     def revoke(self, token_id: str) -> None:
         if re.fullmatch(r"[0-9a-f]{16}", token_id) is None:
             raise UserError(f"bad token id {token_id[:40]!r}: 16 hex digits (apm token list)")
-        if not self._g("token_revoke", lambda: self.store.revoke(token_id, self.clock())):
+        old = self._g("token_get", lambda: self.store.get(token_id))
+        now = self.clock()
+        if not self._g("token_revoke", lambda: self.store.revoke(token_id, now)):
             raise UserConflict(f"no token {token_id!r}")
+        before = None if old is None else token_state(old)
+        self.audit.record(
+            "token", token_id, "revoke", before, {**(before or {}), "revoked_at": now}
+        )
         with self._lock:
             self._checked.clear()  # this replica at once; the others within cache_s
 

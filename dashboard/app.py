@@ -5,7 +5,10 @@ build the same app over real storage, Kafka and ingest endpoints."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from typing import TypeVar, cast
 
 from dash import Dash, Input, Output, dcc, html
 from flask import Flask, Response, redirect, request
@@ -13,28 +16,48 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from werkzeug.exceptions import HTTPException, NotFound
 from werkzeug.wrappers import Response as BaseResponse
 
+from apm.audit import Recorder
 from apm.errors import status_error
-from dashboard import api, dashboards_api, promapi, share
+from dashboard import api, audit_api, dashboards_api, promapi, share
 from dashboard.alerts_api import build_alerts_api, rulebook_for
 from dashboard.api import error
+from dashboard.api_tokens import TokenDirectory
+from dashboard.audit import audit_store_for, dashboard_log, request_actor
 from dashboard.auth import install_auth, login_throttle
 from dashboard.board_book import book_for
 from dashboard.context import AppContext
+from dashboard.guard import StorageUnavailable
 from dashboard.pages import alerts, board, board_list, chart, health, people, queries
 from dashboard.pages.common import role_class
 from dashboard.permits import install_permits
-from dashboard.signin import tokens_for, users_for
+from dashboard.ports import QueryRepository
+from dashboard.signin import Tokens, tokens_for, users_for
 from dashboard.states import QueryStates
+from dashboard.users import UserDirectory
+from storage.audit_log import AuditedQueries
 
 __all__ = ["build_context", "create_app"]
+
+D = TypeVar("D", UserDirectory, TokenDirectory)
 
 
 def create_app(app_ctx: AppContext) -> Dash:
     server = Flask("dashboard")
     throttle = login_throttle(app_ctx.settings)
-    boards = book_for(app_ctx.repo, app_ctx.metrics)
-    users = users_for(app_ctx.repo, app_ctx.metrics)
-    tokens = tokens_for(app_ctx.repo, app_ctx.metrics, users)
+    # Every change made through the dashboard is recorded once stored (dashboard/audit.py):
+    # the queries through the context's repository, the rest by their services.
+    audit_store = audit_store_for(app_ctx.repo)
+    token = app_ctx.settings.token
+    trail = dashboard_log(
+        audit_store,
+        app_ctx.metrics,
+        lambda: request_actor(token, _label_of(tokens)),
+        app_ctx.clock,
+    )
+    users = _audited(users_for(app_ctx.repo, app_ctx.metrics), trail)
+    tokens = _audited(tokens_for(app_ctx.repo, app_ctx.metrics, users), trail)
+    app_ctx = replace(app_ctx, repo=cast(QueryRepository, AuditedQueries(app_ctx.repo, trail)))
+    boards = book_for(app_ctx.repo, app_ctx.metrics, trail)
     sessions = install_auth(
         server,
         app_ctx.settings,
@@ -47,9 +70,10 @@ def create_app(app_ctx: AppContext) -> Dash:
         tokens=tokens,
     )
     api.install(server, app_ctx.repo, app_ctx.settings, app_ctx.metrics, app_ctx.clock)
-    alert_book = rulebook_for(app_ctx.repo)
+    alert_book = rulebook_for(app_ctx.repo, trail)
     server.register_blueprint(build_alerts_api(alert_book, app_ctx.metrics, app_ctx.clock))
     dashboards_api.install(server, boards)
+    audit_api.install(server, audit_store, app_ctx.metrics, app_ctx.clock)
     share.install(
         server,
         app_ctx,
@@ -65,7 +89,8 @@ def create_app(app_ctx: AppContext) -> Dash:
         if (
             request.path.startswith("/api/")
             and request.routing_exception is None
-            and request.blueprint not in ("api", "promapi", "alerts_api", "dashboards_api")
+            and request.blueprint
+            not in ("api", "promapi", "alerts_api", "dashboards_api", "audit_api")
         ):
             raise NotFound(f"no API route {request.path}")
 
@@ -157,6 +182,33 @@ def create_app(app_ctx: AppContext) -> Dash:
         max_callback_bytes=app_ctx.settings.callback_max_body_bytes,
     )
     return app
+
+
+def _audited(directory: Callable[[], D | None], trail: Recorder) -> Callable[[], D | None]:
+    """The users' or tokens' directory, its changes recorded by ``trail`` (a user the page
+    or a sign-in creates is in the audit log as ``apm user``'s are)."""
+
+    def made() -> D | None:
+        found = directory()
+        if found is not None:
+            found.audit = trail
+        return found
+
+    return made
+
+
+def _label_of(tokens: Tokens) -> Callable[[str], str | None]:
+    """An API token's label for the audit log (its check is cached: no extra read)."""
+
+    def label(token: str) -> str | None:
+        directory = tokens()
+        try:
+            holder = directory.verify(token) if directory is not None else None
+        except StorageUnavailable:
+            return None
+        return holder.label if holder is not None else None
+
+    return label
 
 
 def build_context(settings: object | None = None, repo: object | None = None) -> AppContext:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from apm.audit import NO_AUDIT, Recorder
 from dashboard.boards import Board, BoardError, parse_board
 from dashboard.guard import guarded
 from dashboard.ports import QueryRepository
@@ -35,9 +36,10 @@ class BoardBook:
         telemetry: DashboardTelemetry,
         clock: Callable[[], float] = time.time,
         token: Callable[[], str] = lambda: secrets.token_urlsafe(_TOKEN_BYTES),
+        audit: Recorder = NO_AUDIT,
     ) -> None:
         self.store, self.repo, self.telemetry, self.clock = store, repo, telemetry, clock
-        self._token = token
+        self._token, self.audit = token, audit
 
     def _g(self, op: str, call: Callable[[], Any]) -> Any:
         return guarded(self.telemetry, op, call)
@@ -65,6 +67,7 @@ class BoardBook:
         board = parse_board(raw, self.known_queries(), importing=importing, name=name)
         now = self.clock()
         stored = self._g("dashboards_create", lambda: self.store.create(board.body(), now))
+        self.audit.record("dashboard", stored.id, "create", None, board.body())
         return _with_meta(board, stored)
 
     def update(self, board_id: str, raw: object) -> Board:
@@ -79,15 +82,18 @@ class BoardBook:
             for j, qid in enumerate(panel.queries):
                 if qid not in known:
                     raise BoardError(f"no stored query {qid!r}", f"panels[{i}].queries[{j}]")
+        before = self._g("dashboards_get", lambda: self.store.get(board_id))
         now = self.clock()
         if not self._g("dashboards_update", lambda: self.store.update(board_id, board.body(), now)):
             raise NoBoard(board_id)
+        self.audit.record("dashboard", board_id, "update", before and before.body, board.body())
         return self.get(board_id)
 
     def delete(self, board_id: str) -> None:
-        self.get(board_id)
+        before = self.get(board_id)
         if not self._g("dashboards_delete", lambda: self.store.delete(board_id)):
             raise NoBoard(board_id)
+        self.audit.record("dashboard", board_id, "delete", before.body(), None)
 
     def duplicate(self, board_id: str, name: str | None = None) -> Board:
         source = self.get(board_id)
@@ -99,15 +105,23 @@ class BoardBook:
         return self.create(body)
 
     def share(self, board_id: str) -> str:
+        before = self.get(board_id)
         token = self._token()
         now = self.clock()
         if not self._g("dashboards_share", lambda: self.store.share(board_id, token, now)):
             raise NoBoard(board_id)
+        # The link's token opens the dashboard: the log says a link was made, never which.
+        after = {"dashboard": board_id, "shared": True, "replaced": before.shared}
+        self.audit.record("share_link", board_id, "create", {"shared": before.shared}, after)
         return token
 
     def revoke(self, board_id: str) -> bool:
         self.get(board_id)
-        return bool(self._g("dashboards_revoke", lambda: self.store.revoke(board_id)))
+        gone = bool(self._g("dashboards_revoke", lambda: self.store.revoke(board_id)))
+        if gone:
+            after = {"dashboard": board_id, "shared": False}
+            self.audit.record("share_link", board_id, "revoke", {"shared": True}, after)
+        return gone
 
     def shared(self, token: str) -> Board | None:
         """The dashboard a share token opens; None for any other string (never an error)."""
@@ -127,9 +141,11 @@ def _with_meta(board: Board, stored: Any) -> Board:
     )
 
 
-def book_for(repo: Any, telemetry: DashboardTelemetry) -> Callable[[], BoardBook]:
+def book_for(
+    repo: Any, telemetry: DashboardTelemetry, audit: Recorder = NO_AUDIT
+) -> Callable[[], BoardBook]:
     """A factory of the one BoardBook over ``repo``'s Cassandra session, built on first use
-    (the tables are created then)."""
+    (the tables are created then); its changes are recorded by ``audit``."""
     made: list[BoardBook] = []
 
     def book() -> BoardBook:
@@ -143,7 +159,7 @@ def book_for(repo: Any, telemetry: DashboardTelemetry) -> Callable[[], BoardBook
             store = guarded(
                 telemetry, "dashboards_migrate", lambda: DashboardStore(session, keyspace)
             )
-            made.append(BoardBook(store, repo, telemetry))
+            made.append(BoardBook(store, repo, telemetry, audit=audit))
         return made[0]
 
     return book

@@ -7,12 +7,12 @@ the Dash callbacks alike, so that no handler checks a role itself.
 - ``editor`` also creates, edits and deletes queries, dashboards, alert rules, silences and
   share links;
 - ``admin`` also manages users and their tokens (``apm user``, ``apm token``, the users
-  page), and is what the configured login
+  page) and reads the audit log, and is what the configured login
   (``APM_DASHBOARD_USER`` / ``APM_DASHBOARD_PASSWORD_HASH``) and ``APM_DASHBOARD_TOKEN`` are.
 
-A read (GET, HEAD, OPTIONS) needs ``viewer``. A state-changing route or callback missing from
-the table needs ``admin``: a new one is closed until it is declared (and its test fails,
-tests/dashboard/test_roles.py, until it is).
+A read (GET, HEAD, OPTIONS) needs ``viewer``, but for the few in :data:`READ_ROLES`. A
+state-changing route or callback missing from the table needs ``admin``: a new one is closed
+until it is declared (and its test fails, tests/dashboard/test_roles.py, until it is).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ __all__ = [
     "ADMIN",
     "CALLBACK_ROLES",
     "EDITOR",
+    "READ_ROLES",
     "ROLES",
     "ROUTE_ROLES",
     "VIEWER",
@@ -69,6 +70,11 @@ ROUTE_ROLES: Final[dict[str, str]] = {
     "promapi.query_exemplars": VIEWER,
     # Every Dash callback is a POST here: decided per callback below.
     "/_dash-update-component": VIEWER,
+}
+
+# The reads (GET, HEAD, OPTIONS) that need more than viewer, by Flask endpoint.
+READ_ROLES: Final[dict[str, str]] = {
+    "audit_api.read": ADMIN,  # who changed what: for admins only
 }
 
 # Every Dash callback, by "<module>.<function>" (:func:`callback_role`'s key).
@@ -120,7 +126,7 @@ def allows(have: str, need: str) -> bool:
 def route_role(method: str, endpoint: str | None) -> str:
     """The least role for ``method`` on the Flask ``endpoint``."""
     if method in _SAFE:
-        return VIEWER
+        return READ_ROLES.get(endpoint or "", VIEWER)
     return ROUTE_ROLES.get(endpoint or "", ADMIN)
 
 

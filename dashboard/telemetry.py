@@ -44,3 +44,9 @@ class DashboardTelemetry:
         self.storage_errors = Counter(
             "apm_dashboard_storage_errors", "storage calls that failed", ["op"], registry=r
         )
+        self.audit_failures = Counter(
+            "apm_dashboard_audit_failures",
+            "changes made but not recorded in the audit log (its insert failed), by kind",
+            ["kind"],
+            registry=r,
+        )

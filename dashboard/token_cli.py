@@ -3,19 +3,19 @@ tokens), in the Cassandra keyspace of ``APM_STORAGE_*``. ``create`` prints the t
 is stored only as a digest.
 
 Standard library only at top level: apm.cli imports this module for every command.
-Exit codes: 0 ok, 1 no such user or token or Cassandra unreachable, 2 bad input."""
+Exit codes (:mod:`dashboard.cli_runner`): 0 ok, 1 no such user or token or Cassandra
+unreachable, 2 bad input."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["register"]
+from dashboard.cli_runner import iso, refuse, run_on_storage
 
-EXIT_NOT_FOUND, EXIT_BAD_INPUT = 1, 2
+__all__ = ["register"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,16 +40,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     token.set_defaults(func=_run)
 
 
-def _iso(ts: float | None) -> str | None:
-    return None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat()
-
-
 def _act(tokens: Any, args: argparse.Namespace, expires_s: float | None) -> int:
     if args.verb == "create":
         secret, row = tokens.create(args.user, args.role, expires_s, args.label)
         print(secret)
         print(
-            f"token {row.id} for {row.user} ({row.role}), expires {_iso(row.expires_at) or 'never'}"
+            f"token {row.id} for {row.user} ({row.role}), expires {iso(row.expires_at) or 'never'}"
             ": shown only now",
             file=sys.stderr,
         )
@@ -60,10 +56,10 @@ def _act(tokens: Any, args: argparse.Namespace, expires_s: float | None) -> int:
                 "user": t.user,
                 "role": t.role,
                 "label": t.label,
-                "created_at": _iso(t.created_at),
-                "expires_at": _iso(t.expires_at),
-                "revoked_at": _iso(t.revoked_at),
-                "last_used_at": _iso(t.last_used_at),
+                "created_at": iso(t.created_at),
+                "expires_at": iso(t.expires_at),
+                "revoked_at": iso(t.revoked_at),
+                "last_used_at": iso(t.last_used_at),
             }
             for t in tokens.list()
             if args.user in (None, t.user)
@@ -76,27 +72,14 @@ def _act(tokens: Any, args: argparse.Namespace, expires_s: float | None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
     from dashboard.api_tokens import parse_expiry
-    from dashboard.guard import StorageUnavailable
-    from dashboard.user_cli import connect, directories
-    from dashboard.users import UserConflict, UserError
+    from dashboard.user_cli import directories
 
     try:
         # Bad input fails before (and without) a connection.
         expires_s = parse_expiry(args.expires) if args.verb == "create" else None
     except ValueError as exc:
-        print(f"apm token: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    try:
-        with connect() as repo:
-            return _act(directories(repo)[1], args, expires_s)
-    except (UserConflict, StorageUnavailable) as exc:  # before UserError: it is one
-        problem, code = str(exc), EXIT_NOT_FOUND
-    except UserError as exc:
-        problem, code = str(exc), EXIT_BAD_INPUT
-    except ValidationError as exc:
-        problem, code = f"bad APM_STORAGE_* setting: {exc}", EXIT_BAD_INPUT
-    print(f"apm token: {problem}", file=sys.stderr)
-    return code
+        return refuse("apm token", str(exc))
+    return run_on_storage(
+        "apm token", lambda repo: _act(directories(repo, "apm token")[1], args, expires_s)
+    )

@@ -2,7 +2,8 @@
 (docs/security.md, Users and roles), in the Cassandra keyspace of ``APM_STORAGE_*``.
 
 Standard library only at top level: apm.cli imports this module for every command.
-Exit codes: 0 ok, 1 no such user, a user that exists or Cassandra unreachable, 2 bad input."""
+Exit codes (:mod:`dashboard.cli_runner`): 0 ok, 1 no such user, a user that exists or
+Cassandra unreachable, 2 bad input."""
 
 from __future__ import annotations
 
@@ -10,12 +11,11 @@ import argparse
 import getpass
 import json
 import sys
-from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["connect", "directories", "register"]
+from dashboard.cli_runner import EXIT_BAD_INPUT, iso, refuse, run_on_storage
 
-EXIT_NOT_FOUND, EXIT_BAD_INPUT = 1, 2
+__all__ = ["directories", "register"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -54,10 +54,6 @@ def _password(args: argparse.Namespace) -> str | None:
     return first
 
 
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat()
-
-
 def _act(directory: Any, args: argparse.Namespace, password: str | None) -> int:
     if args.verb == "add":
         directory.add(args.name, args.role, password or "")
@@ -68,8 +64,8 @@ def _act(directory: Any, args: argparse.Namespace, password: str | None) -> int:
                 "name": u.name,
                 "role": u.role,
                 "disabled": u.disabled,
-                "created_at": _iso(u.created_at),
-                "updated_at": _iso(u.updated_at),
+                "created_at": iso(u.created_at),
+                "updated_at": iso(u.updated_at),
             }
             for u in directory.list()
         ]
@@ -84,11 +80,8 @@ def _act(directory: Any, args: argparse.Namespace, password: str | None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
-    from dashboard.guard import StorageUnavailable
     from dashboard.roles import parse_role
-    from dashboard.users import UserConflict, UserError, name_error
+    from dashboard.users import name_error
 
     # Bad input fails before (and without) a connection.
     role = getattr(args, "role", None)
@@ -96,22 +89,13 @@ def _run(args: argparse.Namespace) -> int:
         _role_error(parse_role, role) if role is not None else None
     )
     if problem:
-        print(f"apm user: {problem}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return refuse("apm user", problem)
     password = _password(args) if args.verb == "add" else None
     if args.verb == "add" and password is None:
         return EXIT_BAD_INPUT
-    try:
-        with connect() as repo:
-            return _act(directories(repo)[0], args, password)
-    except (UserConflict, StorageUnavailable) as exc:  # before UserError: it is one
-        problem, code = str(exc), EXIT_NOT_FOUND
-    except UserError as exc:
-        problem, code = str(exc), EXIT_BAD_INPUT
-    except ValidationError as exc:
-        problem, code = f"bad APM_STORAGE_* setting: {exc}", EXIT_BAD_INPUT
-    print(f"apm user: {problem}", file=sys.stderr)
-    return code
+    return run_on_storage(
+        "apm user", lambda repo: _act(directories(repo, "apm user")[0], args, password)
+    )
 
 
 def _role_error(parse: Any, role: str) -> str | None:
@@ -122,27 +106,19 @@ def _role_error(parse: Any, role: str) -> str | None:
     return None
 
 
-def connect() -> Any:
-    """The repository over ``APM_STORAGE_*``; StorageUnavailable when unreachable (``apm
-    token`` connects the same way)."""
-    from cassandra import DriverException
-    from cassandra.cluster import NoHostAvailable
-
-    from dashboard.guard import StorageUnavailable
-    from storage.repository import Repository
-
-    try:
-        return Repository.connect()
-    except (NoHostAvailable, DriverException) as exc:
-        raise StorageUnavailable(f"storage unavailable: {exc}") from exc
-
-
-def directories(repo: Any) -> tuple[Any, Any]:
+def directories(repo: Any, command: str) -> tuple[Any, Any]:
     """The users and the API tokens over ``repo``'s keyspace (their tables created if
-    missing), as the dashboard builds them (:mod:`dashboard.signin`)."""
+    missing), as the dashboard builds them (:mod:`dashboard.signin`), their changes recorded
+    in the audit log as made by ``command`` run by this OS user on this host."""
     from dashboard.signin import tokens_for, users_for
     from dashboard.telemetry import DashboardTelemetry
+    from storage.audit_log import command_log
 
     telemetry = DashboardTelemetry()
     users = users_for(repo, telemetry)
-    return users(), tokens_for(repo, telemetry, users)()
+    people, tokens = users(), tokens_for(repo, telemetry, users)()
+    trail = command_log(repo, command)
+    for directory in (people, tokens):
+        if directory is not None:
+            directory.audit = trail
+    return people, tokens

@@ -28,6 +28,7 @@ from typing import Any
 
 from werkzeug.security import check_password_hash, generate_password_hash
 
+from apm.audit import NO_AUDIT, Recorder
 from dashboard.guard import StorageUnavailable, guarded
 from dashboard.roles import parse_role
 from dashboard.telemetry import DashboardTelemetry
@@ -91,8 +92,11 @@ class UserDirectory:
         telemetry: DashboardTelemetry,
         clock: Callable[[], float] = time.time,
         cache_s: float = 5.0,
+        audit: Recorder = NO_AUDIT,
     ) -> None:
         self.store, self.telemetry, self.clock, self.cache_s = store, telemetry, clock, cache_s
+        # Records each change once stored; whoever knows who acts sets it (apm user does).
+        self.audit = audit
         self._lock = threading.Lock()
         # name -> (role: None when disabled or unknown, whether it exists, read at)
         self._roles: dict[str, tuple[str | None, bool, float]] = {}
@@ -107,6 +111,7 @@ class UserDirectory:
         hashed = generate_password_hash(password, method=SCRYPT)
         if not self._g("user_add", lambda: self.store.add(name, role, hashed, self.clock())):
             raise UserConflict(f"user {name!r} exists (apm user set-role to change its role)")
+        self.audit.record("user", name, "create", None, {"role": role, "disabled": False})
 
     def sign_up(self, name: str, role: str) -> bool:
         """Adds ``name`` with ``role`` and no password (:data:`NO_PASSWORD`): a user of the auth
@@ -129,12 +134,16 @@ class UserDirectory:
 
     def set_role(self, name: str, role: str) -> None:
         role = self._role_arg(role)
-        self._change("user_set_role", name, lambda: self.store.set_role(name, role, self.clock()))
+        self._change(
+            "user_set_role", name, lambda: self.store.set_role(name, role, self.clock()),
+            "set_role", {"role": role},
+        )  # fmt: skip
 
     def set_disabled(self, name: str, disabled: bool) -> None:
         self._change(
-            "user_disable", name, lambda: self.store.set_disabled(name, disabled, self.clock())
-        )
+            "user_disable", name, lambda: self.store.set_disabled(name, disabled, self.clock()),
+            "disable" if disabled else "enable", {"disabled": disabled},
+        )  # fmt: skip
 
     def verify(self, name: str, password: str) -> str | None:
         """The role of the enabled user ``name`` whose password this is, else None."""
@@ -173,11 +182,17 @@ class UserDirectory:
             self._roles[name] = (role, user is not None, now)
         return role, user is not None
 
-    def _change(self, op: str, name: str, call: Callable[[], bool]) -> None:
+    def _change(
+        self, op: str, name: str, call: Callable[[], bool], action: str, change: dict[str, Any]
+    ) -> None:
         if (err := name_error(name)) is not None:
             raise UserError(err)
+        old = self._g("user_get", lambda: self.store.get(name))
         if not self._g(op, call):
             raise UserConflict(f"no user {name!r}")
+        # Never the password hash: the log says what a user may do, not how to be one.
+        before = None if old is None else {"role": old.role, "disabled": old.disabled}
+        self.audit.record("user", name, action, before, {**(before or {}), **change})
         with self._lock:
             self._roles.pop(name, None)
 

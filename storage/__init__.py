@@ -9,7 +9,8 @@ per-server series of ``BY server`` queries and their top-N rankings. ``tier_tabl
 (their DDL) and ``tiers.py`` hold the rollup tiers: each window's partial and the 1 min and
 1 h rows. ``alerts.py`` holds the
 alerting tables; ``dashboards.py`` the saved dashboards and their share links; ``users.py`` the
-dashboard's users and ``tokens.py`` their API tokens; ``lease.py`` a lease (one holder at a
+dashboard's users and ``tokens.py`` their API tokens; ``audit.py`` the audit log of their changes
+and of every other change, ``audit_log.py`` what records them; ``lease.py`` a lease (one holder at a
 time, by LWT). ``errors.py`` is the one place that says which Cassandra failures are worth
 retrying and which mean the database is unavailable. Client TLS to the nodes is in
 ``settings.py`` (its context for the Python driver, its files for the executors' writer)."""

@@ -203,7 +203,11 @@ def _run_query(args: argparse.Namespace) -> int:
 
             accept(args.text)  # bad text fails fast, before (and without) a connection
         with _connect() as repo:
-            return _QUERY_VERBS[args.verb](repo, args)
+            from storage.audit_log import AuditedQueries, command_log
+
+            # Each change is recorded in the audit log, as made by this OS user.
+            audited = AuditedQueries(repo, command_log(repo, "apm query"))
+            return _QUERY_VERBS[args.verb](audited, args)
 
     return _guarded(action)
 

@@ -64,6 +64,8 @@ class StorageSettings(BaseSettings):
     tls_cert: Path | None = None
     tls_key: Path | None = None
     tls_check_hostname: bool = True
+    # How long the audit log keeps a change (a TTL on each row; storage/audit.py).
+    audit_retention_days: int = Field(default=400, ge=1, le=3650)
 
     @field_validator("keyspace")
     @classmethod

@@ -17,6 +17,7 @@ from dashboard.roles import (
     ADMIN,
     CALLBACK_ROLES,
     EDITOR,
+    READ_ROLES,
     ROLES,
     ROUTE_ROLES,
     VIEWER,
@@ -79,6 +80,8 @@ def test_every_state_changing_route_and_callback_declares_its_role(app: Any) -> 
     assert len(names) == len(set(names)), "two callbacks share a name: rename one"
     assert set(names) - set(CALLBACK_ROLES) == set(), "declare these callbacks"
     assert set(CALLBACK_ROLES) - set(names) == set(), "these declared callbacks are gone"
+    routes = {rule.endpoint for rule in app.server.url_map.iter_rules()}
+    assert set(READ_ROLES) - routes == set(), "these declared reads no longer exist"
 
 
 # The roles, stated a second time on purpose: the table must say the same. Only these
@@ -110,6 +113,8 @@ def test_the_table_gives_viewers_reads_only() -> None:
     for name, role in CALLBACK_ROLES.items():
         assert (role == EDITOR) == (name in WRITING_CALLBACKS), name
         assert (role == ADMIN) == (name in ADMIN_CALLBACKS), name
+    # Every read is a viewer's, but who changed what: the audit log is for admins.
+    assert READ_ROLES == {"audit_api.read": ADMIN}
 
 
 def test_roles_order_and_parse() -> None:
@@ -124,6 +129,7 @@ def test_roles_order_and_parse() -> None:
 def test_an_undeclared_write_needs_admin_and_a_read_needs_viewer() -> None:
     assert needed_role("POST", "some.new_route", None, {}) == ADMIN
     assert needed_role("GET", "some.new_route", None, {}) == VIEWER
+    assert needed_role("GET", "audit_api.read", None, {}) == ADMIN
     assert needed_role("DELETE", "api.delete_query", None, {}) == EDITOR
     for body in (None, [], {"output": 3}, {"output": "no-such.children"}):
         assert needed_role("POST", DASH_CALLBACK_ENDPOINT, body, {}) == ADMIN
@@ -160,6 +166,17 @@ def test_every_route_refuses_every_role_below_it(app: Any, role: str) -> None:
         assert _refused(response, role) != allows(role, need), (method, path, role)
         if allows(role, need):
             assert response.status_code == REACHED, (method, path, response.status_code)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_read_above_viewer_refuses_every_role_below_it(app: Any, role: str) -> None:
+    client, _ = _client(app, role)
+    for rule in app.server.url_map.iter_rules():
+        need = READ_ROLES.get(rule.endpoint)
+        if need is None:
+            continue
+        response = client.get(re.sub(r"<[^>]+>", "nope", rule.rule))
+        assert _refused(response, role) != allows(role, need), (rule.rule, role)
 
 
 @pytest.mark.parametrize("role", ROLES)

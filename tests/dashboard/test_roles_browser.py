@@ -1,7 +1,8 @@
 """A viewer in headless Chromium: it signs in with its own password, reads the queries,
 dashboards and alerts pages, sees who it is and no control that writes, and a write it forces
 through the API from that very page is 403 (tests/dashboard/test_roles.py checks every route
-and callback; this is the page as a person sees it)."""
+and callback; this is the page as a person sees it). An editor creates a query on its page,
+and the audit log shows it with the editor's name."""
 
 from __future__ import annotations
 
@@ -22,17 +23,24 @@ pytestmark = pytest.mark.e2e
 PW = "long enough password"
 
 
-@pytest.fixture
-def as_viewer(chrome: Any, login: Any, repo: Any, served: Any) -> Iterator[str]:
-    name = f"viewer-{uuid.uuid4().hex[:8]}"
-    UserDirectory(UserStore(repo.session, repo.keyspace), DashboardTelemetry()).add(
-        name, "viewer", PW
-    )
+def _signed_in_as(role: str, chrome: Any, login: Any, repo: Any, served: Any) -> Iterator[str]:
+    name = f"{role}-{uuid.uuid4().hex[:8]}"
+    UserDirectory(UserStore(repo.session, repo.keyspace), DashboardTelemetry()).add(name, role, PW)
     repo.save_query(f"FROM {name}-* SELECT cpu WINDOW 10s COMPUTE avg")
     _sign_out(chrome, served)
     login(user=name, password=PW)
     yield name
     _sign_out(chrome, served)  # the next tests sign in as they do
+
+
+@pytest.fixture
+def as_viewer(chrome: Any, login: Any, repo: Any, served: Any) -> Iterator[str]:
+    yield from _signed_in_as("viewer", chrome, login, repo, served)
+
+
+@pytest.fixture
+def as_editor(chrome: Any, login: Any, repo: Any, served: Any) -> Iterator[str]:
+    yield from _signed_in_as("editor", chrome, login, repo, served)
 
 
 def _sign_out(chrome: Any, served: Any) -> None:
@@ -67,3 +75,23 @@ def test_a_viewer_sees_no_control_that_writes(
           .then(r => r.json().then(b => done([r.status, b.error])));"""
     )
     assert status == [403, "forbidden"]
+
+
+def test_an_editors_query_is_in_the_audit_log_with_its_name(
+    as_editor: str, chrome: Any, wait: Any, api: Any
+) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    text = f"FROM {as_editor}-web-* SELECT mem WINDOW 10s COMPUTE max"
+    field = wait(lambda d: d.find_elements(By.ID, "t-text"))[0]
+    field.send_keys(Keys.CONTROL, "a")
+    field.send_keys(Keys.DELETE)
+    field.send_keys(text)
+    chrome.find_element(By.ID, "t-create").click()
+    wait(lambda d: f"{as_editor}-web-*" in d.find_element(By.ID, "q-table").text)
+    answer = api.get("/api/audit", params={"kind": "query", "user": as_editor})
+    assert answer.status_code == 200, answer.text
+    (entry,) = answer.json()["entries"]  # the page's query, not the one the fixture stored
+    assert (entry["user"], entry["via"], entry["action"]) == (as_editor, "session", "create")
+    assert entry["after"]["text"].lower() == text.lower() and entry["before"] is None
+    assert entry["address"] == "127.0.0.1"

@@ -32,6 +32,23 @@ def fresh_keyspace(cassandra_session) -> Iterator[Callable[[], str]]:
         cassandra_session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}")
 
 
+@pytest.fixture
+def store_on(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """Factory of a table's store for a test parametrized over ``"cassandra"`` and
+    ``"memory"``: ``store_on(kind, Real, Memory)`` is ``Real(session, keyspace)`` on the
+    shared keyspace (the test is then marked integration) or the stand-in ``Memory()`` held
+    to the same contract."""
+
+    def make(kind: str, real: Callable[[Any, str], Any], memory: Callable[[], Any]) -> Any:
+        if kind == "memory":
+            return memory()
+        request.applymarker(pytest.mark.integration)
+        session = request.getfixturevalue("cassandra_session")
+        return real(session, request.getfixturevalue("storage_keyspace"))
+
+    return make
+
+
 class FakeClock:
     """A settable wall clock (epoch seconds)."""
 

@@ -5,6 +5,7 @@ a missing token is False (and creates nothing), list is oldest first, last use i
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,15 +15,8 @@ from tests.support.tokens import MemoryTokens
 
 
 @pytest.fixture(params=["cassandra", "memory"])
-def store(request: pytest.FixtureRequest) -> Any:
-    if request.param == "memory":
-        return MemoryTokens()
-    request.applymarker(pytest.mark.integration)
-    session, keyspace = (
-        request.getfixturevalue("cassandra_session"),
-        request.getfixturevalue("storage_keyspace"),
-    )
-    return TokenStore(session, keyspace)
+def store(request: pytest.FixtureRequest, store_on: Callable[..., Any]) -> Any:
+    return store_on(request.param, TokenStore, MemoryTokens)
 
 
 def _token(created: float, expires: float | None) -> StoredToken:

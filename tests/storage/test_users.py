@@ -5,6 +5,7 @@ a missing user is False (and creates nothing), list is by name, disabled is kept
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,15 +15,8 @@ from tests.support.users import MemoryUsers
 
 
 @pytest.fixture(params=["cassandra", "memory"])
-def store(request: pytest.FixtureRequest) -> Any:
-    if request.param == "memory":
-        return MemoryUsers()
-    request.applymarker(pytest.mark.integration)
-    session, keyspace = (
-        request.getfixturevalue("cassandra_session"),
-        request.getfixturevalue("storage_keyspace"),
-    )
-    return UserStore(session, keyspace)
+def store(request: pytest.FixtureRequest, store_on: Callable[..., Any]) -> Any:
+    return store_on(request.param, UserStore, MemoryUsers)
 
 
 def test_the_users_contract(store: Any) -> None:
