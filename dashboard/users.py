@@ -127,6 +127,10 @@ class UserDirectory:
                 self._roles[name] = (role, True, time.monotonic())
             else:
                 self._roles.pop(name, None)  # read it afresh: it is someone else's now
+        if added:
+            self.audit.record(
+                "user", name, "create", None, {"role": role, "disabled": False, "by": "auth proxy"}
+            )
         return added
 
     def list(self) -> list[Any]:

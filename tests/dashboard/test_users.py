@@ -128,3 +128,21 @@ def test_the_built_in_login_and_token_are_admin_and_win_over_a_stored_user() -> 
     # A session of before users existed carries no flag: it was a built-in login.
     assert session_role({"user": "ops"}, None) == "admin"
     assert session_role({"user": "ops", "builtin": False}, None) is None
+
+
+class _Trail:
+    def __init__(self) -> None:
+        self.rows: list[tuple[object, ...]] = []
+
+    def record(self, kind: str, object_id: str, action: str, before: object, after: object) -> None:
+        self.rows.append((kind, object_id, action, before, after))
+
+
+def test_a_sign_up_by_the_auth_proxy_is_recorded_once() -> None:
+    trail = _Trail()
+    users = UserDirectory(MemoryUsers(), DashboardTelemetry(), audit=trail)
+    assert users.sign_up("carol", "viewer")
+    assert not users.sign_up("carol", "editor")  # exists: nothing changed, nothing recorded
+    assert trail.rows == [
+        ("user", "carol", "create", None, {"role": "viewer", "disabled": False, "by": "auth proxy"})
+    ]
