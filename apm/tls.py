@@ -10,7 +10,7 @@ werkzeug): ``check_server_files`` is what their settings classes run, so that a 
 key, a missing, unreadable or non-PEM file, or a key that does not match its certificate stops
 the start with a message naming the setting; ``serving_context`` builds the context and starts
 its watcher thread. ``check_named``, ``check_pair`` and ``check_ca`` check the agent's client files
-too.
+too, and ``client_context`` is the one client context (the agent's pushes, ``apm loadgen``'s).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ __all__ = [
     "check_pair",
     "check_pem",
     "check_server_files",
+    "client_context",
     "serving_context",
     "watch",
 ]
@@ -108,6 +109,29 @@ def check_server_files(
         check_pair(cert_name, cert, key_name, key)
     if client_ca is not None:
         check_ca(ca_name, client_ca)
+
+
+def client_context(
+    ca: Path | None = None,
+    cert: Path | None = None,
+    key: Path | None = None,
+    skip_verify: bool = False,
+) -> ssl.SSLContext:
+    """A TLS 1.2+ client context that verifies the chain and the host name: against ``ca``
+    alone when given (it *replaces* the system roots), else the system store; with a client
+    certificate when ``cert`` and ``key`` are given; ``skip_verify`` checks nothing."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    if ca is not None:
+        ctx.load_verify_locations(cafile=str(ca))
+    else:
+        ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
+    if cert is not None and key is not None:
+        ctx.load_cert_chain(str(cert), str(key))
+    if skip_verify:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    return ctx
 
 
 class ReloadingServerContext:
