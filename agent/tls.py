@@ -23,7 +23,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from apm.tls import check_ca, check_named, check_pair
+from apm.tls import check_ca, check_named, check_pair, client_context
 
 __all__ = [
     "ClientTls",
@@ -45,21 +45,6 @@ class TlsFiles:
     server_name: str = ""
     # No check of the ingest's certificate at all: the agent warns at every start.
     skip_verify: bool = False
-
-
-def _context(files: TlsFiles) -> ssl.SSLContext:
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies the chain and the host name
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    if files.ca is not None:
-        ctx.load_verify_locations(cafile=str(files.ca))
-    else:
-        ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
-    if files.cert is not None and files.key is not None:
-        ctx.load_cert_chain(str(files.cert), str(files.key))
-    if files.skip_verify:
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-    return ctx
 
 
 def check_files(files: TlsFiles) -> None:
@@ -118,7 +103,8 @@ class ClientTls:
         if self._ctx is None or stamp != self._stamp:
             try:
                 check_files(self.files)
-                ctx = _context(self.files)
+                f = self.files
+                ctx = client_context(f.ca, f.cert, f.key, skip_verify=f.skip_verify)
             except (ValueError, OSError) as exc:
                 if self._ctx is None:
                     raise

@@ -10,8 +10,8 @@ werkzeug): ``check_server_files`` is what their settings classes run, so that a 
 key, a missing, unreadable or non-PEM file, or a key that does not match its certificate stops
 the start with a message naming the setting; ``serving_context`` builds the context and starts
 its watcher thread. ``check_named``, ``check_pair`` and ``check_ca`` check the agent's client files
-too; ``check_client_files`` and ``client_context`` are the clients' of Kafka and Cassandra
-(apm.kafka_tls, storage.settings).
+too; ``check_client_files`` and ``client_context`` are every TLS client's: Kafka's and
+Cassandra's (apm.kafka_tls, storage.settings), the agent's pushes and ``apm loadgen``'s.
 """
 
 from __future__ import annotations
@@ -132,10 +132,17 @@ def check_client_files(
 
 
 def client_context(
-    ca: Path | None, cert: Path | None, key: Path | None, check_hostname: bool = True
+    ca: Path | None = None,
+    cert: Path | None = None,
+    key: Path | None = None,
+    check_hostname: bool = True,
+    *,
+    skip_verify: bool = False,
 ) -> ssl.SSLContext:
-    """A client's context: the chain checked up to ``ca`` (None: the system's roots), the
-    host name too unless ``check_hostname`` is False, with a client certificate if given."""
+    """A TLS 1.2+ client context that verifies the chain up to ``ca`` alone when given (it
+    *replaces* the system roots), else the system store, and the host name unless
+    ``check_hostname`` is False; with a client certificate when ``cert`` and ``key`` are given;
+    ``skip_verify`` checks nothing (the agent's ``insecure_skip_verify``)."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     if ca is not None:
@@ -144,7 +151,9 @@ def client_context(
         ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
     if cert is not None and key is not None:
         ctx.load_cert_chain(str(cert), str(key))
-    ctx.check_hostname = check_hostname
+    ctx.check_hostname = check_hostname and not skip_verify
+    if skip_verify:
+        ctx.verify_mode = ssl.CERT_NONE
     return ctx
 
 

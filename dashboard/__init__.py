@@ -11,7 +11,8 @@ service, ``board_examples.py`` the example ``apm run`` creates, ``dashboards_api
 API and ``share.py`` the signed-out read-only view of a share link; ``api.py`` the REST API,
 ``alerts_api.py`` the alerting one (``alerts_preview.py`` its rule preview,
 ``alerts_openapi.py`` its description); ``promapi/`` the Prometheus-compatible read API;
-``auth.py`` login, tokens and CSRF, with ``sessions.py`` (signed-cookie sessions),
+``auth.py`` login, tokens and CSRF, with ``login.py`` (the sign-in page and ``/login``),
+``sessions.py`` (signed-cookie sessions),
 ``throttle.py`` (login throttling) and ``next_url.py`` (where a login may redirect);
 ``signin.py`` who a password or session is and with which role, over ``users.py`` (the users of
 ``apm user``, ``user_cli.py``) and ``api_tokens.py`` (their API tokens, ``apm token``:

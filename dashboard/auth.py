@@ -21,18 +21,18 @@ header decides alone (an ``Authorization`` header beside it is not read).
 Who signs in and with which role is :mod:`dashboard.signin`'s (the built-in login and token
 are ``admin``, ``apm user`` users have their own role). A request let through here carries
 its user and role in ``flask.g`` (``apm_user``, ``apm_role``) for :mod:`dashboard.permits`,
-which decides what that role may call.
+which decides what that role may call. The sign-in form and its ``/login`` route are
+:mod:`dashboard.login`'s.
 """
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Callable
 from datetime import timedelta
 from urllib.parse import quote
 
-from flask import Flask, Response, g, jsonify, redirect, render_template_string, request, session
+from flask import Flask, Response, g, jsonify, redirect, request, session
 from werkzeug.middleware.proxy_fix import ProxyFix
 from werkzeug.wrappers import Response as BaseResponse
 
@@ -40,11 +40,11 @@ from apm.errors import error_body
 from dashboard.api_tokens import TokenHolder
 from dashboard.auth_proxy import AuthProxy, ProxyRefusal
 from dashboard.guard import StorageUnavailable
-from dashboard.next_url import safe_next
+from dashboard.login import install_login
 from dashboard.proxy_trust import peer_address
 from dashboard.sessions import SignedSessions, secret_key
 from dashboard.settings import DashboardSettings
-from dashboard.signin import Tokens, Users, check_bearer, same_secret, session_role, sign_in
+from dashboard.signin import Tokens, Users, check_bearer, same_secret, session_role
 from dashboard.telemetry import DashboardTelemetry
 from dashboard.throttle import LoginThrottle
 
@@ -60,22 +60,6 @@ CSRF_COOKIE = "_csrf_token"  # the cookie name dash-renderer reads for its X-CSR
 PUBLIC_PATHS = ("/login", "/metrics", "/healthz")
 SHARE_PREFIX = "/share/"  # read-only share links (dashboard.share), each checked by token
 _SAFE = ("GET", "HEAD", "OPTIONS")
-
-_LOGIN_PAGE = """<!doctype html><html><head><title>APM dashboard - sign in</title>
-<style>body{font-family:system-ui,sans-serif;background:#f4f6f8;display:flex;
-justify-content:center;padding-top:10vh}form{background:#fff;padding:2em;border-radius:8px;
-box-shadow:0 1px 4px #0002;min-width:300px}label{display:block;margin:.8em 0 .2em}
-input{width:100%;padding:.5em;box-sizing:border-box}button{margin-top:1.2em;padding:.6em 1.2em}
-.error{color:#b00020;margin-top:1em}.hint{color:#666;font-size:.85em}</style></head><body>
-<form method="post" action="/login" id="login-form"><h2>APM dashboard</h2>
-<input type="hidden" name="csrf_token" value="{{ csrf }}">
-<input type="hidden" name="next" value="{{ next }}">
-<label for="user">User</label><input id="user" name="user" autocomplete="username">
-<label for="password">Password or token</label>
-<input id="password" name="password" type="password" autocomplete="current-password">
-<button id="login-submit" type="submit">Sign in</button>
-{% if error %}<div class="error" id="login-error">{{ error }}</div>{% endif %}
-<p class="hint">{{ hint }}</p></form></body></html>"""
 
 
 def login_throttle(settings: DashboardSettings) -> LoginThrottle:
@@ -130,7 +114,6 @@ def install_auth(
         SESSION_COOKIE_SECURE=settings.https,
         PERMANENT_SESSION_LIFETIME=timedelta(hours=settings.session_hours),
     )
-    hint = "Sign in with your user and password, or with the dashboard's token."
     proxy = AuthProxy(settings, users, metrics) if settings.auth_proxy_enabled else None
 
     def set_csrf_cookie(response: BaseResponse) -> None:
@@ -139,46 +122,7 @@ def install_auth(
             CSRF_COOKIE, session["csrf"], samesite="Strict", httponly=False, secure=settings.https
         )
 
-    def login_page(error: str = "", status: int = 200) -> Response:
-        session.setdefault("login_csrf", secrets.token_urlsafe(24))
-        html = render_template_string(
-            _LOGIN_PAGE,
-            csrf=session["login_csrf"],
-            error=error,
-            next=safe_next(request.values.get("next")),
-            hint=hint,
-        )
-        return Response(html, status=status, mimetype="text/html")
-
-    @server.route("/login", methods=["GET", "POST"])
-    def login() -> BaseResponse:
-        if request.method == "GET":
-            return login_page()
-        if not same_secret(request.form.get("csrf_token"), session.get("login_csrf")):
-            metrics.refused.labels("csrf").inc()
-            return login_page("The form expired; please sign in again.", 400)
-        # Before the password hash (scrypt) runs: a refused attempt costs nothing.
-        wait, bucket = attempts.check(request.remote_addr or "-")
-        if wait:
-            metrics.logins.labels("throttled").inc()
-            metrics.refused.labels(f"throttled_{bucket}").inc()
-            refused = login_page(f"Too many sign-in attempts; try again in {wait} s.", 429)
-            refused.headers["Retry-After"] = str(wait)
-            return refused
-        user = request.form.get("user", "")
-        try:
-            who = sign_in(settings, users, user, request.form.get("password", ""))
-        except StorageUnavailable:
-            return login_page("The user store is unavailable; try again shortly.", 503)
-        if who is None:
-            metrics.logins.labels("failed").inc()
-            return login_page("Wrong user, password or token.", 401)
-        metrics.logins.labels("ok").inc()
-        sessions.open(session, user or "token", built_in=who[1])
-        session.permanent = True  # the cookie lives as long as the session, not the browser
-        response = redirect(safe_next(request.form.get("next")))
-        set_csrf_cookie(response)
-        return response
+    install_login(server, settings, sessions, attempts, metrics, users, set_csrf_cookie)
 
     @server.route("/logout", methods=["POST"])
     def logout() -> BaseResponse:

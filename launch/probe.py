@@ -4,16 +4,18 @@ answer 200, and which TCP port is free to give it."""
 from __future__ import annotations
 
 import socket
+import ssl
 import urllib.error
 import urllib.request
 
 __all__ = ["free_port", "http_ok"]
 
 
-def http_ok(url: str, timeout_s: float = 2.0) -> bool:
-    """True when ``url`` answers 200; a refusal, a timeout or any other status is False."""
+def http_ok(url: str, timeout_s: float = 2.0, context: ssl.SSLContext | None = None) -> bool:
+    """True when ``url`` answers 200; a refusal, a timeout, a TLS failure or any other status
+    is False. ``context``: the TLS client context of an https:// URL (a private CA's)."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as answer:
+        with urllib.request.urlopen(url, timeout=timeout_s, context=context) as answer:
             return bool(answer.status == 200)
     except (urllib.error.URLError, OSError, ValueError):
         return False

@@ -34,6 +34,7 @@ _FIELDS = {
     "replay_seconds": "replay_seconds",
     "retry_deadline": "retry_deadline_s",
     "metric_prefix": "metric_prefix",
+    "tls_ca": "tls_ca",
 }
 
 
@@ -54,6 +55,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--target", help="ingest base URL or full endpoint (default http://127.0.0.1:8080)"
     )
     p.add_argument("--api-key", help="Bearer key (or APM_LOADGEN_API_KEY)")
+    p.add_argument(
+        "--tls-ca",
+        type=Path,
+        metavar="PEM",
+        help="CA bundle an https:// target is verified against instead of the system store",
+    )
     p.add_argument("--seed", type=int, help="random seed (default 42)")
     p.add_argument(
         "--start",

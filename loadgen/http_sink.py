@@ -15,6 +15,7 @@ import time
 import httpx
 
 from apm.retry import Backoff, RetryableError, call_with_retry
+from apm.tls import client_context
 from loadgen.fleet import Fleet, Tick
 from loadgen.inflight import BoundedExecutor
 from loadgen.payload import Batch, Request, build_request, split_tick, stamp, template
@@ -67,7 +68,11 @@ class HttpSink:
             max_connections=settings.concurrency, max_keepalive_connections=settings.concurrency
         )
         self._own_client = client is None
-        self.client = client or httpx.Client(timeout=settings.request_timeout_s, limits=limits)
+        # A private CA (tls_ca) replaces the roots; without it httpx's defaults, as before.
+        verify = client_context(settings.tls_ca) if settings.tls_ca is not None else True
+        self.client = client or httpx.Client(
+            timeout=settings.request_timeout_s, limits=limits, verify=verify
+        )
         self._work = BoundedExecutor(settings.concurrency, settings.concurrency, "loadgen-http")
         self._backoff = (backoff_initial_s, backoff_cap_s)
         self._logged: set[str] = set()

@@ -6,6 +6,7 @@ import math
 import re
 import time
 from datetime import datetime
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, field_validator
@@ -13,6 +14,7 @@ from pydantic import Field, field_validator
 from apm.kafka_tls import WithKafkaTls
 from apm.model import TOPIC_PARTITIONS
 from apm.settings import env_config, shared
+from apm.tls import check_ca, check_pem
 
 __all__ = ["INGEST_PATH", "LoadgenSettings", "metrics_url", "parse_duration", "parse_start"]
 
@@ -78,6 +80,9 @@ class LoadgenSettings(WithKafkaTls):
     start: float | None = None
     target: str = "http://127.0.0.1:8080"  # the ingest's default port
     api_key: str = ""
+    # The CA bundle an https:// target's certificate is verified against, *instead of* the
+    # system store (apm.tls.client_context, as the agent's tls_ca); None: the default roots.
+    tls_ca: Path | None = None
     servers_per_request: int = Field(default=100, ge=1)
     concurrency: int = Field(default=16, ge=1, le=1024)
     gzip_level: int = Field(default=1, ge=0, le=9)  # 0 sends plain JSON
@@ -104,6 +109,17 @@ class LoadgenSettings(WithKafkaTls):
     @classmethod
     def _target_is_url(cls, value: str) -> str:
         metrics_url(value)
+        return value
+
+    @field_validator("tls_ca")
+    @classmethod
+    def _ca_is_usable(cls, value: Path | None) -> Path | None:
+        if value is not None:
+            try:
+                check_pem(value, "cert")
+            except ValueError as exc:
+                raise ValueError(f"tls_ca: {exc}") from None
+            check_ca("tls_ca", value)
         return value
 
     @property

@@ -63,6 +63,11 @@ class ClusterLayout(BaseSettings):
     aggregator_driver_memory: str = "768m"
     ingest_ports: tuple[int, ...] = (18001, 18002)
     lb_port: int = 18000
+    # TLS at the load balancer (launch.cluster.nginx): with a cert and key it serves https://
+    # on lb_port; lb_tls_ca is the CA the cluster's own probes of it trust (else the system's).
+    lb_tls_cert: Path | None = None
+    lb_tls_key: Path | None = None
+    lb_tls_ca: Path | None = None
     dashboard_port: int = 18050
 
     rss_budget_gib: float = 12.0
@@ -81,6 +86,8 @@ class ClusterLayout(BaseSettings):
             raise ValueError("topic_replication exceeds the number of Kafka brokers")
         if self.min_insync_replicas > self.topic_replication:
             raise ValueError("min_insync_replicas exceeds topic_replication")
+        if (self.lb_tls_cert is None) != (self.lb_tls_key is None):
+            raise ValueError("lb_tls_cert and lb_tls_key go together: both or neither")
         return self
 
     # --- where state lives --------------------------------------------------------------------
@@ -155,7 +162,8 @@ class ClusterLayout(BaseSettings):
 
     @property
     def lb_url(self) -> str:
-        return f"http://{self.host}:{self.lb_port}"
+        scheme = "https" if self.lb_tls_cert is not None else "http"
+        return f"{scheme}://{self.host}:{self.lb_port}"
 
     @property
     def dashboard_url(self) -> str:

@@ -11,6 +11,12 @@ When no replica answers, nginx's own 502/504 becomes a 503 with ``Retry-After: 1
 agents and ``apm loadgen`` retry a 503, not a 502. nginx runs in the foreground
 (``daemon off``) as a :class:`ManagedProcess`, so the pid we hold is its master's; its pid
 file, logs and temp directories are under ``var/cluster/lb``.
+
+Given a certificate and key (``tls_cert``/``tls_key``), the listener speaks TLS 1.2+ only
+(plain HTTP to it fails) and presents the certificate file as its chain (leaf first, then any
+intermediates); with ``tls_client_ca`` it also requires a client certificate from that CA
+(mTLS). The hop on to the replicas stays plain HTTP/1.1 with keep-alive on the host's loopback
+(inside the host or the cluster's network, never across another). Without them: plain HTTP.
 """
 
 from __future__ import annotations
@@ -38,6 +44,9 @@ class LbConfig:
     home: Path  # pid file, logs and temp directories
     connect_timeout_s: float = 0.5  # a dead replica refuses at once; a hung one costs this
     fail_timeout_s: int = 2  # a replica that failed is left out for this long
+    tls_cert: Path | None = None  # PEM chain, leaf first: the listener speaks TLS
+    tls_key: Path | None = None
+    tls_client_ca: Path | None = None  # mTLS: a client certificate from this CA is required
 
     @property
     def pidfile(self) -> Path:
@@ -52,9 +61,30 @@ def _ms(seconds: float) -> str:
     return f"{round(seconds * 1000)}ms"
 
 
+def _tls(cfg: LbConfig) -> str:
+    """The listener's TLS directives; empty for plain HTTP."""
+    if (cfg.tls_cert is None) != (cfg.tls_key is None):
+        raise ValueError("the load balancer's tls_cert and tls_key go together: both or neither")
+    if cfg.tls_cert is None:
+        if cfg.tls_client_ca is not None:
+            raise ValueError("the load balancer's tls_client_ca needs tls_cert and tls_key")
+        return ""
+    lines = [
+        f"ssl_certificate {cfg.tls_cert};",
+        f"ssl_certificate_key {cfg.tls_key};",
+        "ssl_protocols TLSv1.2 TLSv1.3;",
+        "ssl_session_cache shared:apm_tls:1m;",
+    ]
+    if cfg.tls_client_ca is not None:
+        lines += [f"ssl_client_certificate {cfg.tls_client_ca};", "ssl_verify_client on;"]
+    return "".join(f"\n        {line}" for line in lines)
+
+
 def render(cfg: LbConfig) -> str:
     if not cfg.upstreams:
         raise ValueError("the load balancer needs at least one ingest replica")
+    tls = _tls(cfg)
+    ssl = " ssl" if tls else ""
     home = cfg.home
     servers = "\n".join(
         f"        server {u} max_fails=1 fail_timeout={cfg.fail_timeout_s}s;" for u in cfg.upstreams
@@ -84,7 +114,7 @@ http {{
     }}
 
     server {{
-        listen {cfg.listen_host}:{cfg.listen_port};
+        listen {cfg.listen_host}:{cfg.listen_port}{ssl};{tls}
 
         location / {{
             proxy_pass http://apm_ingest;

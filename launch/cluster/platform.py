@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from apm.tls import client_context
 from launch import processes
 from launch.cluster import nginx
 from launch.cluster.layout import ClusterLayout
@@ -82,6 +83,8 @@ def _lb(layout: ClusterLayout) -> nginx.LbConfig:
         layout.lb_port,
         [f"{layout.host}:{p}" for p in layout.ingest_ports],
         layout.home("lb"),
+        tls_cert=layout.lb_tls_cert,
+        tls_key=layout.lb_tls_key,
     )
 
 
@@ -141,7 +144,8 @@ def _process(layout: ClusterLayout, node: str) -> ManagedProcess:
 
 def _healthy(layout: ClusterLayout, node: str) -> bool:
     if node == "lb":
-        return http_ok(f"{layout.lb_url}/readyz")
+        tls = client_context(layout.lb_tls_ca) if layout.lb_tls_cert is not None else None
+        return http_ok(f"{layout.lb_url}/readyz", context=tls)
     return _specs(layout)[node].ready()
 
 
@@ -167,7 +171,8 @@ def start_node(layout: ClusterLayout, node: str, wait_s: float | None = 120.0) -
     """Starts one platform node unless it runs; with ``wait_s``, waits until it is healthy."""
     proc = _process(layout, node)
     if proc.pid() is None:
-        if node == "lb":
+        if node == "lb":  # its configuration from this layout (TLS or not), rewritten
+            nginx.write(_lb(layout))
             proc.start(nginx.command(_lb(layout)), env=layout.env())
         else:
             spec = _specs(layout)[node]

@@ -1,7 +1,9 @@
 """One multi-node cluster for the whole ``cluster`` tier: brought up once through
 ``launch.cluster.control`` (or a running one reused, and then left running), with one stored
 query per fault, each on a metric of its own (its own topic), created before any load so that
-both aggregator shards already read them when the faults begin."""
+both aggregator shards already read them when the faults begin. The load balancer serves
+HTTPS with a certificate from a CA the tier makes (tests.support.certs): every push goes to
+its https:// URL trusting that CA."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.cluster.support import LOAD_S, Load, Watch, wait_for
+from tests.support.certs import Ca, make_ca
 from tests.support.http import http_json
 
 if TYPE_CHECKING:
@@ -60,7 +63,17 @@ class Cluster:
         """The fault's load through the load balancer, its probe query watched on the dashboard."""
         p = self.probes[fault]
         watch = Watch(self.layout.dashboard_url, self.token, p.query_id)
-        return Load(self.layout.lb_url, self.key, p.text, p.prefix, out, seed, seconds, watch)
+        return Load(
+            self.layout.lb_url,
+            self.key,
+            p.text,
+            p.prefix,
+            out,
+            seed,
+            seconds,
+            watch,
+            tls_ca=self.layout.lb_tls_ca,
+        )
 
     def job(self, shard: int) -> str:
         return f"aggregator-shard-{shard}-of-{self.layout.aggregator_shards}"
@@ -80,26 +93,38 @@ def _probe(fault: str, shard: int, run: str) -> tuple[str, str]:
 
 
 def _healthy(layout: ClusterLayout) -> bool:
+    """Every node but the lb (it is started again with this run's certificate) is healthy."""
     from launch.cluster import control, platform
 
     engines = control.status(layout)
     return all(row.healthy for row in engines) and all(
-        row.healthy for row in platform.status(layout)
+        row.healthy for row in platform.status(layout) if row.name != "lb"
     )
 
 
 @pytest.fixture(scope="session")
-def cluster() -> Iterator[Cluster]:
+def lb_ca(tmp_path_factory: pytest.TempPathFactory) -> Ca:
+    """The CA of the tier: it signs the load balancer's certificate; clients trust it."""
+    return make_ca(tmp_path_factory.mktemp("lb-tls"), "cluster-ca")
+
+
+@pytest.fixture(scope="session")
+def cluster(lb_ca: Ca) -> Iterator[Cluster]:
     from launch.cluster import control, platform
     from launch.cluster.layout import ClusterLayout
     from storage.repository import Repository
     from storage.settings import StorageSettings
 
-    layout = ClusterLayout()
+    cert, key = lb_ca.issue("lb", cn="localhost")  # also IP 127.0.0.1, the lb's address
+    layout = ClusterLayout(lb_tls_cert=cert, lb_tls_key=key, lb_tls_ca=lb_ca.cert)
+    # A running lb may serve plain HTTP or another run's certificate: started again below.
+    platform.stop_node(layout, "lb")
     reused = _healthy(layout)
     if not reused:
         control.up(layout)  # engines, then launch.cluster.platform.start; a no-op where up
         platform.start(layout)  # whatever platform process is not running yet
+    else:
+        platform.start_node(layout, "lb")
     repo = Repository.connect(
         StorageSettings(
             hosts=layout.storage_hosts,

@@ -26,6 +26,7 @@ __all__ = [
     "converge",
     "health_page",
     "kill9",
+    "push_snapshot",
     "record",
     "start_node",
     "stored_vs_truth",
@@ -162,6 +163,7 @@ class Load:
         seed: int,
         seconds: int = LOAD_S,
         watch: Watch | None = None,
+        tls_ca: Path | None = None,  # the CA an https:// target's certificate is checked with
     ):
         self.seconds, self.watch = seconds, watch
         self.truth_file = out / "truth.json"
@@ -184,6 +186,7 @@ class Load:
                 "--expect",
                 str(self.truth_file),
                 "--quiet",
+                *(("--tls-ca", str(tls_ca)) if tls_ca is not None else ()),
             ),
         )
         self.started = time.monotonic()
@@ -273,6 +276,28 @@ def stored_vs_truth(
     problems = compare(truth, rows, percentile_tolerance=1e-9)
     figures.windows_wrong = len({p.split(":")[0] for p in problems})
     return problems
+
+
+def push_snapshot(
+    url: str, key: str, metric: str, verify: Any = True, server: str = "probe-0"
+) -> Any:
+    """One snapshot of one metric POSTed to the ingest endpoint ``url`` (through the load
+    balancer) as the agents send it; ``verify``: httpx's (an SSLContext trusting the tier's
+    CA). The httpx.Response."""
+    import gzip
+
+    import httpx
+    import orjson
+
+    body = {"snapshots": [{"server": server, "ts": time.time(), "metrics": {metric: 1.0}}]}
+    headers = {
+        "Content-Type": "application/json",
+        "Content-Encoding": "gzip",
+        "Authorization": f"Bearer {key}",
+    }
+    return httpx.post(
+        url, content=gzip.compress(orjson.dumps(body)), headers=headers, timeout=30, verify=verify
+    )
 
 
 def _platform_node(layout: Any, node: str) -> bool:

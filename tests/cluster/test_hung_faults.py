@@ -7,17 +7,22 @@ records its figures in var/cluster/faults.json (docs/BENCHMARKS.md, "Faults").""
 
 from __future__ import annotations
 
-import gzip
 import time
 from pathlib import Path
 
-import httpx
-import orjson
 import pytest
 
+from apm.tls import client_context
 from launch.cluster import control
 from tests.cluster.conftest import Cluster
-from tests.cluster.support import Figures, converge, kill9, start_node, wait_for
+from tests.cluster.support import (
+    Figures,
+    converge,
+    kill9,
+    push_snapshot,
+    start_node,
+    wait_for,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -55,22 +60,13 @@ def test_a_cassandra_node_frozen_30s_mid_load(cluster: Cluster, tmp_path: Path) 
     _freeze_for(cluster, "cassandrahang", "cassandra-3", 22, tmp_path)
 
 
-def _one_snapshot(url: str, key: str, metric: str) -> httpx.Response:
-    body = {"snapshots": [{"server": "probe-0", "ts": time.time(), "metrics": {metric: 1.0}}]}
-    headers = {
-        "Content-Type": "application/json",
-        "Content-Encoding": "gzip",
-        "Authorization": f"Bearer {key}",
-    }
-    return httpx.post(url, content=gzip.compress(orjson.dumps(body)), headers=headers, timeout=30)
-
-
 def test_two_kafka_brokers_down_30s_the_ingest_answers_503_and_senders_retry(
     cluster: Cluster, tmp_path: Path
 ) -> None:
     from loadgen.settings import metrics_url
 
     probe, victims = cluster.probes["kafkatwo"], ("kafka-2", "kafka-3")
+    url, tls = metrics_url(cluster.layout.lb_url), client_context(cluster.layout.lb_tls_ca)
     figures = Figures(f"two kafka brokers down {HUNG_S} s")
     load = cluster.load("kafkatwo", tmp_path, seed=23, seconds=LOAD_S)
     load.at(FAULT_AT_S)
@@ -81,9 +77,7 @@ def test_two_kafka_brokers_down_30s_the_ingest_answers_503_and_senders_retry(
     answers: list[tuple[int, str | None]] = []
     try:
         while time.monotonic() < load.started + FAULT_AT_S + HUNG_S - 5:
-            reply = _one_snapshot(
-                metrics_url(cluster.layout.lb_url), cluster.key, f"{probe.prefix}mem.used_pct"
-            )
+            reply = push_snapshot(url, cluster.key, f"{probe.prefix}mem.used_pct", verify=tls)
             answers.append((reply.status_code, reply.headers.get("Retry-After")))
             time.sleep(2)
         load.at(FAULT_AT_S + HUNG_S)

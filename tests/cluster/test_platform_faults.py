@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from apm.tls import client_context
 from launch.probe import http_ok
 from tests.cluster.conftest import Cluster
 from tests.cluster.support import (
@@ -33,6 +34,7 @@ pytestmark = pytest.mark.cluster
 def test_kill9_an_ingest_replica_the_lb_routes_around_it(cluster: Cluster, tmp_path: Path) -> None:
     probe, victim = cluster.probes["ingest"], "ingest-1"
     lb = cluster.layout.lb_url
+    tls = client_context(cluster.layout.lb_tls_ca)
     figures = Figures("ingest replica kill -9")
     load = cluster.load("ingest", tmp_path, seed=14)
     load.at(15)
@@ -42,7 +44,7 @@ def test_kill9_an_ingest_replica_the_lb_routes_around_it(cluster: Cluster, tmp_p
 
     def routed_around() -> bool:
         nonlocal streak
-        streak = streak + 1 if http_ok(f"{lb}/readyz", 2) else 0
+        streak = streak + 1 if http_ok(f"{lb}/readyz", 2, context=tls) else 0
         return streak >= 5
 
     wait_for(routed_around, 30, "the load balancer answers through the other replica")

@@ -1,4 +1,5 @@
-"""launch/probe.py: free ports are never handed out twice by one process."""
+"""launch/probe.py: free ports are never handed out twice by one process; ``http_ok`` over
+HTTPS trusts the context it is given."""
 
 from __future__ import annotations
 
@@ -44,3 +45,26 @@ def test_free_ports_are_distinct_and_bindable():
     assert len(set(ports)) == 50
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", ports[-1]))
+
+
+def test_http_ok_over_https_trusts_the_context_it_is_given(tmp_path):
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from apm.tls import client_context
+    from tests.support.certs import make_ca
+    from tests.support.http import uvicorn_thread
+
+    ca, other = make_ca(tmp_path / "ca"), make_ca(tmp_path / "other", "other")
+    cert, key = ca.issue("probe")
+
+    async def ready(request):
+        return JSONResponse({"status": "ready"})
+
+    app = Starlette(routes=[Route("/readyz", ready)])
+    with uvicorn_thread(app, ssl_certfile=str(cert), ssl_keyfile=str(key)) as port:
+        url = f"https://127.0.0.1:{port}/readyz"
+        assert probe.http_ok(url, context=client_context(ca.cert))
+        assert not probe.http_ok(url, context=client_context(other.cert))  # a TLS failure
+        assert not probe.http_ok(f"http://127.0.0.1:{port}/readyz")  # plain HTTP to TLS

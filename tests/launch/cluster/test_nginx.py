@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from launch.cluster import nginx, platform
 from launch.cluster.layout import ClusterLayout
+from tests.support.certs import make_ca
 from tests.support.debs import require
 
 pytestmark = pytest.mark.unit
@@ -76,6 +79,66 @@ def test_nginx_accepts_the_generated_configuration(tmp_path: Path) -> None:
         [*nginx.command(cfg, binary)[:-2], "-t"], capture_output=True, text=True, timeout=30
     )
     assert check.returncode == 0, check.stderr
+
+
+def _tls_cfg(tmp_path: Path, client_ca: bool = False) -> nginx.LbConfig:
+    ca = make_ca(tmp_path / "ca")
+    cert, key = ca.issue("lb")
+    return replace(
+        _cfg(tmp_path), tls_cert=cert, tls_key=key, tls_client_ca=ca.cert if client_ca else None
+    )
+
+
+def test_plain_http_is_the_default(tmp_path: Path) -> None:
+    text = nginx.render(_cfg(tmp_path))
+    assert " ssl" not in text and "ssl_" not in text
+
+
+def test_a_certificate_makes_the_listener_tls_only_and_the_upstream_hop_stays_http(
+    tmp_path: Path,
+) -> None:
+    cfg = _tls_cfg(tmp_path)
+    text = nginx.render(cfg)
+    assert "listen 127.0.0.1:18000 ssl;" in text
+    assert f"ssl_certificate {cfg.tls_cert};" in text
+    assert f"ssl_certificate_key {cfg.tls_key};" in text
+    assert "ssl_protocols TLSv1.2 TLSv1.3;" in text
+    assert "ssl_verify_client" not in text
+    assert "proxy_pass http://apm_ingest;" in text and "keepalive 32;" in text
+    mtls = nginx.render(_tls_cfg(tmp_path, client_ca=True))
+    assert f"ssl_client_certificate {tmp_path / 'ca' / 'ca.pem'};" in mtls
+    assert "ssl_verify_client on;" in mtls
+
+
+def test_a_lone_certificate_or_client_ca_is_a_clear_error(tmp_path: Path) -> None:
+    cfg = _tls_cfg(tmp_path)
+    with pytest.raises(ValueError, match="tls_cert and tls_key go together"):
+        nginx.render(replace(cfg, tls_key=None))
+    with pytest.raises(ValueError, match="tls_client_ca needs tls_cert"):
+        nginx.render(replace(_cfg(tmp_path), tls_client_ca=cfg.tls_cert))
+
+
+def test_nginx_accepts_the_generated_tls_configuration(tmp_path: Path) -> None:
+    binary = require("nginx", "nginx")
+    cfg = _tls_cfg(tmp_path, client_ca=True)
+    nginx.write(cfg)
+    check = subprocess.run(
+        [*nginx.command(cfg, binary)[:-2], "-t"], capture_output=True, text=True, timeout=30
+    )
+    assert check.returncode == 0, check.stderr
+
+
+def test_the_layouts_lb_certificate_makes_its_url_https_and_reaches_nginx(
+    tmp_path: Path,
+) -> None:
+    ca = make_ca(tmp_path / "ca")
+    cert, key = ca.issue("lb")
+    layout = ClusterLayout(root=tmp_path, lb_tls_cert=cert, lb_tls_key=key, lb_tls_ca=ca.cert)
+    assert layout.lb_url == "https://127.0.0.1:18000"
+    assert "listen 127.0.0.1:18000 ssl;" in nginx.render(platform._lb(layout))
+    assert ClusterLayout(root=tmp_path).lb_url == "http://127.0.0.1:18000"
+    with pytest.raises(ValidationError, match="lb_tls_cert and lb_tls_key go together"):
+        ClusterLayout(root=tmp_path, lb_tls_cert=cert)
 
 
 # --- the platform's processes on the cluster -----------------------------------------------
