@@ -8,7 +8,12 @@ A tier of hosts (``tier`` names it, so several tiers and test runs can coexist) 
 - a link-local address per host (169.254.1.1, .2 ... in 169.254.0.0/16, never any other range),
   assigned here in the order the hosts are named;
 - one hosts file that every host reads: ``ip netns exec`` bind-mounts
-  ``/etc/netns/<namespace>/hosts`` over ``/etc/hosts``, so a host reaches another by name.
+  ``/etc/netns/<namespace>/hosts`` over ``/etc/hosts``, so a host reaches another by name;
+- with ``from_root``, one more veth pair from the machine's own namespace to the bridge, whose
+  root end ``apmh-<tier>`` holds 169.254.1.254/24: the machine's own processes (the test
+  client, the platform not yet on hosts) then reach every host at its address, through the
+  bridge, and only the hosts' /24 is routed there (169.254.169.254 and the rest of the range
+  stay as they were). One such tier at a time: a second is refused, naming the first.
 
 Every name carries the prefix ``apmh-``, so :func:`sweep` finds what a crashed run left and
 removes it; :meth:`Hosts.up` sweeps its own tier first, and :meth:`Hosts.down` is idempotent::
@@ -29,13 +34,26 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-__all__ = ["NETNS_ETC", "PREFIX", "Host", "Hosts", "plan", "render_hosts_file", "sweep"]
+from launch.supervisor import port_in_use
+
+__all__ = [
+    "NETNS_ETC",
+    "PREFIX",
+    "ROOT_ADDRESS",
+    "Host",
+    "Hosts",
+    "bound",
+    "plan",
+    "render_hosts_file",
+    "sweep",
+]
 
 PREFIX = "apmh-"
 NETWORK = ipaddress.ip_network("169.254.0.0/16")
@@ -44,7 +62,11 @@ FIRST = ipaddress.ip_address("169.254.1.1")
 MAX_HOSTS = 250  # one /24 inside the link-local range; far more than a tier runs
 NETNS_ETC = Path("/etc/netns")
 BRIDGE = "lan0"
+# The machine's end on a tier's bridge (``from_root``): past the hosts' 250 addresses.
+ROOT_ADDRESS = "169.254.1.254"
+ROOT_PREFIX = 24
 _TIER = re.compile(r"[a-z0-9]{1,12}")  # no '-': "apmh-<tier>-" then ends the tier's names
+_ROOT_TIER = re.compile(r"[a-z0-9]{1,10}")  # "apmh-<tier>" is a link name then: 15 chars
 _HOST = re.compile(r"[a-z][a-z0-9-]{0,30}")  # a hostname label
 _TIMEOUT_S = 30.0  # one ip/nft call; they take milliseconds
 
@@ -119,19 +141,55 @@ def sweep(tier: str | None = None) -> list[str]:
         for path in NETNS_ETC.iterdir():
             if ours(path.name):
                 shutil.rmtree(path, ignore_errors=True)
+    # A root end goes with its peer in the tier's namespace; one whose peer was lost is not.
+    for link in _root_links():
+        if ours(link):
+            _ip("link", "delete", link, check=False)
     left = [n for n in namespaces() if ours(n)]
     if left:
         raise RuntimeError(f"namespaces that would not go: {left}")
     return gone
 
 
+def _root_links() -> list[str]:
+    listed = _ip("-o", "link", "show", check=False).stdout.splitlines()
+    return [line.split(":")[1].strip().split("@")[0] for line in listed if line.count(":") >= 2]
+
+
+def _root_users() -> list[str]:
+    """The machine's own links that hold an address in the hosts' /24."""
+    mine = ipaddress.ip_network(f"{ROOT_ADDRESS}/{ROOT_PREFIX}", strict=False)
+    found = []
+    for line in _ip("-o", "-4", "addr", "show", check=False).stdout.splitlines():
+        fields = line.split()
+        address = fields[3].split("/")[0] if len(fields) > 3 else ""
+        if address and ipaddress.ip_address(address) in mine:
+            found.append(fields[1])
+    return found
+
+
+_BIND = "import socket,sys; socket.create_server((sys.argv[1], int(sys.argv[2]))).close()"
+
+
+def bound(netns: str | None, address: str, port: int) -> bool:
+    """Whether ``address``:``port`` is taken (a bind there fails) in namespace ``netns``, or in
+    the machine's own when None: the supervisor's check that a port is free, on a host."""
+    if netns is None:
+        return port_in_use(address, port)
+    probe = ["ip", "netns", "exec", netns, sys.executable, "-c", _BIND, address, str(port)]
+    return subprocess.run(probe, capture_output=True, timeout=_TIMEOUT_S).returncode != 0
+
+
 class Hosts:
     """A tier of hosts (see the module's docstring); ``up`` makes them, ``down`` removes them."""
 
-    def __init__(self, tier: str, names: Sequence[str]) -> None:
+    def __init__(self, tier: str, names: Sequence[str], from_root: bool = False) -> None:
+        if from_root and not _ROOT_TIER.fullmatch(tier):
+            raise ValueError(f"tier {tier!r} reached from the root: 1 to 10 letters and digits")
         self.tier = tier
         self.hosts = {h.name: h for h in plan(tier, names)}
         self.lan = f"{PREFIX}{tier}"
+        self.from_root = from_root
 
     def __getitem__(self, name: str) -> Host:
         try:
@@ -152,6 +210,8 @@ class Hosts:
             hosts_file = render_hosts_file(self.hosts.values())
             for host in self.hosts.values():
                 self._add(host, hosts_file)
+            if self.from_root:
+                self._attach_root()
         except BaseException:
             self.down()
             raise
@@ -170,6 +230,25 @@ class Hosts:
         etc = NETNS_ETC / host.netns
         etc.mkdir(parents=True, exist_ok=True)
         (etc / "hosts").write_text(hosts_file)
+
+    def _attach_root(self) -> None:
+        users = _root_users()
+        if users:
+            raise RuntimeError(
+                f"{', '.join(users)} already holds an address in {ROOT_ADDRESS}/{ROOT_PREFIX}: "
+                "another tier is reached from the root (launch.cluster.hosts.sweep() ends it)"
+            )
+        link = self.lan  # "apmh-<tier>": a link in the root, the tier's namespace in ip netns
+        _ip("link", "add", link, "type", "veth", "peer", "name", "root0", "netns", self.lan)
+        _ip("-n", self.lan, "link", "set", "root0", "master", BRIDGE, "up")
+        _ip("addr", "add", f"{ROOT_ADDRESS}/{ROOT_PREFIX}", "dev", link)
+        _ip("link", "set", link, "up")
+
+    def exists(self) -> bool:
+        """Every namespace of the tier is there (and the root's link, with ``from_root``)."""
+        present = set(namespaces())
+        wanted = {self.lan, *(h.netns for h in self.hosts.values())}
+        return wanted <= present and (not self.from_root or self.lan in _root_links())
 
     def down(self) -> list[str]:
         """Removes every namespace and file of the tier; nothing to remove is fine."""

@@ -7,6 +7,13 @@ balancer and the dashboard, and :meth:`ClusterLayout.env`, the ``APM_*`` variabl
 platform process on the cluster runs with. compose and k8s are checked against ``env()``.
 
 All state lives under ``var/cluster/<node>/`` (data and ``<node>.log``).
+
+With ``hosts`` on, the Kafka brokers run on hosts of their own (network namespaces of the tier
+``hosts_tier``, launch.cluster.hosts): each broker gets a 169.254.1.x address that the tier
+assigns and the standard ports (9092, controller 9093), and every listener, quorum voter and
+bootstrap address derives from those (:meth:`ClusterLayout.address`). The machine's own
+processes reach the hosts through the tier's root link. The rest of the cluster stays on
+loopback for now (issue 39).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from apm.settings import PROJECT_ROOT, env_config
+from launch.cluster.hosts import Hosts, plan
 
 __all__ = ["ClusterLayout"]
 
@@ -28,11 +36,18 @@ class ClusterLayout(BaseSettings):
 
     root: Path = PROJECT_ROOT
     var_dir: Path | None = Field(default=None, description="state; default <root>/var/cluster")
-    host: str = "127.0.0.1"  # Kafka, Spark and the platform's processes
+    host: str = "127.0.0.1"  # Kafka (unless on hosts), Spark and the platform's processes
+    # The Kafka brokers on hosts of their own (network namespaces; root): see the docstring.
+    hosts: bool = False
+    hosts_tier: str = Field(default="cluster", pattern=r"^[a-z0-9]{1,10}$")
 
-    # Kafka: combined broker + controller nodes, node ids 1..n, a controller quorum of n.
+    # Kafka: combined broker + controller nodes, node ids 1..n, a controller quorum of n. On
+    # loopback each has its own ports (their count is the number of brokers); on hosts every
+    # broker has the standard ones, kafka_port and kafka_controller_port.
     kafka_broker_ports: tuple[int, ...] = (19092, 19093, 19094)
     kafka_controller_ports: tuple[int, ...] = (19192, 19193, 19194)
+    kafka_port: int = 9092
+    kafka_controller_port: int = 9093
     kafka_heap: str = "512m"
     topic_replication: int = Field(default=3, ge=1)
     min_insync_replicas: int = Field(default=2, ge=1)
@@ -114,17 +129,51 @@ class ClusterLayout(BaseSettings):
         """Every engine node, in start order."""
         return (*self.kafka_nodes, *self.cassandra_nodes, "spark-master", *self.spark_workers)
 
+    # --- hosts --------------------------------------------------------------------------------
+
+    @property
+    def hosted(self) -> tuple[str, ...]:
+        """The nodes on hosts of their own, in the tier's order: the brokers, with ``hosts``."""
+        return self.kafka_nodes if self.hosts else ()
+
+    def tier(self) -> Hosts | None:
+        """The tier of hosts the hosted nodes run on (reached from the root), or None."""
+        return Hosts(self.hosts_tier, self.hosted, from_root=True) if self.hosted else None
+
+    def address(self, node: str) -> str:
+        """The address ``node`` listens on: its host's, or the loopback ``host``."""
+        if node in self.hosted:
+            return next(h.address for h in plan(self.hosts_tier, self.hosted) if h.name == node)
+        return self.host
+
+    def netns(self, node: str) -> str | None:
+        """The network namespace ``node`` runs in; None: the machine's own."""
+        if node in self.hosted:
+            return next(h.netns for h in plan(self.hosts_tier, self.hosted) if h.name == node)
+        return None
+
     # --- derived values -----------------------------------------------------------------------
 
     @property
+    def kafka_listeners(self) -> tuple[tuple[str, int, int], ...]:
+        """(address, broker port, controller port) of each Kafka node."""
+        if self.hosts:
+            return tuple(
+                (self.address(n), self.kafka_port, self.kafka_controller_port)
+                for n in self.kafka_nodes
+            )
+        return tuple(
+            (self.host, b, c)
+            for b, c in zip(self.kafka_broker_ports, self.kafka_controller_ports, strict=True)
+        )
+
+    @property
     def kafka_bootstrap(self) -> str:
-        return ",".join(f"{self.host}:{p}" for p in self.kafka_broker_ports)
+        return ",".join(f"{a}:{p}" for a, p, _ in self.kafka_listeners)
 
     @property
     def kafka_quorum_voters(self) -> str:
-        return ",".join(
-            f"{i}@{self.host}:{p}" for i, p in enumerate(self.kafka_controller_ports, start=1)
-        )
+        return ",".join(f"{i}@{a}:{c}" for i, (a, _, c) in enumerate(self.kafka_listeners, start=1))
 
     @property
     def storage_hosts(self) -> str:
