@@ -5,15 +5,15 @@ A tier of hosts (``tier`` names it, so several tiers and test runs can coexist) 
 - one namespace per host, ``apmh-<tier>-<host>``, whose ``eth0`` is one end of a veth pair;
 - one namespace of the tier's own, ``apmh-<tier>``, holding the bridge ``lan0`` that every
   pair's other end is plugged into: the hosts' LAN, which nothing else on the machine joins;
-- a link-local address per host (169.254.1.1, .2 ... in 169.254.0.0/16, never any other range),
-  assigned here in the order the hosts are named;
+- a link-local address per host (169.254.<subnet>.1, .2 ... in 169.254.0.0/16, never any other
+  range; ``subnet`` 1 unless given), assigned here in the order the hosts are named;
 - one hosts file that every host reads: ``ip netns exec`` bind-mounts
   ``/etc/netns/<namespace>/hosts`` over ``/etc/hosts``, so a host reaches another by name;
 - with ``from_root``, one more veth pair from the machine's own namespace to the bridge, whose
-  root end ``apmh-<tier>`` holds 169.254.1.254/24: the machine's own processes (the test
+  root end ``apmh-<tier>`` holds 169.254.<subnet>.254/24: the machine's own processes (the test
   client, the platform not yet on hosts) then reach every host at its address, through the
   bridge, and only the hosts' /24 is routed there (169.254.169.254 and the rest of the range
-  stay as they were). One such tier at a time: a second is refused, naming the first.
+  stay as they were). One such tier per subnet: a second is refused, naming the first.
 
 Every name carries the prefix ``apmh-``, so :func:`sweep` finds what a crashed run left and
 removes it; :meth:`Hosts.up` sweeps its own tier first, and :meth:`Hosts.down` is idempotent::
@@ -46,7 +46,7 @@ from launch.supervisor import port_in_use
 __all__ = [
     "NETNS_ETC",
     "PREFIX",
-    "ROOT_ADDRESS",
+    "ROOT_HOST",
     "Host",
     "Hosts",
     "bound",
@@ -57,13 +57,15 @@ __all__ = [
 
 PREFIX = "apmh-"
 NETWORK = ipaddress.ip_network("169.254.0.0/16")
-# 169.254.0.0/24 and 169.254.255.0/24 are reserved (RFC 3927): hosts go from 169.254.1.1.
-FIRST = ipaddress.ip_address("169.254.1.1")
+# 169.254.0.0/24 and 169.254.255.0/24 are reserved (RFC 3927): a tier's hosts are in one /24
+# between them, 169.254.<subnet>.1 and up. Never 169.254.169.0/24: a root link there would
+# capture 169.254.169.254, the metadata address of cloud machines.
+SUBNETS = [n for n in range(1, 255) if n != 169]
 MAX_HOSTS = 250  # one /24 inside the link-local range; far more than a tier runs
 NETNS_ETC = Path("/etc/netns")
 BRIDGE = "lan0"
-# The machine's end on a tier's bridge (``from_root``): past the hosts' 250 addresses.
-ROOT_ADDRESS = "169.254.1.254"
+# The machine's end on a tier's bridge (``from_root``): 169.254.<subnet>.254, past the hosts.
+ROOT_HOST = 254
 ROOT_PREFIX = 24
 _TIER = re.compile(r"[a-z0-9]{1,12}")  # no '-': "apmh-<tier>-" then ends the tier's names
 _ROOT_TIER = re.compile(r"[a-z0-9]{1,10}")  # "apmh-<tier>" is a link name then: 15 chars
@@ -79,8 +81,15 @@ class Host:
     peer: str  # its veth end on the tier's bridge
 
 
-def plan(tier: str, names: Sequence[str]) -> list[Host]:
+def _subnet(subnet: int) -> ipaddress.IPv4Network:
+    if subnet not in SUBNETS:
+        raise ValueError(f"subnet {subnet}: 169.254.<subnet>.0/24 needs 1 to 254, not 169")
+    return ipaddress.IPv4Network(f"169.254.{subnet}.0/24")
+
+
+def plan(tier: str, names: Sequence[str], subnet: int = 1) -> list[Host]:
     """The tier's hosts with their namespaces and addresses; bad names are refused."""
+    first = _subnet(subnet).network_address + 1
     if not _TIER.fullmatch(tier):
         raise ValueError(f"tier {tier!r}: 1 to 12 lower-case letters and digits")
     if not names or len(names) > MAX_HOSTS:
@@ -91,7 +100,7 @@ def plan(tier: str, names: Sequence[str]) -> list[Host]:
         if not _HOST.fullmatch(name) or name.endswith("-"):
             raise ValueError(f"host {name!r}: a hostname label (a-z, 0-9, '-'), up to 31 chars")
     return [
-        Host(name, str(FIRST + i), f"{PREFIX}{tier}-{name}", f"h{i}")
+        Host(name, str(first + i), f"{PREFIX}{tier}-{name}", f"h{i}")
         for i, name in enumerate(names)
     ]
 
@@ -156,9 +165,8 @@ def _root_links() -> list[str]:
     return [line.split(":")[1].strip().split("@")[0] for line in listed if line.count(":") >= 2]
 
 
-def _root_users() -> list[str]:
-    """The machine's own links that hold an address in the hosts' /24."""
-    mine = ipaddress.ip_network(f"{ROOT_ADDRESS}/{ROOT_PREFIX}", strict=False)
+def _root_users(mine: ipaddress.IPv4Network) -> list[str]:
+    """The machine's own links that hold an address in ``mine``."""
     found = []
     for line in _ip("-o", "-4", "addr", "show", check=False).stdout.splitlines():
         fields = line.split()
@@ -183,13 +191,18 @@ def bound(netns: str | None, address: str, port: int) -> bool:
 class Hosts:
     """A tier of hosts (see the module's docstring); ``up`` makes them, ``down`` removes them."""
 
-    def __init__(self, tier: str, names: Sequence[str], from_root: bool = False) -> None:
+    def __init__(
+        self, tier: str, names: Sequence[str], from_root: bool = False, subnet: int = 1
+    ) -> None:
         if from_root and not _ROOT_TIER.fullmatch(tier):
             raise ValueError(f"tier {tier!r} reached from the root: 1 to 10 letters and digits")
         self.tier = tier
-        self.hosts = {h.name: h for h in plan(tier, names)}
+        self.hosts = {h.name: h for h in plan(tier, names, subnet)}
         self.lan = f"{PREFIX}{tier}"
         self.from_root = from_root
+        self.subnet = _subnet(subnet)
+        # the machine's end of the root link (from_root)
+        self.root_address = str(self.subnet.network_address + ROOT_HOST)
 
     def __getitem__(self, name: str) -> Host:
         try:
@@ -232,16 +245,16 @@ class Hosts:
         (etc / "hosts").write_text(hosts_file)
 
     def _attach_root(self) -> None:
-        users = _root_users()
+        users = _root_users(self.subnet)
         if users:
             raise RuntimeError(
-                f"{', '.join(users)} already holds an address in {ROOT_ADDRESS}/{ROOT_PREFIX}: "
-                "another tier is reached from the root (launch.cluster.hosts.sweep() ends it)"
+                f"{', '.join(users)} already holds an address in {self.subnet}: another tier "
+                "is reached from the root there (launch.cluster.hosts.sweep() ends it)"
             )
         link = self.lan  # "apmh-<tier>": a link in the root, the tier's namespace in ip netns
         _ip("link", "add", link, "type", "veth", "peer", "name", "root0", "netns", self.lan)
         _ip("-n", self.lan, "link", "set", "root0", "master", BRIDGE, "up")
-        _ip("addr", "add", f"{ROOT_ADDRESS}/{ROOT_PREFIX}", "dev", link)
+        _ip("addr", "add", f"{self.root_address}/{ROOT_PREFIX}", "dev", link)
         _ip("link", "set", link, "up")
 
     def exists(self) -> bool:

@@ -9,11 +9,11 @@ platform process on the cluster runs with. compose and k8s are checked against `
 All state lives under ``var/cluster/<node>/`` (data and ``<node>.log``).
 
 With ``hosts`` on, the Kafka brokers run on hosts of their own (network namespaces of the tier
-``hosts_tier``, launch.cluster.hosts): each broker gets a 169.254.1.x address that the tier
-assigns and the standard ports (9092, controller 9093), and every listener, quorum voter and
-bootstrap address derives from those (:meth:`ClusterLayout.address`). The machine's own
-processes reach the hosts through the tier's root link. The rest of the cluster stays on
-loopback for now (issue 39).
+``hosts_tier``, launch.cluster.hosts): each broker gets a 169.254.<hosts_subnet>.x address
+(169.254.1.1, .2, .3 by default) that the tier assigns and the standard ports (9092,
+controller 9093), and every listener, quorum voter and bootstrap address derives from those
+(:meth:`ClusterLayout.address`). The machine's own processes reach the hosts through the
+tier's root link. The rest of the cluster stays on loopback for now (issue 39).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from apm.settings import PROJECT_ROOT, env_config
-from launch.cluster.hosts import Hosts, plan
+from launch.cluster.hosts import Host, Hosts, plan
 
 __all__ = ["ClusterLayout"]
 
@@ -40,6 +40,8 @@ class ClusterLayout(BaseSettings):
     # The Kafka brokers on hosts of their own (network namespaces; root): see the docstring.
     hosts: bool = False
     hosts_tier: str = Field(default="cluster", pattern=r"^[a-z0-9]{1,10}$")
+    # the hosts in 169.254.<this>.0/24 (launch.cluster.hosts.SUBNETS: 1 to 254, not 169)
+    hosts_subnet: int = Field(default=1, ge=1, le=254)
 
     # Kafka: combined broker + controller nodes, node ids 1..n, a controller quorum of n. On
     # loopback each has its own ports (their count is the number of brokers); on hosts every
@@ -96,6 +98,8 @@ class ClusterLayout(BaseSettings):
             raise ValueError("topic_replication exceeds the number of Kafka brokers")
         if self.min_insync_replicas > self.topic_replication:
             raise ValueError("min_insync_replicas exceeds topic_replication")
+        if self.hosts:
+            plan(self.hosts_tier, self.hosted, self.hosts_subnet)  # refuses what cannot be
         return self
 
     # --- where state lives --------------------------------------------------------------------
@@ -136,20 +140,25 @@ class ClusterLayout(BaseSettings):
         """The nodes on hosts of their own, in the tier's order: the brokers, with ``hosts``."""
         return self.kafka_nodes if self.hosts else ()
 
+    def _plan(self) -> list[Host]:
+        return plan(self.hosts_tier, self.hosted, self.hosts_subnet)
+
     def tier(self) -> Hosts | None:
         """The tier of hosts the hosted nodes run on (reached from the root), or None."""
-        return Hosts(self.hosts_tier, self.hosted, from_root=True) if self.hosted else None
+        if not self.hosted:
+            return None
+        return Hosts(self.hosts_tier, self.hosted, from_root=True, subnet=self.hosts_subnet)
 
     def address(self, node: str) -> str:
         """The address ``node`` listens on: its host's, or the loopback ``host``."""
         if node in self.hosted:
-            return next(h.address for h in plan(self.hosts_tier, self.hosted) if h.name == node)
+            return next(h.address for h in self._plan() if h.name == node)
         return self.host
 
     def netns(self, node: str) -> str | None:
         """The network namespace ``node`` runs in; None: the machine's own."""
         if node in self.hosted:
-            return next(h.netns for h in plan(self.hosts_tier, self.hosted) if h.name == node)
+            return next(h.netns for h in self._plan() if h.name == node)
         return None
 
     # --- derived values -----------------------------------------------------------------------

@@ -75,6 +75,15 @@ def test_a_tier_name_that_cannot_name_a_root_link_is_refused(tier: str) -> None:
         ClusterLayout(hosts=True, hosts_tier=tier)
 
 
+def test_the_subnet_moves_every_address_but_never_onto_the_metadata_one() -> None:
+    layout = ClusterLayout(hosts=True, hosts_subnet=9)
+    assert layout.kafka_bootstrap == "169.254.9.1:9092,169.254.9.2:9092,169.254.9.3:9092"
+    tier = layout.tier()
+    assert tier is not None and tier.root_address == "169.254.9.254"
+    with pytest.raises(ValidationError, match="subnet 169"):
+        ClusterLayout(hosts=True, hosts_subnet=169)
+
+
 @pytest.mark.parametrize("index", [0, 1, 2])
 def test_each_broker_listens_and_advertises_its_own_host(
     layout: ClusterLayout, stack: StackSettings, index: int
