@@ -1,4 +1,5 @@
-"""One multi-node cluster for the whole ``cluster`` tier: brought up once through
+"""One multi-node cluster for the whole ``cluster`` tier, its Kafka brokers on hosts of their
+own (``ClusterLayout.hosts``): brought up once through
 ``launch.cluster.control`` (or a running one reused, and then left running), with one stored
 query per fault, each on a metric of its own (its own topic), created before any load so that
 both aggregator shards already read them when the faults begin."""
@@ -95,7 +96,9 @@ def cluster() -> Iterator[Cluster]:
     from storage.repository import Repository
     from storage.settings import StorageSettings
 
-    layout = ClusterLayout()
+    # The brokers on hosts of their own (network namespaces, reached through the tier's root
+    # link), whatever APM_CLUSTER_HOSTS says: the network faults need them there.
+    layout = ClusterLayout(hosts=True)
     reused = _healthy(layout)
     if not reused:
         control.up(layout)  # engines, then launch.cluster.platform.start; a no-op where up
