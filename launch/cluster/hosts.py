@@ -7,8 +7,9 @@ A tier of hosts (``tier`` names it, so several tiers and test runs can coexist) 
   pair's other end is plugged into: the hosts' LAN, which nothing else on the machine joins;
 - a link-local address per host (169.254.<subnet>.1, .2 ... in 169.254.0.0/16, never any other
   range; ``subnet`` 1 unless given), assigned here in the order the hosts are named;
-- one hosts file that every host reads: ``ip netns exec`` bind-mounts
-  ``/etc/netns/<namespace>/hosts`` over ``/etc/hosts``, so a host reaches another by name;
+- one hosts file per host, naming every host of the tier (and the machine's hostname as the
+  host itself): ``ip netns exec`` bind-mounts ``/etc/netns/<namespace>/hosts`` over
+  ``/etc/hosts``, so a host reaches another by name;
 - with ``from_root``, one more veth pair from the machine's own namespace to the bridge, whose
   root end ``apmh-<tier>`` holds 169.254.<subnet>.254/24: the machine's own processes (the test
   client, the platform not yet on hosts) then reach every host at its address, through the
@@ -33,6 +34,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterable, Sequence
@@ -105,10 +107,15 @@ def plan(tier: str, names: Sequence[str], subnet: int = 1) -> list[Host]:
     ]
 
 
-def render_hosts_file(hosts: Iterable[Host]) -> str:
-    """/etc/hosts as every host of the tier sees it: itself and the others by name."""
+def render_hosts_file(hosts: Iterable[Host], own: Host | None = None) -> str:
+    """/etc/hosts as every host of the tier sees it: itself and the others by name. In host
+    ``own``'s file, the machine's hostname is that host's address too: ``ip netns exec`` keeps
+    the machine's hostname, which on a real machine names the machine itself (and Cassandra
+    refuses to start where it does not resolve)."""
     lines = ["127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback"]
     lines += [f"{h.address}\t{h.name}" for h in hosts]
+    if own is not None:
+        lines.append(f"{own.address}\t{socket.gethostname()}")
     return "\n".join(lines) + "\n"
 
 
@@ -220,9 +227,8 @@ class Hosts:
             _ip("netns", "add", self.lan)
             _ip("-n", self.lan, "link", "add", BRIDGE, "type", "bridge")
             _ip("-n", self.lan, "link", "set", BRIDGE, "up")
-            hosts_file = render_hosts_file(self.hosts.values())
             for host in self.hosts.values():
-                self._add(host, hosts_file)
+                self._add(host, render_hosts_file(self.hosts.values(), own=host))
             if self.from_root:
                 self._attach_root()
         except BaseException:

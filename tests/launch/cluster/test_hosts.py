@@ -82,9 +82,13 @@ def test_three_hosts_reach_each_other_by_name_on_their_addresses(hosts: EchoHost
             assert answer == {"ok": True, "address": hosts.hosts.address(other), "by": other}
     inside = hosts.hosts.run("agent-1", ["ip", "-4", "-o", "addr", "show", "dev", "eth0"])
     assert "inet 169.254.1.3/16" in inside.stdout
+    planned = plan(hosts.hosts.tier, NAMES)
     assert hosts.hosts.run("agent-1", ["cat", "/etc/hosts"]).stdout == render_hosts_file(
-        plan(hosts.hosts.tier, NAMES)
+        planned, own=planned[2]
     )
+    # the machine's hostname, which the host keeps, names the host itself there
+    resolve = ["getent", "ahostsv4", socket.gethostname()]
+    assert hosts.hosts.run("agent-1", resolve).stdout.split()[0] == "169.254.1.3"
 
 
 @pytest.mark.cluster
