@@ -85,7 +85,7 @@ endef
 test: install lint test-jvm jars debs  ## lint, the JVM unit tests, then every tier against the real engines
 	$(call run_pytest,-m "(unit or integration or e2e) and not cluster" tests)
 
-test-cluster: install jars debs  ## the cluster tier: faults injected into the multi-node cluster (< 20 min), and hosts as network namespaces (root)
+test-cluster: install jars debs  ## the cluster tier: faults injected into the multi-node cluster, its Kafka brokers on hosts of their own (network namespaces, root), a broker partitioned among them (< 20 min)
 	$(call run_pytest,-m cluster tests/cluster tests/launch/cluster)
 
 test-jvm:  ## the unit tests of the aggregator's JVM operator (aggregator/jvm), through Maven

@@ -1,5 +1,8 @@
-"""The cluster's Cassandra: a ring of n nodes, each on its own loopback address (127.0.0.21 ...)
-with the same ports there, its own JMX port, and the first node as seed.
+"""The cluster's Cassandra: a ring of n nodes, each on an address of its own with the same
+ports there (a loopback address each, ``cassandra_hosts``, with a JMX port each; or, with
+``ClusterLayout.hosts``, a host each, where it runs in the host's namespace with the standard
+ports, JMX on the host's own loopback), and the first node as seed. Every address is the
+layout's (``ClusterLayout.address``).
 
 Each node's ``cassandra.yaml`` is the single-node stack's template (deploy/local) rendered with
 the node's address and data dir, with the ring's settings laid over it. A fresh ring joins fast:
@@ -31,7 +34,7 @@ RING_DELAY_MS = 3000
 
 
 def _address(layout: ClusterLayout, node: str) -> str:
-    return layout.cassandra_hosts[layout.cassandra_nodes.index(node)]
+    return layout.address(node)
 
 
 def cassandra_yaml(layout: ClusterLayout, stack: StackSettings, node: str) -> str:
@@ -66,7 +69,7 @@ def command(layout: ClusterLayout, stack: StackSettings, node: str) -> list[str]
     home = layout.home(node)
     jars = jar_dir(stack, "cassandra")
     jamm = sorted(jars.glob("jamm-*.jar"))
-    jmx = layout.cassandra_jmx_ports[layout.cassandra_nodes.index(node)]
+    _, jmx = layout.cassandra_jmx(node)
     return [
         *jvm_command(stack, f"cluster-{node}", layout.cassandra_heap),
         f"-Xmn{layout.cassandra_heap_new}",
@@ -160,7 +163,7 @@ def _in_ring(layout: ClusterLayout, node: str) -> bool:
     """Answers CQL and knows every other node of the ring."""
     address = _address(layout, node)
     known = peers(layout, address)
-    return known is not None and set(layout.cassandra_hosts) - {address} <= known
+    return known is not None and set(layout.cassandra_addresses) - {address} <= known
 
 
 def nodes(layout: ClusterLayout, stack: StackSettings) -> list[Node]:
@@ -171,15 +174,14 @@ def nodes(layout: ClusterLayout, stack: StackSettings) -> list[Node]:
             (
                 (host, layout.cassandra_port),
                 (host, layout.cassandra_storage_port),
-                ("127.0.0.1", layout.cassandra_jmx_ports[i]),
+                layout.cassandra_jmx(name),
             ),
             prepare=partial(_prepare, layout, stack, name),
             command=partial(command, layout, stack, name),
             healthy=partial(_in_ring, layout, name),
             started=partial(_answers, layout, name),
             joined=partial(sees_all_up, layout, name),
+            netns=layout.netns(name),
         )
-        for i, (name, host) in enumerate(
-            zip(layout.cassandra_nodes, layout.cassandra_hosts, strict=True)
-        )
+        for name, host in zip(layout.cassandra_nodes, layout.cassandra_addresses, strict=True)
     ]

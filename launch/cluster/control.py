@@ -1,12 +1,14 @@
 """``apm cluster up|down|status``: the multi-node engines (and the platform on them) as a unit.
 
-Start order: the Kafka nodes together (a quorum needs a majority up), the Cassandra seed, the
-other Cassandra nodes, the Spark master, its workers; then ``launch.cluster.platform`` if that
-module is installed. ``up`` is idempotent (a healthy node is left alone), prints progress on
-stderr and fails fast, naming the failing node's log; what it started is stopped again then.
-``kill9`` and ``start_node`` are for the fault tests: a node comes back on the same data dir;
-``freeze`` and ``thaw`` (SIGSTOP, SIGCONT) hang a node with its sockets open, the failure that
-only clients' timeouts notice.
+Start order: the hosts of the nodes on hosts of their own (``ClusterLayout.hosts``; made
+unless there, removed by ``down`` and after a failed start), the Kafka nodes together (a
+quorum needs a majority up), the Cassandra seed, the other Cassandra nodes, the Spark master,
+its workers; then ``launch.cluster.platform`` if that module is installed. ``up`` is
+idempotent (a healthy node is left alone), prints progress on stderr and fails fast, naming
+the failing node's log; what it started is stopped again then. ``kill9`` and ``start_node``
+are for the fault tests: a node comes back on the same data dir; ``freeze`` and ``thaw``
+(SIGSTOP, SIGCONT) hang a node with its sockets open, the failure that only clients'
+timeouts notice.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from launch.cluster.node import Node, tree_rss
 from launch.jvm import check_java
 from launch.stack.config import StackSettings
 from launch.stack.jars import jar_dir
-from launch.supervisor import ManagedProcess, StartError, port_in_use, stop_all
+from launch.supervisor import ManagedProcess, StartError, stop_all
 
 __all__ = [
     "NodeStatus",
@@ -100,7 +102,7 @@ def _launch(node: Node, progress: Callable[[str], None]) -> ManagedProcess | Non
     proc = node.process()
     if proc.pid() is not None:
         return None
-    busy = [(h, p) for h, p in node.addresses if port_in_use(h, p)]
+    busy = node.busy()
     if busy:
         host, port = busy[0]
         raise StartError(
@@ -109,7 +111,7 @@ def _launch(node: Node, progress: Callable[[str], None]) -> ManagedProcess | Non
         )
     try:
         node.prepare()
-        argv = node.command()
+        argv = node.argv()
     except (OSError, ValueError, RuntimeError) as exc:
         raise StartError(f"{node.name}: preparing failed: {exc} (log: {proc.log})") from exc
     progress(f"starting {node.name} (log: {proc.log})")
@@ -146,7 +148,13 @@ def up(
     nodes = engine_nodes(layout, stack)
     t0 = time.monotonic()
     started: list[ManagedProcess] = []
+    tier = layout.tier()
+    made_tier = tier is not None and not tier.exists()
     try:
+        if tier is not None and made_tier:
+            tier.up()
+            where = ", ".join(f"{h.name} {h.address}" for h in tier.hosts.values())
+            progress(f"hosts of tier {tier.tier} up: {where}")
         for group in _groups(layout):
             members = [nodes[name] for name in group]
             for node in members:
@@ -161,6 +169,8 @@ def up(
     except BaseException:
         progress(f"stopping {', '.join(p.name for p in started) or 'nothing'} after a failed start")
         stop_all(list(reversed(started)), layout.stop_timeout_s)
+        if tier is not None and made_tier:
+            tier.down()
         raise
     if (platform := _platform()) is not None:
         platform.start(layout)
@@ -185,6 +195,8 @@ def down(layout: ClusterLayout | None = None, progress: Callable[[str], None] = 
         procs = [nodes[name].process() for name in reversed(tier)]
         for name, outcome in stop_all(procs, layout.stop_timeout_s).items():
             progress(f"stopped {name} ({outcome})")
+    if (hosts := layout.tier()) is not None:  # its nodes are stopped: the hosts go
+        progress(f"removed the hosts {', '.join(hosts.down()) or '(none were left)'}")
 
 
 def _row(node: Node) -> NodeStatus:
@@ -232,9 +244,7 @@ def kill9(name: str, layout: ClusterLayout | None = None, timeout_s: float = 10.
     deadline = time.monotonic() + timeout_s
     # A killed process's command line empties before the kernel closes its sockets, so "gone"
     # alone let an immediate start_node find its ports still in use: wait for both.
-    while time.monotonic() < deadline and (
-        not proc.gone(pid) or any(port_in_use(h, p) for h, p in node.addresses)
-    ):
+    while time.monotonic() < deadline and (not proc.gone(pid) or node.busy()):
         time.sleep(0.05)
     proc.pidfile.unlink(missing_ok=True)
     return pid

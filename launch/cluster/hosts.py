@@ -5,10 +5,16 @@ A tier of hosts (``tier`` names it, so several tiers and test runs can coexist) 
 - one namespace per host, ``apmh-<tier>-<host>``, whose ``eth0`` is one end of a veth pair;
 - one namespace of the tier's own, ``apmh-<tier>``, holding the bridge ``lan0`` that every
   pair's other end is plugged into: the hosts' LAN, which nothing else on the machine joins;
-- a link-local address per host (169.254.1.1, .2 ... in 169.254.0.0/16, never any other range),
-  assigned here in the order the hosts are named;
-- one hosts file that every host reads: ``ip netns exec`` bind-mounts
-  ``/etc/netns/<namespace>/hosts`` over ``/etc/hosts``, so a host reaches another by name.
+- a link-local address per host (169.254.<subnet>.1, .2 ... in 169.254.0.0/16, never any other
+  range; ``subnet`` 1 unless given), assigned here in the order the hosts are named;
+- one hosts file per host, naming every host of the tier (and the machine's hostname as the
+  host itself): ``ip netns exec`` bind-mounts ``/etc/netns/<namespace>/hosts`` over
+  ``/etc/hosts``, so a host reaches another by name;
+- with ``from_root``, one more veth pair from the machine's own namespace to the bridge, whose
+  root end ``apmh-<tier>`` holds 169.254.<subnet>.254/24: the machine's own processes (the test
+  client, the platform not yet on hosts) then reach every host at its address, through the
+  bridge, and only the hosts' /24 is routed there (169.254.169.254 and the rest of the range
+  stay as they were). One such tier per subnet: a second is refused, naming the first.
 
 Every name carries the prefix ``apmh-``, so :func:`sweep` finds what a crashed run left and
 removes it; :meth:`Hosts.up` sweeps its own tier first, and :meth:`Hosts.down` is idempotent::
@@ -28,23 +34,43 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-__all__ = ["NETNS_ETC", "PREFIX", "Host", "Hosts", "plan", "render_hosts_file", "sweep"]
+from launch.supervisor import port_in_use
+
+__all__ = [
+    "NETNS_ETC",
+    "PREFIX",
+    "ROOT_HOST",
+    "Host",
+    "Hosts",
+    "bound",
+    "plan",
+    "render_hosts_file",
+    "sweep",
+]
 
 PREFIX = "apmh-"
 NETWORK = ipaddress.ip_network("169.254.0.0/16")
-# 169.254.0.0/24 and 169.254.255.0/24 are reserved (RFC 3927): hosts go from 169.254.1.1.
-FIRST = ipaddress.ip_address("169.254.1.1")
+# 169.254.0.0/24 and 169.254.255.0/24 are reserved (RFC 3927): a tier's hosts are in one /24
+# between them, 169.254.<subnet>.1 and up. Never 169.254.169.0/24: a root link there would
+# capture 169.254.169.254, the metadata address of cloud machines.
+SUBNETS = [n for n in range(1, 255) if n != 169]
 MAX_HOSTS = 250  # one /24 inside the link-local range; far more than a tier runs
 NETNS_ETC = Path("/etc/netns")
 BRIDGE = "lan0"
+# The machine's end on a tier's bridge (``from_root``): 169.254.<subnet>.254, past the hosts.
+ROOT_HOST = 254
+ROOT_PREFIX = 24
 _TIER = re.compile(r"[a-z0-9]{1,12}")  # no '-': "apmh-<tier>-" then ends the tier's names
+_ROOT_TIER = re.compile(r"[a-z0-9]{1,10}")  # "apmh-<tier>" is a link name then: 15 chars
 _HOST = re.compile(r"[a-z][a-z0-9-]{0,30}")  # a hostname label
 _TIMEOUT_S = 30.0  # one ip/nft call; they take milliseconds
 
@@ -57,8 +83,15 @@ class Host:
     peer: str  # its veth end on the tier's bridge
 
 
-def plan(tier: str, names: Sequence[str]) -> list[Host]:
+def _subnet(subnet: int) -> ipaddress.IPv4Network:
+    if subnet not in SUBNETS:
+        raise ValueError(f"subnet {subnet}: 169.254.<subnet>.0/24 needs 1 to 254, not 169")
+    return ipaddress.IPv4Network(f"169.254.{subnet}.0/24")
+
+
+def plan(tier: str, names: Sequence[str], subnet: int = 1) -> list[Host]:
     """The tier's hosts with their namespaces and addresses; bad names are refused."""
+    first = _subnet(subnet).network_address + 1
     if not _TIER.fullmatch(tier):
         raise ValueError(f"tier {tier!r}: 1 to 12 lower-case letters and digits")
     if not names or len(names) > MAX_HOSTS:
@@ -69,15 +102,20 @@ def plan(tier: str, names: Sequence[str]) -> list[Host]:
         if not _HOST.fullmatch(name) or name.endswith("-"):
             raise ValueError(f"host {name!r}: a hostname label (a-z, 0-9, '-'), up to 31 chars")
     return [
-        Host(name, str(FIRST + i), f"{PREFIX}{tier}-{name}", f"h{i}")
+        Host(name, str(first + i), f"{PREFIX}{tier}-{name}", f"h{i}")
         for i, name in enumerate(names)
     ]
 
 
-def render_hosts_file(hosts: Iterable[Host]) -> str:
-    """/etc/hosts as every host of the tier sees it: itself and the others by name."""
+def render_hosts_file(hosts: Iterable[Host], own: Host | None = None) -> str:
+    """/etc/hosts as every host of the tier sees it: itself and the others by name. In host
+    ``own``'s file, the machine's hostname is that host's address too: ``ip netns exec`` keeps
+    the machine's hostname, which on a real machine names the machine itself (and Cassandra
+    refuses to start where it does not resolve)."""
     lines = ["127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback"]
     lines += [f"{h.address}\t{h.name}" for h in hosts]
+    if own is not None:
+        lines.append(f"{own.address}\t{socket.gethostname()}")
     return "\n".join(lines) + "\n"
 
 
@@ -119,19 +157,59 @@ def sweep(tier: str | None = None) -> list[str]:
         for path in NETNS_ETC.iterdir():
             if ours(path.name):
                 shutil.rmtree(path, ignore_errors=True)
+    # A root end goes with its peer in the tier's namespace; one whose peer was lost is not.
+    for link in _root_links():
+        if ours(link):
+            _ip("link", "delete", link, check=False)
     left = [n for n in namespaces() if ours(n)]
     if left:
         raise RuntimeError(f"namespaces that would not go: {left}")
     return gone
 
 
+def _root_links() -> list[str]:
+    listed = _ip("-o", "link", "show", check=False).stdout.splitlines()
+    return [line.split(":")[1].strip().split("@")[0] for line in listed if line.count(":") >= 2]
+
+
+def _root_users(mine: ipaddress.IPv4Network) -> list[str]:
+    """The machine's own links that hold an address in ``mine``."""
+    found = []
+    for line in _ip("-o", "-4", "addr", "show", check=False).stdout.splitlines():
+        fields = line.split()
+        address = fields[3].split("/")[0] if len(fields) > 3 else ""
+        if address and ipaddress.ip_address(address) in mine:
+            found.append(fields[1])
+    return found
+
+
+_BIND = "import socket,sys; socket.create_server((sys.argv[1], int(sys.argv[2]))).close()"
+
+
+def bound(netns: str | None, address: str, port: int) -> bool:
+    """Whether ``address``:``port`` is taken (a bind there fails) in namespace ``netns``, or in
+    the machine's own when None: the supervisor's check that a port is free, on a host."""
+    if netns is None:
+        return port_in_use(address, port)
+    probe = ["ip", "netns", "exec", netns, sys.executable, "-c", _BIND, address, str(port)]
+    return subprocess.run(probe, capture_output=True, timeout=_TIMEOUT_S).returncode != 0
+
+
 class Hosts:
     """A tier of hosts (see the module's docstring); ``up`` makes them, ``down`` removes them."""
 
-    def __init__(self, tier: str, names: Sequence[str]) -> None:
+    def __init__(
+        self, tier: str, names: Sequence[str], from_root: bool = False, subnet: int = 1
+    ) -> None:
+        if from_root and not _ROOT_TIER.fullmatch(tier):
+            raise ValueError(f"tier {tier!r} reached from the root: 1 to 10 letters and digits")
         self.tier = tier
-        self.hosts = {h.name: h for h in plan(tier, names)}
+        self.hosts = {h.name: h for h in plan(tier, names, subnet)}
         self.lan = f"{PREFIX}{tier}"
+        self.from_root = from_root
+        self.subnet = _subnet(subnet)
+        # the machine's end of the root link (from_root)
+        self.root_address = str(self.subnet.network_address + ROOT_HOST)
 
     def __getitem__(self, name: str) -> Host:
         try:
@@ -149,9 +227,10 @@ class Hosts:
             _ip("netns", "add", self.lan)
             _ip("-n", self.lan, "link", "add", BRIDGE, "type", "bridge")
             _ip("-n", self.lan, "link", "set", BRIDGE, "up")
-            hosts_file = render_hosts_file(self.hosts.values())
             for host in self.hosts.values():
-                self._add(host, hosts_file)
+                self._add(host, render_hosts_file(self.hosts.values(), own=host))
+            if self.from_root:
+                self._attach_root()
         except BaseException:
             self.down()
             raise
@@ -170,6 +249,25 @@ class Hosts:
         etc = NETNS_ETC / host.netns
         etc.mkdir(parents=True, exist_ok=True)
         (etc / "hosts").write_text(hosts_file)
+
+    def _attach_root(self) -> None:
+        users = _root_users(self.subnet)
+        if users:
+            raise RuntimeError(
+                f"{', '.join(users)} already holds an address in {self.subnet}: another tier "
+                "is reached from the root there (launch.cluster.hosts.sweep() ends it)"
+            )
+        link = self.lan  # "apmh-<tier>": a link in the root, the tier's namespace in ip netns
+        _ip("link", "add", link, "type", "veth", "peer", "name", "root0", "netns", self.lan)
+        _ip("-n", self.lan, "link", "set", "root0", "master", BRIDGE, "up")
+        _ip("addr", "add", f"{self.root_address}/{ROOT_PREFIX}", "dev", link)
+        _ip("link", "set", link, "up")
+
+    def exists(self) -> bool:
+        """Every namespace of the tier is there (and the root's link, with ``from_root``)."""
+        present = set(namespaces())
+        wanted = {self.lan, *(h.netns for h in self.hosts.values())}
+        return wanted <= present and (not self.from_root or self.lan in _root_links())
 
     def down(self) -> list[str]:
         """Removes every namespace and file of the tier; nothing to remove is fine."""

@@ -3,7 +3,9 @@
 Each node's ``server.properties`` is the single-node stack's template (deploy/local), rendered
 with the node's ports and data dir, with the multi-node settings laid over it: node id, the
 static quorum of every controller, internal topics replicated to 3 with min ISR 2. One cluster
-id, kept in ``var/cluster/kafka.cluster.id``, is formatted into every node's storage.
+id, kept in ``var/cluster/kafka.cluster.id``, is formatted into every node's storage. Every
+address (listeners, advertised listener, quorum voters) is the layout's: a node on a host of
+its own listens on that host's address and the standard ports, and runs in its namespace.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from launch.jvm import jvm_command
 from launch.stack.config import StackSettings
 from launch.stack.jars import jar_dir
 
-__all__ = ["broker_ids", "cluster_id", "command", "nodes", "server_properties"]
+__all__ = ["broker_ids", "cluster_id", "command", "listener", "nodes", "server_properties"]
 
 
 def _index(layout: ClusterLayout, node: str) -> int:
@@ -33,10 +35,11 @@ def _index(layout: ClusterLayout, node: str) -> int:
 def server_properties(layout: ClusterLayout, stack: StackSettings, node: str) -> str:
     i = _index(layout, node)
     n = len(layout.kafka_nodes)
+    address, port, controller_port = layout.kafka_listeners[i]
     rendered = Template((stack.deploy / "kafka-server.properties.tmpl").read_text()).substitute(
-        host=layout.host,
-        kafka_port=layout.kafka_broker_ports[i],
-        kafka_controller_port=layout.kafka_controller_ports[i],
+        host=address,
+        kafka_port=port,
+        kafka_controller_port=controller_port,
         data_dir=layout.home(node) / "data",
     )
     internal_rf = str(min(3, n))
@@ -135,17 +138,21 @@ def broker_ids(bootstrap: str) -> set[int]:
         admin.close()
 
 
+def listener(layout: ClusterLayout, node: str) -> str:
+    """``address:port`` of the node's broker listener, as clients reach it."""
+    address, port, _ = layout.kafka_listeners[_index(layout, node)]
+    return f"{address}:{port}"
+
+
 def _healthy(layout: ClusterLayout, node: str) -> bool:
     """The node answers on its own listener and the cluster counts it as a live broker (a
     KRaft broker opens its listener only once it has caught up with the quorum)."""
-    i = _index(layout, node)
-    return i + 1 in broker_ids(f"{layout.host}:{layout.kafka_broker_ports[i]}")
+    return _index(layout, node) + 1 in broker_ids(listener(layout, node))
 
 
 def _sees_all(layout: ClusterLayout, node: str) -> bool:
-    i = _index(layout, node)
     everyone = set(range(1, len(layout.kafka_nodes) + 1))
-    return broker_ids(f"{layout.host}:{layout.kafka_broker_ports[i]}") == everyone
+    return broker_ids(listener(layout, node)) == everyone
 
 
 def nodes(layout: ClusterLayout, stack: StackSettings) -> list[Node]:
@@ -153,14 +160,14 @@ def nodes(layout: ClusterLayout, stack: StackSettings) -> list[Node]:
         Node(
             name,
             layout.home(name),
-            (
-                (layout.host, layout.kafka_broker_ports[i]),
-                (layout.host, layout.kafka_controller_ports[i]),
-            ),
+            ((address, port), (address, controller_port)),
             prepare=partial(_prepare, layout, stack, name),
             command=partial(command, layout, stack, name),
             healthy=partial(_healthy, layout, name),
             joined=partial(_sees_all, layout, name),
+            netns=layout.netns(name),
         )
-        for i, name in enumerate(layout.kafka_nodes)
+        for name, (address, port, controller_port) in zip(
+            layout.kafka_nodes, layout.kafka_listeners, strict=True
+        )
     ]

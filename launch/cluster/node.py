@@ -1,7 +1,10 @@
 """One engine node of the cluster: how to prepare it, its command, environment and health.
 
 kafka.py, cassandra.py and spark.py each build their nodes from a layout; control.py runs them
-as :class:`launch.supervisor.ManagedProcess` es under ``var/cluster/<node>/``.
+as :class:`launch.supervisor.ManagedProcess` es under ``var/cluster/<node>/``. A node on a host
+of its own (``netns``) is started inside that host's network namespace (``ip netns exec``,
+which execs the command: the pid, its marker and its process group stay the command's own),
+and its ports are checked for use there.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from launch.cluster.hosts import bound
 from launch.supervisor import ManagedProcess
 
 __all__ = ["Node", "marker", "override_lines", "tree_rss"]
@@ -36,6 +40,16 @@ class Node:
     # Sees every node of its engine up (a Kafka broker lists all brokers live, a Cassandra
     # node reads at ALL); only asked when all of them run. None: healthy is enough.
     joined: Callable[[], bool] | None = None
+    netns: str | None = None  # its host's network namespace; None: the machine's own
+
+    def argv(self) -> list[str]:
+        """The command line that starts it: its command, inside its host when it has one."""
+        command = self.command()
+        return ["ip", "netns", "exec", self.netns, *command] if self.netns else command
+
+    def busy(self) -> list[tuple[str, int]]:
+        """Those of its addresses that something holds now, where it would listen."""
+        return [(h, p) for h, p in self.addresses if bound(self.netns, h, p)]
 
     def is_started(self) -> bool:
         return (self.started or self.healthy)()

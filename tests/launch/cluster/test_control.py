@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from launch.cluster import control
+from launch.cluster import control, hosts
 from launch.cluster.layout import ClusterLayout
 from launch.cluster.node import Node, marker, tree_rss
 from launch.supervisor import StartError
@@ -188,7 +188,8 @@ def test_kill9_returns_only_once_the_nodes_ports_are_free(
         )
 
     monkeypatch.setattr(cluster, "node", with_port)
-    real_port_in_use = control.port_in_use
+    # Node.busy asks launch.cluster.hosts.bound, which asks this for a node on no host.
+    real_port_in_use = hosts.port_in_use
     try:
         control.up(layout, lambda note: None)
         asked: list[tuple[str, int]] = []
@@ -197,9 +198,9 @@ def test_kill9_returns_only_once_the_nodes_ports_are_free(
             asked.append((host, port))
             return len(asked) <= 2
 
-        monkeypatch.setattr(control, "port_in_use", busy_twice)
+        monkeypatch.setattr(hosts, "port_in_use", busy_twice)
         control.kill9("kafka-1", layout)
         assert asked == [("127.0.0.1", 29092)] * 3  # busy, busy, then free: only then back
     finally:
-        monkeypatch.setattr(control, "port_in_use", real_port_in_use)
+        monkeypatch.setattr(hosts, "port_in_use", real_port_in_use)
         control.down(layout, lambda note: None)

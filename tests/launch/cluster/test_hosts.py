@@ -6,16 +6,20 @@ after a run that never removed it."""
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import signal
+import socket
+import subprocess
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from launch.cluster.hosts import NETNS_ETC, PREFIX, Hosts, namespaces, plan, render_hosts_file
 from launch.cluster.hosts import sweep as sweep_hosts
-from tests.support.netns import EchoHosts, require_netns
+from tests.support.netns import ECHO_PORT, EchoHosts, require_netns
 
 NAMES = ["kafka-1", "cassandra-1", "agent-1"]
 
@@ -78,9 +82,13 @@ def test_three_hosts_reach_each_other_by_name_on_their_addresses(hosts: EchoHost
             assert answer == {"ok": True, "address": hosts.hosts.address(other), "by": other}
     inside = hosts.hosts.run("agent-1", ["ip", "-4", "-o", "addr", "show", "dev", "eth0"])
     assert "inet 169.254.1.3/16" in inside.stdout
+    planned = plan(hosts.hosts.tier, NAMES)
     assert hosts.hosts.run("agent-1", ["cat", "/etc/hosts"]).stdout == render_hosts_file(
-        plan(hosts.hosts.tier, NAMES)
+        planned, own=planned[2]
     )
+    # the machine's hostname, which the host keeps, names the host itself there
+    resolve = ["getent", "ahostsv4", socket.gethostname()]
+    assert hosts.hosts.run("agent-1", resolve).stdout.split()[0] == "169.254.1.3"
 
 
 @pytest.mark.cluster
@@ -107,3 +115,53 @@ def test_the_host_namespaces_do_not_touch_this_machines_network() -> None:
     with Hosts("t" + uuid.uuid4().hex[:8], ["a", "b"]):
         assert set(os.listdir("/sys/class/net")) == before
     assert set(os.listdir("/sys/class/net")) == before
+
+
+@pytest.mark.unit
+def test_a_tier_can_take_another_link_local_subnet_but_never_the_metadata_one() -> None:
+    assert [h.address for h in plan("t1", ["a", "b"], subnet=7)] == ["169.254.7.1", "169.254.7.2"]
+    assert Hosts("t1", ["a"], from_root=True, subnet=7).root_address == "169.254.7.254"
+    for bad in (0, 169, 255):
+        with pytest.raises(ValueError, match=f"subnet {bad}"):
+            plan("t1", ["a"], subnet=bad)
+    with pytest.raises(ValueError, match="reached from the root"):
+        Hosts("elevenchars", ["a"], from_root=True)  # "apmh-<tier>" names a link: 15 chars
+
+
+def _root_reaches(hosts: Hosts, timeout_s: float = 1.0) -> dict[str, str | None]:
+    """From this process (the root namespace): the echo's answer of each host, or None."""
+    out: dict[str, str | None] = {}
+    for name, host in hosts.hosts.items():
+        try:
+            with socket.create_connection((host.address, ECHO_PORT), timeout=timeout_s) as conn:
+                conn.sendall(b"ping")
+                out[name] = json.loads(conn.recv(256))["by"]
+        except OSError:
+            out[name] = None
+    return out
+
+
+@pytest.mark.cluster
+def test_a_tier_made_from_the_root_is_reached_from_here_and_leaves_nothing() -> None:
+    """The machine's own processes reach the hosts through the tier's root link, which only
+    routes the tier's /24; a second tier on that subnet is refused; removal takes the link."""
+    require_netns()
+    before = set(os.listdir("/sys/class/net"))
+    subnet = 200 + uuid.uuid4().int % 50  # not the cluster tier's (1), which may be up
+    tier = "r" + uuid.uuid4().hex[:8]
+    hosts = Hosts(tier, ["a", "b"], from_root=True, subnet=subnet)
+    assert _root_reaches(hosts, 0.3) == {"a": None, "b": None}  # not before it is up
+    with EchoHosts(hosts) as echo:
+        assert hosts.exists()
+        assert _root_reaches(echo.hosts) == {"a": "a", "b": "b"}
+        assert set(os.listdir("/sys/class/net")) == before | {hosts.lan}
+        routes = subprocess.run(["ip", "-4", "route", "show", "dev", hosts.lan], **_TEXT)
+        assert routes.stdout.split()[0] == f"169.254.{subnet}.0/24"  # its /24 only
+        with pytest.raises(RuntimeError, match=f"{hosts.lan} already holds an address"):
+            Hosts("r" + uuid.uuid4().hex[:8], ["c"], from_root=True, subnet=subnet).up()
+        assert _root_reaches(echo.hosts) == {"a": "a", "b": "b"}  # the refusal broke nothing
+    assert not hosts.exists()
+    assert set(os.listdir("/sys/class/net")) == before
+
+
+_TEXT: dict[str, Any] = {"capture_output": True, "text": True, "timeout": 30, "check": True}
