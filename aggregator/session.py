@@ -84,6 +84,9 @@ def build_session(
         .config("spark.kafka.consumer.fetchedData.cache.timeout", "5m")
         .config("spark.locality.wait", "0")
         .config("spark.ui.showConsoleProgress", "false")
+        # Spark's own pattern, plus the Kafka source's PEM client key (kafka.ssl.keystore.key,
+        # docs/security.md): Spark shows a source's options in its plan unless they match.
+        .config("spark.redaction.regex", "(?i)secret|password|token|access[.]key|keystore")
     )
     for key, value in (extra or {}).items():
         builder = builder.config(key, value)
