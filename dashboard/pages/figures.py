@@ -12,13 +12,23 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from apm.query import StoredQuery, WindowResult
+from apm.tier_choice import choose_tier, resolution_label
+from apm.tiers import tiers_of
 from dashboard import per_server
 from dashboard.context import AppContext
 from dashboard.downsample import Series
 from dashboard.guard import guarded
 from dashboard.series import build_series
+from dashboard.tiered import Read, read_tiered
 
-__all__ = ["Drawn", "empty_figure", "figure_for", "read_windows", "server_cap"]
+__all__ = [
+    "Drawn",
+    "chart_points",
+    "empty_figure",
+    "figure_for",
+    "read_windows",
+    "server_cap",
+]
 
 _COLORS = [
     "#1f77b4",
@@ -86,6 +96,29 @@ def read_windows(
     return list(app_ctx.repo.read_results(query_id, start, end))
 
 
+def _fleet_read(app_ctx: AppContext, query_id: str, cached: bool) -> Read:
+    """A fleet series' reader for ``dashboard.tiered``: its windows (``tier`` None) or a
+    rollup tier's rows, through the read cache when ``cached`` and there is one."""
+
+    def read(tier: str | None, start: float, end: float) -> list[WindowResult]:
+        def run() -> list[WindowResult]:
+            if cached and app_ctx.cache is not None:
+                return app_ctx.cache.read(query_id, start, end, tier=tier)
+            if tier is None:
+                return list(app_ctx.repo.read_results(query_id, start, end))
+            return list(app_ctx.repo.read_results(query_id, start, end, tier=tier))
+
+        return guarded(app_ctx.metrics, "read_results", run)
+
+    return read
+
+
+def chart_points(app_ctx: AppContext) -> int:
+    """The rows a chart wants: one a pixel column of its min/max downsampling
+    (``max_points // 2`` columns), so a tier with fewer rows than that is too coarse."""
+    return max(1, app_ctx.settings.max_points // 2)
+
+
 def server_cap(q: StoredQuery, shared: int = 1) -> int:
     """How many servers of a per-server query fit in its share of MAX_LINES lines (one line
     per function; ``shared``: the per-server queries of the chart split the lines evenly)."""
@@ -107,6 +140,13 @@ def _trace(name: str, s: Series, color: str, dash: str, meta: dict[str, str]) ->
     }
 
 
+def _hover(trace: dict, shows: list[str]) -> dict:
+    """The hover names what each point is: a rollup tier's row or a window."""
+    trace["customdata"] = shows
+    trace["hovertemplate"] = "%{x}<br>%{y}<br>%{customdata}<extra>%{fullData.name}</extra>"
+    return trace
+
+
 def _plain(
     app_ctx: AppContext,
     q: StoredQuery,
@@ -115,17 +155,21 @@ def _plain(
     overlay: bool,
     drawn: Drawn,
 ) -> list[dict]:
-    read = partial(read_windows, app_ctx, q.id, *span)
-    windows = guarded(app_ctx.metrics, "read_results", read)
-    series = build_series(q, windows, app_ctx.settings.max_points)
+    start, end = span
+    read, past = _fleet_read(app_ctx, q.id, True), _fleet_read(app_ctx, q.id, False)
+    got = read_tiered(read, q, start, end, chart_points(app_ctx), past)
+    series = build_series(q, got.rows, app_ctx.settings.max_points, got.steps)
     traces = []
     for fn, (key, s) in enumerate(series.items()):
         drawn.points += s.points
         label = f"{q.query.metric} {key}" + (f" [{q.id[:8]}]" if overlay else "")
         color = _COLORS[(qn * 4 + fn) % len(_COLORS)]
-        meta = {"query_id": q.id, "function": key}
-        traces.append(_trace(label, s, color, _DASHES[qn % 4], meta))
-    drawn.windows += len(windows)
+        meta = {"query_id": q.id, "function": key, "tier": got.tier or "windows"}
+        trace = _trace(label, s, color, _DASHES[qn % 4], meta)
+        traces.append(_hover(trace, [got.label_at(x) for x in s.x]))
+    drawn.windows += len(got.rows)
+    if (note := got.note()) is not None:
+        drawn.notes.append(f"{q.text}: {note}" if overlay else note)
     return traces
 
 
@@ -164,6 +208,14 @@ def _per_server(
     ]
     if choice.total and not choice.matching:
         drawn.unmatched += 1
+    shown = resolution_label(q.query.window_seconds, None)
+    start, end = span
+    if choose_tier(start, end, chart_points(app_ctx), tiers_of(q.query.window_seconds)):
+        # A fleet series of this range would show a rollup tier; say why this one does not.
+        drawn.notes.append(
+            f"{q.query.metric} per server: showing {shown} (per-server series have no "
+            "rollup tiers yet)"
+        )
 
     def one(server: str) -> list[WindowResult]:
         read = partial(read_windows, app_ctx, q.id, *span, server)
@@ -179,8 +231,10 @@ def _per_server(
             drawn.points += s.points
             label = server + (f" {key}" if nfn > 1 else "") + (f" [{q.id[:8]}]" if overlay else "")
             color = _SERVER_COLORS[i % len(_SERVER_COLORS)]
-            meta = {"query_id": q.id, "function": key, "server": server}
-            traces.append(_trace(label, s, color, _DASHES[fn % 4], meta))
+            meta = {"query_id": q.id, "function": key, "server": server, "tier": "windows"}
+            traces.append(
+                _hover(_trace(label, s, color, _DASHES[fn % 4], meta), [shown] * len(s.x))
+            )
     return traces
 
 
