@@ -21,6 +21,7 @@ call what, enforced by ``permits.py``;
 ``validation.py`` the one path for query text; ``states.py`` why a query shows what it shows;
 ``guard.py`` one storage call guarded (``storage.errors`` says which failures mean "storage
 unavailable"); ``tiered.py`` reads a fleet chart at the coarsest rollup tier its range fits;
-``series.py``, ``downsample.py`` and ``cache.py`` turn stored windows into chart series; ``health.py``, ``sources.py`` and ``agents.py`` read Kafka, the ingest's /metrics and
-the agents' versions; ``ports.py`` and ``context.py`` are what pages share; ``telemetry.py`` its
+``series.py``, ``downsample.py`` and ``cache.py`` turn stored windows into chart series;
+``health.py``, ``sources.py`` and ``agents.py`` read Kafka, the ingest's /metrics and the
+agents' versions; ``ports.py`` and ``context.py`` are what pages share; ``telemetry.py`` its
 own metrics; ``settings.py``, ``serve.py`` and ``cli.py`` (``apm dashboard``) are its edges."""
