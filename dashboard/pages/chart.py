@@ -230,7 +230,7 @@ def register(app: Dash, app_ctx: AppContext) -> None:
         app_ctx.metrics.windows_read.inc(drawn.windows)
         app_ctx.metrics.points_served.inc(drawn.points)
         status = (
-            f"{drawn.windows} windows read, {drawn.points} points drawn in {elapsed * 1000:.0f} ms"
+            f"{drawn.windows} rows read, {drawn.points} points drawn in {elapsed * 1000:.0f} ms"
         )
         servers = [html.Div(n) for n in drawn.notes]
         return fig, status, "", _state_lines(found, evaluated), alerts, servers

@@ -65,7 +65,7 @@ class Drawn:
     """What a figure drew: windows read, points drawn, and what it says about per-server
     queries (which servers are drawn, what the server filter kept)."""
 
-    windows: int = 0
+    windows: int = 0  # rows read: windows and rollup tier rows alike
     points: int = 0
     notes: list[str] = field(default_factory=list)
     unmatched: int = 0  # per-server queries none of whose servers the filter matches

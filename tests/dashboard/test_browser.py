@@ -174,7 +174,7 @@ def test_once_results_are_written_the_chart_has_the_right_points(
         assert len(points) == 180 - len(missing)
         assert trace["y"].count(None) == 2  # two runs of missing windows: two gaps
     assert {t["name"].split()[-1] for t in traces} == {"min", "p99"}
-    assert "176 windows read" in _text(chrome, "c-status")
+    assert "176 rows read" in _text(chrome, "c-status")
 
 
 _HOVERS = """const el = document.querySelector('#c-graph .js-plotly-plot');
