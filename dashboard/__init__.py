@@ -4,11 +4,12 @@ queries, chart, health and alerts pages (the alerts page's rule builder, its Edi
 silence form, the chart's alert events and the health page's receivers card each in a module of
 their own) and the dashboards pages (``board_list.py``, ``board.py``, ``board_edit.py`` its
 edits, ``board_panels.py`` the panels' figures, ``board_tables.py`` the stat and table panels),
-``figures.py`` the line charts of the chart page and the panels, ``query_builder.py`` the
-queries page's builder; ``per_server.py`` which servers of a ``BY server`` query are shown and
-why; ``boards.py`` the saved dashboards' model and its one validator, ``board_book.py`` their
-service, ``board_examples.py`` the example ``apm run`` creates, ``dashboards_api.py`` their REST
-API and ``share.py`` the signed-out read-only view of a share link; ``api.py`` the REST API,
+``figures.py`` the line charts of the chart page and the panels (``traces.py`` how their
+lines look and what their hover says), ``query_builder.py`` the queries page's builder;
+``per_server.py`` which servers of a ``BY server`` query are shown and why; ``boards.py`` the
+saved dashboards' model and its one validator, ``board_book.py`` their service,
+``board_examples.py`` the example ``apm run`` creates, ``dashboards_api.py`` their REST API
+and ``share.py`` the signed-out read-only view of a share link; ``api.py`` the REST API,
 ``alerts_api.py`` the alerting one (``alerts_preview.py`` its rule preview,
 ``alerts_openapi.py`` its description); ``promapi/`` the Prometheus-compatible read API;
 ``auth.py`` login, tokens and CSRF, with ``sessions.py`` (signed-cookie sessions),

@@ -2,7 +2,9 @@
 query's one series per function, or, for a ``BY server`` query, one per server and function,
 at most :data:`dashboard.per_server.MAX_LINES` lines, chosen (and explained in the notes) by
 :mod:`dashboard.per_server`. Missing windows are gaps, not lines; each series is downsampled
-to the settings' ``max_points``."""
+to the settings' ``max_points``. A fleet query reads the coarsest rollup tier its range fits
+(:func:`fleet_rows`, :mod:`dashboard.tiered`); the hover and a note say which
+(:mod:`dashboard.pages.traces`)."""
 
 from __future__ import annotations
 
@@ -16,47 +18,21 @@ from apm.tier_choice import choose_tier, resolution_label
 from apm.tiers import tiers_of
 from dashboard import per_server
 from dashboard.context import AppContext
-from dashboard.downsample import Series
 from dashboard.guard import guarded
+from dashboard.pages.traces import COLORS, DASHES, SERVER_COLORS, hover, trace
 from dashboard.series import build_series
-from dashboard.tiered import Read, read_tiered
+from dashboard.tiered import Read, Tiered, read_tiered
 
 __all__ = [
     "Drawn",
     "chart_points",
     "empty_figure",
     "figure_for",
+    "fleet_rows",
     "read_windows",
     "server_cap",
 ]
 
-_COLORS = [
-    "#1f77b4",
-    "#d62728",
-    "#2ca02c",
-    "#ff7f0e",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#17becf",
-    "#bcbd22",
-    "#7f7f7f",
-]
-# A per-server chart has up to 20 servers: the ten above, then their lighter tints.
-_SERVER_COLORS = [
-    *_COLORS,
-    "#aec7e8",
-    "#ff9896",
-    "#98df8a",
-    "#ffbb78",
-    "#c5b0d5",
-    "#c49c94",
-    "#f7b6d2",
-    "#9edae5",
-    "#dbdb8d",
-    "#c7c7c7",
-]
-_DASHES = ["solid", "dot", "dash", "dashdot"]
 _READERS = 4  # one server's read waits on Cassandra while another's decodes
 
 
@@ -113,6 +89,12 @@ def _fleet_read(app_ctx: AppContext, query_id: str, cached: bool) -> Read:
     return read
 
 
+def fleet_rows(app_ctx: AppContext, q: StoredQuery, start: float, end: float) -> Tiered:
+    """A fleet query's rows over [start, end) at the tier its range needs (dashboard.tiered)."""
+    read, past = _fleet_read(app_ctx, q.id, True), _fleet_read(app_ctx, q.id, False)
+    return read_tiered(read, q, start, end, chart_points(app_ctx), past)
+
+
 def chart_points(app_ctx: AppContext) -> int:
     """The rows a chart wants: one a pixel column of its min/max downsampling
     (``max_points // 2`` columns), so a tier with fewer rows than that is too coarse."""
@@ -125,28 +107,6 @@ def server_cap(q: StoredQuery, shared: int = 1) -> int:
     return max(1, per_server.MAX_LINES // (len(q.query.functions) * max(1, shared)))
 
 
-def _trace(name: str, s: Series, color: str, dash: str, meta: dict[str, str]) -> dict:
-    return {
-        "type": "scatter",
-        "mode": "lines+markers" if s.points <= 300 else "lines",
-        "name": name,
-        "x": [x * 1000 for x in s.x],
-        "y": s.y,
-        "connectgaps": False,
-        "marker": {"size": 4},
-        "meta": meta,
-        "legendgroup": meta.get("server", ""),
-        "line": {"width": 1.5, "color": color, "dash": dash},
-    }
-
-
-def _hover(trace: dict, shows: list[str]) -> dict:
-    """The hover names what each point is: a rollup tier's row or a window."""
-    trace["customdata"] = shows
-    trace["hovertemplate"] = "%{x}<br>%{y}<br>%{customdata}<extra>%{fullData.name}</extra>"
-    return trace
-
-
 def _plain(
     app_ctx: AppContext,
     q: StoredQuery,
@@ -155,18 +115,16 @@ def _plain(
     overlay: bool,
     drawn: Drawn,
 ) -> list[dict]:
-    start, end = span
-    read, past = _fleet_read(app_ctx, q.id, True), _fleet_read(app_ctx, q.id, False)
-    got = read_tiered(read, q, start, end, chart_points(app_ctx), past)
+    got = fleet_rows(app_ctx, q, *span)
     series = build_series(q, got.rows, app_ctx.settings.max_points, got.steps)
     traces = []
     for fn, (key, s) in enumerate(series.items()):
         drawn.points += s.points
         label = f"{q.query.metric} {key}" + (f" [{q.id[:8]}]" if overlay else "")
-        color = _COLORS[(qn * 4 + fn) % len(_COLORS)]
+        color = COLORS[(qn * 4 + fn) % len(COLORS)]
         meta = {"query_id": q.id, "function": key, "tier": got.tier or "windows"}
-        trace = _trace(label, s, color, _DASHES[qn % 4], meta)
-        traces.append(_hover(trace, [got.label_at(x) for x in s.x]))
+        line = trace(label, s, color, DASHES[qn % 4], meta)
+        traces.append(hover(line, [got.label_at(x) for x in s.x]))
     drawn.windows += len(got.rows)
     if (note := got.note()) is not None:
         drawn.notes.append(f"{q.text}: {note}" if overlay else note)
@@ -230,11 +188,9 @@ def _per_server(
         for fn, (key, s) in enumerate(series.items()):
             drawn.points += s.points
             label = server + (f" {key}" if nfn > 1 else "") + (f" [{q.id[:8]}]" if overlay else "")
-            color = _SERVER_COLORS[i % len(_SERVER_COLORS)]
+            color = SERVER_COLORS[i % len(SERVER_COLORS)]
             meta = {"query_id": q.id, "function": key, "server": server, "tier": "windows"}
-            traces.append(
-                _hover(_trace(label, s, color, _DASHES[fn % 4], meta), [shown] * len(s.x))
-            )
+            traces.append(hover(trace(label, s, color, DASHES[fn % 4], meta), [shown] * len(s.x)))
     return traces
 
 
