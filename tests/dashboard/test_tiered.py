@@ -9,6 +9,8 @@ import uuid
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from apm.query import StoredQuery, WindowResult, parse
 from dashboard.context import AppContext
@@ -123,3 +125,38 @@ def test_the_figure_names_the_tier_in_its_hover_and_notes() -> None:
     fig, drawn = figure_for(ctx, [q], end - HOUR, end)
     assert set(fig["data"][0]["customdata"]) == {"10 s windows"}  # type: ignore[index]
     assert drawn.notes == []
+
+
+@pytest.mark.unit
+@given(
+    start=st.integers(0, 60 * DAY),
+    span=st.integers(1, 35 * DAY),
+    tier_from=st.integers(0, 100 * DAY),
+    tier_len=st.integers(0, 100 * DAY),
+    windows_from=st.integers(0, 100 * DAY),
+)
+def test_rows_ascend_never_overlap_and_leave_no_window_out(
+    start: int, span: int, tier_from: int, tier_len: int, windows_from: int
+) -> None:
+    """Whatever the tier holds: the rows ascend, no row starts inside the one before, and every
+    window of the range outside the tier's rows is shown."""
+    end, q = start + span, _q("h")
+    stored = {"1m": 60, "1h": HOUR}
+    reads: list[tuple[str | None, float, float]] = []
+
+    def read(tier: str | None, lo: float, hi: float) -> list[WindowResult]:
+        reads.append((tier, lo, hi))
+        if tier is None:  # windows from windows_from on, kept a day here (7 by default)
+            return _rows("h", max(lo, windows_from, end - DAY), hi, 10)
+        step = stored[tier]
+        return _rows("h", max(lo, tier_from), min(hi, tier_from + tier_len), step)
+
+    got = read_tiered(read, q, start, end, POINTS)
+    for a, b in zip(got.rows, got.rows[1:], strict=False):
+        assert b.window_start >= a.window_start + a.window_seconds
+    assert all(r.window_start < end for r in got.rows)
+    shown = {r.window_start for r in got.rows if r.window_seconds == 10}
+    for w in _rows("h", max(start, windows_from, end - DAY), end, 10):
+        assert w.window_start in shown or got.tier_from <= w.window_start < got.tier_to
+    # Bounded: at most one read of the tier and three of the windows (head, tail or all).
+    assert sum(1 for t, _, _ in reads if t is not None) <= 1 and len(reads) <= 3
