@@ -24,7 +24,8 @@ Also: ``labels.py``, the one rule that makes labels, tags and attributes into me
 ``query_select.py``, which servers a query selects and in which group, from a server's name
 and tags; ``ranking.py``, the top-N of one window of a ``BY server ... TOP n BY f`` query;
 ``agentversion.py``, the agent's version as a metric value; ``tiers.py``, the rollup tiers a
-query has and a window's partial, and ``loghist.py``, the mergeable histogram a partial
+query has and a window's partial, ``tier_choice.py`` which of them a read shows (the
+coarsest that still fills its points), and ``loghist.py``, the mergeable histogram a partial
 keeps of its percentiles.
 
 It imports no component (tests/test_architecture.py).

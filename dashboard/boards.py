@@ -42,7 +42,14 @@ GRID_COLUMNS = 12
 MAX_GRID_ROW = 1000
 MAX_PANEL_HEIGHT = 12
 CHARTS = ("lines", "stat", "table")
-RANGES = {"15m": 900, "1h": 3600, "6h": 21_600, "24h": 86_400, "7d": 604_800}
+RANGES = {
+    "15m": 900,
+    "1h": 3600,
+    "6h": 21_600,
+    "24h": 86_400,
+    "7d": 604_800,
+    "30d": 2_592_000,  # read from the 1 h rollup tier (dashboard.tiered)
+}
 EXPORT_VERSION = 1
 _PANEL_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
 _BOARD_KEYS = {"name", "panels", "time_range", "refresh_seconds", "server_filter"}

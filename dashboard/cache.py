@@ -7,7 +7,8 @@ reaching before ``lo``, or an entry older than ``full_refresh_s``, reads everyth
 a window rewritten later than ``reread_s`` shows up within ``full_refresh_s`` at most.
 
 A ``BY server`` query's series are cached one per server (``server``), read with
-``read_server_results``; ``server=""`` is a query's one series over all its servers.
+``read_server_results``; ``server=""`` is a query's one series over all its servers, and
+with ``tier`` (``1m``, ``1h``) that series' rollup tier rows, cached apart from its windows.
 """
 
 from __future__ import annotations
@@ -49,20 +50,29 @@ class ResultCache:
         self._max_windows = max_windows
         self._clock = clock
         self._lock = threading.Lock()
-        self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, str, str], _Entry] = OrderedDict()
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
 
-    def _fetch(self, key: tuple[str, str], start: float, end: float) -> list[WindowResult]:
-        query_id, server = key
+    def _fetch(self, key: tuple[str, str, str], start: float, end: float) -> list[WindowResult]:
+        query_id, server, tier = key
         if server:
             return list(self._repo.read_server_results(query_id, server, start, end))
+        if tier:
+            return list(self._repo.read_results(query_id, start, end, tier=tier))
         return list(self._repo.read_results(query_id, start, end))
 
-    def read(self, query_id: str, start: float, end: float, server: str = "") -> list[WindowResult]:
-        key = (query_id, server)
+    def read(
+        self,
+        query_id: str,
+        start: float,
+        end: float,
+        server: str = "",
+        tier: str | None = None,
+    ) -> list[WindowResult]:
+        key = (query_id, server, tier or "")
         with self._lock:
             entry = self._entries.get(key)
         now = self._clock()
@@ -91,7 +101,7 @@ class ResultCache:
         j = bisect.bisect_left(entry.starts, end)
         return entry.windows[i:j]
 
-    def _store(self, key: tuple[str, str], entry: _Entry) -> None:
+    def _store(self, key: tuple[str, str, str], entry: _Entry) -> None:
         with self._lock:
             self._entries[key] = entry
             self._entries.move_to_end(key)

@@ -25,25 +25,33 @@ class Series(NamedTuple):
         return sum(1 for v in self.y if v is not None)
 
 
-def with_gaps(x: Sequence[float], y: Sequence[float | None], step: float) -> Series:
+def with_gaps(
+    x: Sequence[float],
+    y: Sequence[float | None],
+    step: float,
+    lengths: Sequence[float] | None = None,
+) -> Series:
     """Inserts one ``None`` after every run of consecutive windows that is followed by a missing
-    one. ``x`` must be ascending; ``step`` is the window length in seconds. A window whose value
+    one. ``x`` must be ascending; ``step`` is the window length in seconds, or ``lengths`` each
+    window's own (a chart mixing a rollup tier's rows with windows). A window whose value
     is missing (``None``) is itself a gap and is kept as such."""
     if step <= 0:
         raise ValueError(f"step must be positive, got {step}")
-    if len(x) != len(y):
-        raise ValueError(f"x and y differ in length: {len(x)} != {len(y)}")
+    if len(x) != len(y) or (lengths is not None and len(lengths) != len(x)):
+        raise ValueError(f"x, y and lengths differ in length: {len(x)} != {len(y)}")
     out_x: list[float] = []
     out_y: list[float | None] = []
     prev: float | None = None
-    for xi, yi in zip(x, y, strict=True):
+    prev_step = step
+    for i, (xi, yi) in enumerate(zip(x, y, strict=True)):
         # Half a step of slack absorbs float noise in window starts without hiding a gap.
-        if prev is not None and xi - prev > step * 1.5 and out_y and out_y[-1] is not None:
-            out_x.append(prev + step)
+        if prev is not None and xi - prev > prev_step * 1.5 and out_y and out_y[-1] is not None:
+            out_x.append(prev + prev_step)
             out_y.append(None)
         out_x.append(xi)
         out_y.append(yi)
         prev = xi
+        prev_step = step if lengths is None else lengths[i]
     return Series(out_x, out_y)
 
 

@@ -22,8 +22,16 @@ class QueryRepository(Protocol):
     def set_paused(self, query_id: str, paused: bool) -> StoredQuery: ...
     def delete_query(self, query_id: str) -> bool: ...
     def read_results(
-        self, query_id: str, start: float, end: float, page_size: int = 5000
-    ) -> Iterator[WindowResult]: ...
+        self,
+        query_id: str,
+        start: float,
+        end: float,
+        page_size: int = 5000,
+        tier: str | None = None,
+    ) -> Iterator[WindowResult]:
+        """The query's windows in [start, end), ascending; with ``tier`` its rollup rows."""
+        ...
+
     def read_results_at(self, query_id: str, starts: Sequence[float]) -> Iterator[WindowResult]:
         """The windows that start exactly at ``starts`` (epoch seconds), ascending."""
         ...

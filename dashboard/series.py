@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from datetime import UTC, datetime
 
 from apm.query import StoredQuery, WindowResult
@@ -13,25 +13,33 @@ __all__ = ["build_series", "iso", "stored_query_json", "window_json"]
 
 
 def build_series(
-    query: StoredQuery, windows: Iterable[WindowResult], max_points: int | None
+    query: StoredQuery,
+    windows: Iterable[WindowResult],
+    max_points: int | None,
+    steps: Collection[int] = (),
 ) -> dict[str, Series]:
     """Series keyed by function key (``min``, ``p99``...), gaps inserted where windows are
-    missing, then downsampled to ``max_points`` if given. ``windows`` ascend by start."""
+    missing, then downsampled to ``max_points`` if given. ``windows`` ascend by start;
+    ``steps``: the row lengths they may mix (a rollup tier's and the windows',
+    ``dashboard.tiered``), by default the query's window only."""
     keys = [f.key for f in query.query.functions]
     xs: list[float] = []
+    lengths: list[float] = []
     ys: dict[str, list[float | None]] = {k: [] for k in keys}
     step = float(query.query.window_seconds)
+    allowed = set(steps) or {query.query.window_seconds}
     for w in windows:
         # A window stored under an older definition of the query (another window length)
         # would draw a false line; the stored length wins for the gap test, so skip mismatches.
-        if w.window_seconds != query.query.window_seconds:
+        if w.window_seconds not in allowed:
             continue
         xs.append(w.window_start)
+        lengths.append(float(w.window_seconds))
         for k in keys:
             ys[k].append(w.values.get(k))
     out: dict[str, Series] = {}
     for k in keys:
-        series = with_gaps(xs, ys[k], step)
+        series = with_gaps(xs, ys[k], step, lengths)
         out[k] = downsample_minmax(series, max_points) if max_points else series
     return out
 

@@ -18,7 +18,6 @@ import re
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import partial
 
 from apm.query import StoredQuery
 from apm.query_glob import glob_to_regex
@@ -26,7 +25,7 @@ from dashboard.boards import Board, Panel
 from dashboard.context import AppContext
 from dashboard.guard import guarded
 from dashboard.pages.board_tables import stat_figure, table_figure
-from dashboard.pages.figures import empty_figure, figure_for, read_windows
+from dashboard.pages.figures import empty_figure, figure_for, fleet_rows
 from dashboard.states import Evaluated, QueryStates
 
 __all__ = ["PanelView", "board_views", "filter_notes", "panel_view", "plot_height"]
@@ -159,16 +158,15 @@ def _sized(view: PanelView, panel: Panel) -> PanelView:
     return view
 
 
-def _prefetch(app_ctx: AppContext, ids: list[str], span: tuple[float, float]) -> None:
-    """Reads the lines panels' queries into the read cache concurrently: each read spends
-    much of its time waiting on Cassandra, which the others' decoding fills."""
-    if len(ids) < 2 or app_ctx.cache is None:
+def _prefetch(app_ctx: AppContext, queries: list[StoredQuery], span: tuple[float, float]) -> None:
+    """Reads the lines panels' fleet queries into the read cache concurrently, at the tier
+    their panel will read (``fleet_rows``): each read spends much of its time waiting on
+    Cassandra, which the others' decoding fills."""
+    fleet = [q for q in queries if not q.query.by_server]
+    if len(fleet) < 2 or app_ctx.cache is None:
         return
-    read = partial(read_windows, app_ctx, start=span[0], end=span[1])
-    with ThreadPoolExecutor(min(_READERS, len(ids))) as pool:
-        list(
-            pool.map(lambda qid: guarded(app_ctx.metrics, "read_results", partial(read, qid)), ids)
-        )
+    with ThreadPoolExecutor(min(_READERS, len(fleet))) as pool:
+        list(pool.map(lambda q: fleet_rows(app_ctx, q, *span), fleet))
 
 
 def board_views(
@@ -183,5 +181,5 @@ def board_views(
     evaluated = states.evaluate([stored[q] for q in sorted(wanted)])
     servers = {} if board.server_filter == "*" else guarded(g, "servers", app_ctx.repo.list_servers)
     lines = {q for p in board.panels if p.chart == "lines" for q in p.queries if q in stored}
-    _prefetch(app_ctx, sorted(lines), span)
+    _prefetch(app_ctx, [stored[q] for q in sorted(lines)], span)
     return [panel_view(app_ctx, board, p, stored, evaluated, servers, span) for p in board.panels]

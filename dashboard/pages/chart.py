@@ -25,7 +25,8 @@ from dashboard.validation import parse_time
 
 __all__ = ["RANGES", "layout", "register"]
 
-RANGES = {"15m": 900, "1h": 3600, "6h": 21_600, "24h": 86_400}
+# 7 d and 30 d read the rollup tiers (dashboard.tiered): 1 min and 1 h rows, not 10 s windows.
+RANGES = {"15m": 900, "1h": 3600, "6h": 21_600, "24h": 86_400, "7d": 604_800, "30d": 2_592_000}
 
 
 def layout(app_ctx: AppContext, search: str) -> html.Div:
@@ -229,7 +230,7 @@ def register(app: Dash, app_ctx: AppContext) -> None:
         app_ctx.metrics.windows_read.inc(drawn.windows)
         app_ctx.metrics.points_served.inc(drawn.points)
         status = (
-            f"{drawn.windows} windows read, {drawn.points} points drawn in {elapsed * 1000:.0f} ms"
+            f"{drawn.windows} rows read, {drawn.points} points drawn in {elapsed * 1000:.0f} ms"
         )
         servers = [html.Div(n) for n in drawn.notes]
         return fig, status, "", _state_lines(found, evaluated), alerts, servers

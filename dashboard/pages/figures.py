@@ -2,7 +2,9 @@
 query's one series per function, or, for a ``BY server`` query, one per server and function,
 at most :data:`dashboard.per_server.MAX_LINES` lines, chosen (and explained in the notes) by
 :mod:`dashboard.per_server`. Missing windows are gaps, not lines; each series is downsampled
-to the settings' ``max_points``."""
+to the settings' ``max_points``. A fleet query reads the coarsest rollup tier its range fits
+(:func:`fleet_rows`, :mod:`dashboard.tiered`); the hover and a note say which
+(:mod:`dashboard.pages.traces`)."""
 
 from __future__ import annotations
 
@@ -12,41 +14,25 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from apm.query import StoredQuery, WindowResult
+from apm.tier_choice import choose_tier, resolution_label
+from apm.tiers import tiers_of
 from dashboard import per_server
 from dashboard.context import AppContext
-from dashboard.downsample import Series
 from dashboard.guard import guarded
+from dashboard.pages.traces import COLORS, DASHES, SERVER_COLORS, hover, trace
 from dashboard.series import build_series
+from dashboard.tiered import Read, Tiered, read_tiered
 
-__all__ = ["Drawn", "empty_figure", "figure_for", "read_windows", "server_cap"]
+__all__ = [
+    "Drawn",
+    "chart_points",
+    "empty_figure",
+    "figure_for",
+    "fleet_rows",
+    "read_windows",
+    "server_cap",
+]
 
-_COLORS = [
-    "#1f77b4",
-    "#d62728",
-    "#2ca02c",
-    "#ff7f0e",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#17becf",
-    "#bcbd22",
-    "#7f7f7f",
-]
-# A per-server chart has up to 20 servers: the ten above, then their lighter tints.
-_SERVER_COLORS = [
-    *_COLORS,
-    "#aec7e8",
-    "#ff9896",
-    "#98df8a",
-    "#ffbb78",
-    "#c5b0d5",
-    "#c49c94",
-    "#f7b6d2",
-    "#9edae5",
-    "#dbdb8d",
-    "#c7c7c7",
-]
-_DASHES = ["solid", "dot", "dash", "dashdot"]
 _READERS = 4  # one server's read waits on Cassandra while another's decodes
 
 
@@ -55,7 +41,7 @@ class Drawn:
     """What a figure drew: windows read, points drawn, and what it says about per-server
     queries (which servers are drawn, what the server filter kept)."""
 
-    windows: int = 0
+    windows: int = 0  # rows read: windows and rollup tier rows alike
     points: int = 0
     notes: list[str] = field(default_factory=list)
     unmatched: int = 0  # per-server queries none of whose servers the filter matches
@@ -86,25 +72,39 @@ def read_windows(
     return list(app_ctx.repo.read_results(query_id, start, end))
 
 
+def _fleet_read(app_ctx: AppContext, query_id: str, cached: bool) -> Read:
+    """A fleet series' reader for ``dashboard.tiered``: its windows (``tier`` None) or a
+    rollup tier's rows, through the read cache when ``cached`` and there is one."""
+
+    def read(tier: str | None, start: float, end: float) -> list[WindowResult]:
+        def run() -> list[WindowResult]:
+            if cached and app_ctx.cache is not None:
+                return app_ctx.cache.read(query_id, start, end, tier=tier)
+            if tier is None:
+                return list(app_ctx.repo.read_results(query_id, start, end))
+            return list(app_ctx.repo.read_results(query_id, start, end, tier=tier))
+
+        return guarded(app_ctx.metrics, "read_results", run)
+
+    return read
+
+
+def fleet_rows(app_ctx: AppContext, q: StoredQuery, start: float, end: float) -> Tiered:
+    """A fleet query's rows over [start, end) at the tier its range needs (dashboard.tiered)."""
+    read, past = _fleet_read(app_ctx, q.id, True), _fleet_read(app_ctx, q.id, False)
+    return read_tiered(read, q, start, end, chart_points(app_ctx), past)
+
+
+def chart_points(app_ctx: AppContext) -> int:
+    """The rows a chart wants: one a pixel column of its min/max downsampling
+    (``max_points // 2`` columns), so a tier with fewer rows than that is too coarse."""
+    return max(1, app_ctx.settings.max_points // 2)
+
+
 def server_cap(q: StoredQuery, shared: int = 1) -> int:
     """How many servers of a per-server query fit in its share of MAX_LINES lines (one line
     per function; ``shared``: the per-server queries of the chart split the lines evenly)."""
     return max(1, per_server.MAX_LINES // (len(q.query.functions) * max(1, shared)))
-
-
-def _trace(name: str, s: Series, color: str, dash: str, meta: dict[str, str]) -> dict:
-    return {
-        "type": "scatter",
-        "mode": "lines+markers" if s.points <= 300 else "lines",
-        "name": name,
-        "x": [x * 1000 for x in s.x],
-        "y": s.y,
-        "connectgaps": False,
-        "marker": {"size": 4},
-        "meta": meta,
-        "legendgroup": meta.get("server", ""),
-        "line": {"width": 1.5, "color": color, "dash": dash},
-    }
 
 
 def _plain(
@@ -115,17 +115,19 @@ def _plain(
     overlay: bool,
     drawn: Drawn,
 ) -> list[dict]:
-    read = partial(read_windows, app_ctx, q.id, *span)
-    windows = guarded(app_ctx.metrics, "read_results", read)
-    series = build_series(q, windows, app_ctx.settings.max_points)
+    got = fleet_rows(app_ctx, q, *span)
+    series = build_series(q, got.rows, app_ctx.settings.max_points, got.steps)
     traces = []
     for fn, (key, s) in enumerate(series.items()):
         drawn.points += s.points
         label = f"{q.query.metric} {key}" + (f" [{q.id[:8]}]" if overlay else "")
-        color = _COLORS[(qn * 4 + fn) % len(_COLORS)]
-        meta = {"query_id": q.id, "function": key}
-        traces.append(_trace(label, s, color, _DASHES[qn % 4], meta))
-    drawn.windows += len(windows)
+        color = COLORS[(qn * 4 + fn) % len(COLORS)]
+        meta = {"query_id": q.id, "function": key, "tier": got.tier or "windows"}
+        line = trace(label, s, color, DASHES[qn % 4], meta)
+        traces.append(hover(line, [got.label_at(x) for x in s.x]))
+    drawn.windows += len(got.rows)
+    if (note := got.note()) is not None:
+        drawn.notes.append(f"{q.text}: {note}" if overlay else note)
     return traces
 
 
@@ -164,6 +166,14 @@ def _per_server(
     ]
     if choice.total and not choice.matching:
         drawn.unmatched += 1
+    shown = resolution_label(q.query.window_seconds, None)
+    start, end = span
+    if choose_tier(start, end, chart_points(app_ctx), tiers_of(q.query.window_seconds)):
+        # A fleet series of this range would show a rollup tier; say why this one does not.
+        drawn.notes.append(
+            f"{q.query.metric} per server: showing {shown} (per-server series have no "
+            "rollup tiers yet)"
+        )
 
     def one(server: str) -> list[WindowResult]:
         read = partial(read_windows, app_ctx, q.id, *span, server)
@@ -178,9 +188,9 @@ def _per_server(
         for fn, (key, s) in enumerate(series.items()):
             drawn.points += s.points
             label = server + (f" {key}" if nfn > 1 else "") + (f" [{q.id[:8]}]" if overlay else "")
-            color = _SERVER_COLORS[i % len(_SERVER_COLORS)]
-            meta = {"query_id": q.id, "function": key, "server": server}
-            traces.append(_trace(label, s, color, _DASHES[fn % 4], meta))
+            color = SERVER_COLORS[i % len(SERVER_COLORS)]
+            meta = {"query_id": q.id, "function": key, "server": server, "tier": "windows"}
+            traces.append(hover(trace(label, s, color, DASHES[fn % 4], meta), [shown] * len(s.x)))
     return traces
 
 

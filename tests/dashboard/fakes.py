@@ -1,7 +1,8 @@
 """An in-memory stand-in for the storage repository's result reads (unit tests of the
 dashboard's logic): the per-server series and rankings are the shared fake
 (``tests.support.servers``, held to the real repository's contract by
-tests/storage/test_servers.py); plain results, ranges [start, end), ascending."""
+tests/storage/test_servers.py); plain results and rollup tier rows, ranges [start, end),
+ascending."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ class FakeResults(FakeServerSeries):
         self.queries = {q.id: q for q in queries}
         self.results: dict[tuple[str, float], WindowResult] = {}
         self.reads: list[tuple[str, ...]] = []
+        self.tiers: dict[tuple[str, str, float], WindowResult] = {}
 
     def upsert_results(self, rows: Iterable[WindowResult]) -> int:
         plain, n = self.upsert_server_rows(rows)
@@ -42,9 +44,28 @@ class FakeResults(FakeServerSeries):
     def get_query(self, query_id: str) -> StoredQuery | None:
         return self.queries.get(query_id)
 
+    def upsert_tier(self, tier: str, rows: Iterable[WindowResult]) -> int:
+        rows = list(rows)
+        for r in rows:
+            self.tiers[(tier, r.query_id, r.window_start)] = r
+        return len(rows)
+
     def read_results(
-        self, query_id: str, start: float, end: float, page_size: int = 5000
+        self,
+        query_id: str,
+        start: float,
+        end: float,
+        page_size: int = 5000,
+        tier: str | None = None,
     ) -> Iterator[WindowResult]:
+        if tier is not None:
+            self.reads.append(("read_results", query_id, tier))
+            got = [
+                r
+                for (t, qid, at), r in sorted(self.tiers.items())
+                if t == tier and qid == query_id and start <= at < end
+            ]
+            return iter(got)
         self.reads.append(("read_results", query_id))
         keys = sorted(k for k in self.results if k[0] == query_id and start <= k[1] < end)
         return iter([self.results[k] for k in keys])

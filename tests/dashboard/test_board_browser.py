@@ -18,7 +18,7 @@ from selenium.webdriver.common.keys import Keys
 
 from apm.query import WindowResult
 from tests.dashboard.conftest import TOKEN
-from tests.dashboard.test_browser import _pick, _text, _type
+from tests.dashboard.test_browser import _pick, _radio, _text, _type
 
 pytestmark = pytest.mark.e2e
 
@@ -45,14 +45,6 @@ def _click_panel(chrome: Any, kind: str, panel: str) -> None:
         kind,
         panel,
     )
-
-
-def _radio(chrome: Any, group_id: str, label: str) -> None:
-    for option in chrome.find_elements(By.CSS_SELECTOR, f"#{group_id} label"):
-        if option.text.strip() == label:
-            option.click()
-            return
-    raise AssertionError(f"no option {label!r} in #{group_id}")
 
 
 def _add_panel(chrome: Any, wait: Wait, title: str, query: str, chart: str, count: int) -> None:

@@ -55,6 +55,14 @@ def _pick(chrome: Any, wait: Wait, dropdown_id: str, label: str) -> None:
     chrome.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
 
 
+def _radio(chrome: Any, group_id: str, label: str) -> None:
+    for option in chrome.find_elements(By.CSS_SELECTOR, f"#{group_id} label"):
+        if option.text.strip() == label:
+            option.click()
+            return
+    raise AssertionError(f"no option {label!r} in #{group_id}")
+
+
 def _type(chrome: Any, element_id: str, text: str) -> None:
     field = chrome.find_element(By.ID, element_id)
     field.send_keys(Keys.CONTROL, "a")
@@ -166,7 +174,38 @@ def test_once_results_are_written_the_chart_has_the_right_points(
         assert len(points) == 180 - len(missing)
         assert trace["y"].count(None) == 2  # two runs of missing windows: two gaps
     assert {t["name"].split()[-1] for t in traces} == {"min", "p99"}
-    assert "176 windows read" in _text(chrome, "c-status")
+    assert "176 rows read" in _text(chrome, "c-status")
+
+
+_HOVERS = """const el = document.querySelector('#c-graph .js-plotly-plot');
+return el && el.data ? el.data.map(t => ({shows: t.customdata, hover: t.hovertemplate})) : null;"""
+
+
+def test_a_30_day_chart_reads_the_hourly_rollup_and_says_so(
+    chrome: Any, login: Any, wait: Wait, repo: Any, unique_name: Any
+) -> None:
+    saved = repo.save_query(f"FROM * SELECT {unique_name('cpu')} WINDOW 10s COMPUTE avg")
+    hour = (time.time() // 3600) * 3600
+    # 40 days of the 1 h tier up to the open hour, and that hour's windows: the live edge.
+    repo.upsert_tier(
+        "1h",
+        (
+            WindowResult(saved.id, hour - 3600 * i, 3600, {"avg": 1.0}, 360, time.time())
+            for i in range(1, 40 * 24)
+        ),
+    )
+    repo.upsert_results(
+        WindowResult(saved.id, at, 10, {"avg": 2.0}, 5, time.time())
+        for at in range(int(hour), int(time.time()) - 10, 10)
+    )
+    login(path=f"/chart?q={saved.id}")
+    wait(lambda d: d.execute_script(_TRACES))
+    _radio(chrome, "c-range", "30d")
+    note = wait(lambda d: "1 h rollup" in (t := _text(d, "c-servers")) and t)
+    assert note.startswith("showing the 1 h rollup; 10 s windows where it has no rows yet")
+    (trace,) = wait(lambda d: (t := d.execute_script(_HOVERS)) and t[0]["shows"] and t)
+    assert trace["shows"][0] == "1 h rollup" and "%{customdata}" in trace["hover"]
+    assert trace["shows"][-1] == "10 s windows" or time.time() - hour < 20
 
 
 def test_pause_a_query_from_the_list(chrome: Any, login: Any, wait: Wait, repo: Any) -> None:

@@ -73,7 +73,7 @@ def test_eviction_keeps_the_total_bounded() -> None:
     cache = ResultCache(store, max_windows=15)  # type: ignore[arg-type]
     cache.read("a", 0, 100)
     cache.read("b", 0, 100)
-    assert len(cache._entries) == 1 and ("b", "") in cache._entries
+    assert len(cache._entries) == 1 and ("b", "", "") in cache._entries
 
 
 def test_a_servers_series_is_cached_apart_from_the_querys() -> None:
