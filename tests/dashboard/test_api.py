@@ -103,22 +103,27 @@ def test_bad_query_is_422_with_the_parsers_message_and_position(api: Any) -> Non
     assert patch.status_code == 422 and patch.json()["at"] == len("FROM")
 
 
-def test_a_query_with_host_tags_is_refused_until_the_aggregator_evaluates_them(
+def test_a_query_with_host_tags_is_stored_and_a_bad_tag_is_refused_where_it_is(
     api: Any, repo: Any
 ) -> None:
+    """Since the aggregator evaluates tags (issue 37), a tag query is stored like any other;
+    a tag key the rule refuses is still a 422 at its position."""
     text = "FROM web-* WHERE env:prod SELECT cpu WINDOW 10s COMPUTE avg"
-    response = api.post("/api/queries", json={"text": text})
-    assert response.status_code == 422
-    body = response.json()
-    assert body["error"] == "invalid_query" and body["at"] == text.index("WHERE")
-    assert "not evaluated by the aggregator yet" in body["detail"]
-    created = api.post("/api/queries", json={"text": text.replace(" WHERE env:prod", "")})
-    assert created.status_code == 201
-    assert created.json()["tags"] == [] and created.json()["group_by"] == []
+    created = api.post("/api/queries", json={"text": text})
+    assert created.status_code == 201, created.text
     qid = created.json()["id"]
+    assert created.json()["group_by"] == []
+    assert repo.get_query(qid).text == text
     patch = api.patch(f"/api/queries/{qid}", json={"text": f"{text} BY dc"})
-    assert patch.status_code == 422 and "not evaluated" in patch.json()["detail"]
-    assert repo.get_query(qid).text == text.replace(" WHERE env:prod", "")  # unchanged
+    assert patch.status_code == 200, patch.text
+    assert patch.json()["group_by"] == ["dc"]
+    assert repo.get_query(qid).text == f"{text} BY dc"
+    bad = "FROM web-* WHERE Env:prod SELECT cpu WINDOW 10s COMPUTE avg"
+    refused = api.post("/api/queries", json={"text": bad})
+    assert refused.status_code == 422
+    body = refused.json()
+    assert body["error"] == "invalid_query" and body["at"] >= bad.index("WHERE")
+    assert repo.get_query(qid).text == f"{text} BY dc"  # unchanged
 
 
 @pytest.mark.parametrize("payload", [None, [], {"text": 5}, {}])
